@@ -1,0 +1,1 @@
+//! Synthetic topology generators (to be written).

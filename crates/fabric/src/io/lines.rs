@@ -1,0 +1,1 @@
+//! Shared line splitting for the line-oriented readers (to be written).

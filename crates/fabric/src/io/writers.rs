@@ -1,0 +1,1 @@
+//! Writers (to be written).

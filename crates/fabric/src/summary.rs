@@ -1,0 +1,1 @@
+//! Fabric figures for `fabroute info` (to be written).

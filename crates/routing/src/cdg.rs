@@ -1,0 +1,1 @@
+//! cdg (to be written).

@@ -1,0 +1,1 @@
+//! Routing engines (to be written).

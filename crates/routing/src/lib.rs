@@ -1,0 +1,13 @@
+//! Routing tables, engines, the deadlock checker, metrics and fault-tolerant rerouting.
+//!
+//! Invariants: no I/O (OpenSM-format readers take bytes and writers return strings); results
+//! are deterministic for a given fabric, options and seed, whatever the thread count.
+
+pub mod cdg;
+pub mod engines;
+pub mod metrics;
+pub mod opensm;
+pub mod tables;
+pub mod walk;
+
+pub use tables::{PathSl, Routing, Sl2Vl};

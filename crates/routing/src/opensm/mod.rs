@@ -1,0 +1,1 @@
+//! OpenSM file formats (to be written).

@@ -1,0 +1,203 @@
+//! The routing result: what a subnet manager programs.
+//!
+//! - **LFTs**: one linear forwarding table per switch over the unicast LID space, switch-major
+//!   in one flat array (`lft[switch_index * stride + lid]` = output port number, [`NO_PORT`] =
+//!   no route). `stride = max_lid + 1`. LMC virtual LIDs are ordinary entries.
+//! - **Path SLs**: the service level a source end port puts on packets to a destination LID.
+//! - **SL2VL**: per node, `(input port, output port, SL) → VL`; for CAs/routers only the
+//!   row of each port (input 0, output = that port) matters.
+//!
+//! InfiniBand limits are enforced by [`Routing::validate`]: 15 data VLs (0..=14), 16 SLs,
+//! LMC ≤ 7, LIDs ≤ 0xBFFF.
+
+use fabric::{Fabric, Lid, NodeId, NodeKind, PortId, MAX_LMC, MAX_UNICAST_LID, NO_PORT};
+
+/// Number of service levels.
+pub const NUM_SLS: usize = 16;
+/// Number of data virtual lanes.
+pub const NUM_DATA_VLS: u8 = 15;
+
+/// How path SLs are stored (dense per-pair storage is only used when an engine needs it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathSl {
+    /// Every path uses this SL.
+    Uniform(u8),
+    /// SL depends on the destination LID only: `sl[lid]`.
+    PerDest(Vec<u8>),
+    /// SL per (source end port, destination LID): `sl[src * stride + lid]`, where `src` is the
+    /// index of the source in `Fabric::end_ports`.
+    PerPair { stride: usize, sl: Vec<u8> },
+}
+
+impl PathSl {
+    /// SL for source end-port index `src` (into `Fabric::end_ports`) and destination `dlid`.
+    #[inline]
+    pub fn get(&self, src: usize, dlid: Lid) -> u8 {
+        match self {
+            PathSl::Uniform(s) => *s,
+            PathSl::PerDest(v) => v.get(dlid as usize).copied().unwrap_or(0),
+            PathSl::PerPair { stride, sl } => sl.get(src * stride + dlid as usize).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// SL-to-VL tables for every node. `None` for a node means the identity map (VL = SL, which is
+/// what OpenSM programs with `-Q` for SL0..14; SL15 maps to VL 15 = "drop" in IB, we map
+/// SL → SL mod 15 to stay within data VLs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sl2Vl {
+    /// Per node: offset into `data` or `u32::MAX` for identity.
+    offset: Vec<u32>,
+    /// Per node: number of ports + 1 (row stride in input ports and output ports).
+    width: Vec<u16>,
+    data: Vec<u8>,
+}
+
+impl Sl2Vl {
+    /// Identity tables on every node.
+    pub fn identity(f: &Fabric) -> Self {
+        Sl2Vl {
+            offset: vec![u32::MAX; f.nodes.len()],
+            width: f.nodes.iter().map(|n| n.nports as u16 + 1).collect(),
+            data: Vec::new(),
+        }
+    }
+
+    /// The VL for (node, input port, output port, SL).
+    #[inline]
+    pub fn vl(&self, node: NodeId, inp: u8, out: u8, sl: u8) -> u8 {
+        let o = self.offset[node.idx()];
+        if o == u32::MAX {
+            return sl % NUM_DATA_VLS;
+        }
+        let w = self.width[node.idx()] as usize;
+        self.data[o as usize + ((inp as usize * w + out as usize) * NUM_SLS) + sl as usize]
+    }
+
+    /// Gives `node` an explicit table (initialised to identity) and returns it for editing,
+    /// indexed `[(inp * width + out) * 16 + sl]`.
+    pub fn table_mut(&mut self, node: NodeId) -> &mut [u8] {
+        let w = self.width[node.idx()] as usize;
+        let len = w * w * NUM_SLS;
+        if self.offset[node.idx()] == u32::MAX {
+            self.offset[node.idx()] = self.data.len() as u32;
+            self.data
+                .extend((0..len).map(|i| (i % NUM_SLS) as u8 % NUM_DATA_VLS));
+        }
+        let o = self.offset[node.idx()] as usize;
+        &mut self.data[o..o + len]
+    }
+
+    /// Sets one entry.
+    pub fn set(&mut self, node: NodeId, inp: u8, out: u8, sl: u8, vl: u8) {
+        let w = self.width[node.idx()] as usize;
+        let t = self.table_mut(node);
+        t[(inp as usize * w + out as usize) * NUM_SLS + sl as usize] = vl;
+    }
+
+    /// True when `node` uses the identity map.
+    pub fn is_identity(&self, node: NodeId) -> bool {
+        self.offset[node.idx()] == u32::MAX
+    }
+}
+
+/// A complete routing result.
+#[derive(Clone, Debug)]
+pub struct Routing {
+    /// Highest LID covered by the LFTs; `stride = max_lid + 1`.
+    pub max_lid: Lid,
+    /// Switch-major LFTs, `fabric.num_switches() * stride` bytes.
+    pub lft: Vec<u8>,
+    pub path_sl: PathSl,
+    pub sl2vl: Sl2Vl,
+}
+
+impl Routing {
+    /// Empty tables (every entry "no route") for the LIDs the fabric assigned.
+    pub fn empty(f: &Fabric) -> Self {
+        let max_lid = f.max_lid();
+        Routing {
+            max_lid,
+            lft: vec![NO_PORT; f.num_switches() * (max_lid as usize + 1)],
+            path_sl: PathSl::Uniform(0),
+            sl2vl: Sl2Vl::identity(f),
+        }
+    }
+    #[inline]
+    pub fn stride(&self) -> usize {
+        self.max_lid as usize + 1
+    }
+    /// The LFT of switch index `s`.
+    #[inline]
+    pub fn lft_of(&self, s: usize) -> &[u8] {
+        let st = self.stride();
+        &self.lft[s * st..(s + 1) * st]
+    }
+    #[inline]
+    pub fn lft_of_mut(&mut self, s: usize) -> &mut [u8] {
+        let st = self.stride();
+        &mut self.lft[s * st..(s + 1) * st]
+    }
+    /// Output port of switch index `s` for `lid` (NO_PORT when none or out of range).
+    #[inline]
+    pub fn out_port(&self, s: usize, lid: Lid) -> u8 {
+        if lid > self.max_lid {
+            return NO_PORT;
+        }
+        self.lft[s * self.stride() + lid as usize]
+    }
+
+    /// Checks the InfiniBand limits and table shapes against the fabric.
+    pub fn validate(&self, f: &Fabric) -> Result<(), String> {
+        if self.max_lid > MAX_UNICAST_LID {
+            return Err(format!(
+                "max LID {:#x} exceeds the unicast range {MAX_UNICAST_LID:#x}",
+                self.max_lid
+            ));
+        }
+        if self.lft.len() != f.num_switches() * self.stride() {
+            return Err("LFT array size does not match the switch count".into());
+        }
+        for p in &f.ports {
+            if p.lmc > MAX_LMC {
+                return Err(format!("LMC {} exceeds {MAX_LMC}", p.lmc));
+            }
+        }
+        for (si, &n) in f.switches.iter().enumerate() {
+            let np = f.node(n).nports;
+            for (lid, &port) in self.lft_of(si).iter().enumerate() {
+                if port != NO_PORT && port > np {
+                    return Err(format!(
+                        "switch {:?} routes LID {lid} to port {port}, beyond its {np} ports",
+                        f.node(n).name
+                    ));
+                }
+            }
+        }
+        let max_sl = match &self.path_sl {
+            PathSl::Uniform(s) => *s,
+            PathSl::PerDest(v) => v.iter().copied().max().unwrap_or(0),
+            PathSl::PerPair { sl, .. } => sl.iter().copied().max().unwrap_or(0),
+        };
+        if max_sl as usize >= NUM_SLS {
+            return Err(format!("SL {max_sl} is beyond the 16 service levels"));
+        }
+        if self.sl2vl.data.iter().any(|&v| v >= NUM_DATA_VLS) {
+            return Err("an SL2VL entry maps to a VL beyond the 15 data VLs".into());
+        }
+        Ok(())
+    }
+}
+
+/// Helper shared by engines and checkers: the (switch index, switch port number) an end port
+/// hangs off, if it is cabled to a switch.
+pub fn end_port_switch(f: &Fabric, p: PortId) -> Option<(usize, u8)> {
+    let r = f.attached_switch(p)?;
+    let rp = f.port(r);
+    Some((f.switch_index[rp.node.idx()] as usize, rp.num))
+}
+
+/// True for nodes whose ports carry LIDs of their own (CAs and routers).
+pub fn is_end_node(f: &Fabric, n: NodeId) -> bool {
+    f.node(n).kind != NodeKind::Switch
+}
