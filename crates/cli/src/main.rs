@@ -1,1 +1,51 @@
-fn main() {}
+//! `fabroute`: generate, inspect, convert, route and check InfiniBand fabrics.
+//!
+//! This crate is the only place that parses arguments, touches the file system, prints and
+//! draws. Each subcommand lives in `cmd/<name>.rs` and turns validated settings into calls on
+//! the `fabric` and `routing` libraries.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cmd;
+mod util;
+
+#[derive(Parser, Debug)]
+#[command(name = "fabroute", version, about = "Routing brain for InfiniBand fabrics")]
+struct Cli {
+    /// Number of worker threads (default: all cores).
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Generate a synthetic fabric.
+    Gen(cmd::gen::Args),
+    /// Print a fabric's figures (counts, degrees, diameter).
+    Info(cmd::info::Args),
+    /// Convert a fabric between formats (input format detected from the content).
+    Convert(cmd::convert::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(t) = cli.threads {
+        // Ignore the error if a pool was already built (cannot happen here).
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(t).build_global();
+    }
+    let result = match cli.command {
+        Command::Gen(a) => cmd::gen::run(a),
+        Command::Info(a) => cmd::info::run(a),
+        Command::Convert(a) => cmd::convert::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("fabroute: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

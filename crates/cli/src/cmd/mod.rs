@@ -1,0 +1,3 @@
+pub mod convert;
+pub mod gen;
+pub mod info;
