@@ -147,6 +147,19 @@ impl Routing {
         self.lft[s * self.stride() + lid as usize]
     }
 
+    /// Like [`Routing::out_port`] but never panics, even when the table is shorter than
+    /// `s` and `max_lid` imply (NO_PORT then).
+    #[inline]
+    pub fn out_port_checked(&self, s: usize, lid: Lid) -> u8 {
+        if lid > self.max_lid {
+            return NO_PORT;
+        }
+        self.lft
+            .get(s * self.stride() + lid as usize)
+            .copied()
+            .unwrap_or(NO_PORT)
+    }
+
     /// Checks the InfiniBand limits and table shapes against the fabric.
     pub fn validate(&self, f: &Fabric) -> Result<(), String> {
         if self.max_lid > MAX_UNICAST_LID {

@@ -1,1 +1,256 @@
-//! OpenSM file formats (to be written).
+//! OpenSM and ibutils (ibdmchk) file formats: readers take bytes, writers return strings.
+//!
+//! | file | read | write | module |
+//! |---|---|---|---|
+//! | `opensm-lfts.dump` / `-U` input / `ibroute` output | [`read_lfts`] | [`write_lfts`] | `lfts` |
+//! | `opensm.fdbs` (ibdmchk `-f`) | [`read_fdbs`] | [`write_fdbs`] | `fdbs` |
+//! | `opensm.mcfdbs` (ibdmchk `-m`) | — | [`write_mcfdbs`] | `fdbs` |
+//! | `opensm-subnet.lst` (ibdmchk `-s`) | (fabric crate) | [`write_subnet_lst`] | `subnet_lst` |
+//! | `opensm-sl2vl.dump` (ibdmchk `-d`) | [`read_sl2vl`] | [`write_sl2vl`] | `sl2vl` |
+//! | path SLs, ibdmchk `.psl` (`-c`) | [`read_psl`] | [`write_psl`] | `psl` |
+//!
+//! [`write_set`] produces every file `fabroute route -o DIR` emits.
+//!
+//! Ordering: OpenSM walks its GUID maps (`cl_qmap`) whose keys are GUIDs in network byte
+//! order compared as host (little-endian) integers, so nodes, switches and ports come out in
+//! ascending order of the *byte-swapped* GUID ([`osm_guid_order`]). The writers reproduce that,
+//! which is what makes them byte-identical with OpenSM's own dumps on x86.
+//!
+//! Readers never panic; every error is a [`ParseError`] with file, 1-based line and what was
+//! expected. Problems OpenSM itself tolerates (unknown switch GUIDs, ...) are warnings.
+
+use fabric::io::ParseError;
+use fabric::{Fabric, Lid, NodeId, NodeKind, PortId};
+use rustc_hash::FxHashMap;
+
+mod fdbs;
+mod lfts;
+mod psl;
+mod sl2vl;
+mod subnet_lst;
+
+pub use fdbs::{read_fdbs, route_hops, write_fdbs, write_mcfdbs, HopTable};
+pub use lfts::{read_lfts, write_lfts, LftLoad};
+pub use psl::{collapse_path_sl, read_psl, write_psl, PslLoad};
+pub use sl2vl::{read_sl2vl, write_sl2vl, Sl2VlLoad};
+pub use subnet_lst::{write_subnet_lst, SubnetLstOptions};
+
+use crate::tables::{PathSl, Routing};
+
+/// File names OpenSM uses in its dump directory (and fabroute in `route -o DIR`).
+pub const LFTS_FILE: &str = "opensm-lfts.dump";
+pub const FDBS_FILE: &str = "opensm.fdbs";
+pub const MCFDBS_FILE: &str = "opensm.mcfdbs";
+pub const SUBNET_LST_FILE: &str = "opensm-subnet.lst";
+pub const SL2VL_FILE: &str = "opensm-sl2vl.dump";
+/// Not an OpenSM dump: the name OpenSM's reference harness gives ibdmchk's `-c` PSL file.
+pub const PSL_FILE: &str = "opensm-path-sl.psl";
+
+/// Sort key reproducing OpenSM's map order: the GUID as stored (big-endian) read as a
+/// little-endian integer.
+#[inline]
+pub fn osm_guid_order(guid: u64) -> u64 {
+    guid.swap_bytes()
+}
+
+/// OpenSM's node type string (`ib_get_node_type_str`).
+pub(crate) fn type_str(kind: NodeKind) -> &'static str {
+    match kind {
+        NodeKind::Switch => "Switch",
+        NodeKind::Ca => "Channel Adapter",
+        NodeKind::Router => "Router",
+    }
+}
+
+/// The GUID OpenSM shows for a port: a switch's external ports share port 0's GUID.
+pub(crate) fn port_guid(f: &Fabric, p: PortId) -> u64 {
+    let port = f.port(p);
+    let node = f.node(port.node);
+    if node.kind == NodeKind::Switch {
+        let g = f.port(f.port_id(port.node, 0)).guid;
+        if g != 0 {
+            g
+        } else {
+            node.guid
+        }
+    } else {
+        port.guid
+    }
+}
+
+/// The base LID OpenSM shows for a port (switches: port 0's).
+pub(crate) fn port_base_lid(f: &Fabric, p: PortId) -> Lid {
+    let port = f.port(p);
+    if f.is_switch(port.node) {
+        f.switch_lid(port.node)
+    } else {
+        port.lid
+    }
+}
+
+/// Switch indices in OpenSM's dump order.
+pub(crate) fn switches_in_osm_order(f: &Fabric) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..f.switches.len()).collect();
+    v.sort_by_key(|&s| (osm_guid_order(f.node(f.switches[s]).guid), s));
+    v
+}
+
+/// Port GUID → port (switch port 0 for switch GUIDs; every CA/router port with a GUID).
+pub(crate) fn port_guid_map(f: &Fabric) -> FxHashMap<u64, PortId> {
+    let mut m = FxHashMap::default();
+    for (i, node) in f.nodes.iter().enumerate() {
+        let n = NodeId(i as u32);
+        if node.kind == NodeKind::Switch {
+            let p0 = f.port_id(n, 0);
+            m.entry(port_guid(f, p0)).or_insert(p0);
+        } else {
+            for p in f.node_ports(n).skip(1) {
+                let g = f.port(p).guid;
+                if g != 0 {
+                    m.entry(g).or_insert(p);
+                }
+            }
+        }
+    }
+    m
+}
+
+/// Node GUID → node.
+pub(crate) fn node_guid_map(f: &Fabric) -> FxHashMap<u64, NodeId> {
+    let mut m = FxHashMap::default();
+    for (i, node) in f.nodes.iter().enumerate() {
+        if node.guid != 0 {
+            m.entry(node.guid).or_insert(NodeId(i as u32));
+        }
+    }
+    m
+}
+
+/// Lines of a text file, 1-based, without `\r\n`/`\n`. Invalid UTF-8 is replaced.
+pub(crate) fn text_of(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
+
+pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split('\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
+}
+
+pub(crate) fn perr(file: &str, line: usize, msg: impl Into<String>) -> ParseError {
+    ParseError::new(file, line, msg)
+}
+
+/// Parses a run of hex digits at the start of `s` (no prefix). Returns the value, the number
+/// of digits and the rest; `None` if there are no digits or the value overflows 64 bits.
+pub(crate) fn take_hex(s: &str) -> Option<(u64, &str)> {
+    let n = s.bytes().take_while(|b| b.is_ascii_hexdigit()).count();
+    if n == 0 {
+        return None;
+    }
+    let v = u64::from_str_radix(&s[..n], 16).ok()?;
+    Some((v, &s[n..]))
+}
+
+/// Parses `0x<hex>` at the start of `s`.
+pub(crate) fn take_0x(s: &str) -> Option<(u64, &str)> {
+    let r = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    take_hex(r)
+}
+
+/// Parses a run of decimal digits at the start of `s`.
+pub(crate) fn take_dec(s: &str) -> Option<(u64, &str)> {
+    let n = s.bytes().take_while(|b| b.is_ascii_digit()).count();
+    if n == 0 {
+        return None;
+    }
+    let v = s[..n].parse::<u64>().ok()?;
+    Some((v, &s[n..]))
+}
+
+/// True when `s` is empty or starts with ASCII whitespace.
+pub(crate) fn at_blank_or_end(s: &str) -> bool {
+    s.is_empty() || s.starts_with(|c: char| c.is_ascii_whitespace())
+}
+
+/// When a writer emits an optional file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Emit {
+    /// Only when it carries information: the SL2VL dump and the PSL are written when the
+    /// routing uses any SL other than 0 or any non-identity SL2VL table.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// Options of [`write_set`].
+#[derive(Clone, Debug, Default)]
+pub struct SetOptions {
+    pub subnet_lst: SubnetLstOptions,
+    pub sl2vl: Emit,
+    pub psl: Emit,
+}
+
+/// The OpenSM-compatible files for one routing. Contents only: the caller writes them.
+#[derive(Clone, Debug)]
+pub struct OpensmSet {
+    pub lfts: String,
+    pub fdbs: String,
+    pub mcfdbs: String,
+    pub subnet_lst: String,
+    pub sl2vl: Option<String>,
+    pub psl: Option<String>,
+}
+
+impl OpensmSet {
+    /// `(file name, contents)` pairs, in a fixed order, optional files only when present.
+    pub fn into_files(self) -> Vec<(&'static str, String)> {
+        let mut v = vec![
+            (SUBNET_LST_FILE, self.subnet_lst),
+            (LFTS_FILE, self.lfts),
+            (FDBS_FILE, self.fdbs),
+            (MCFDBS_FILE, self.mcfdbs),
+        ];
+        if let Some(s) = self.sl2vl {
+            v.push((SL2VL_FILE, s));
+        }
+        if let Some(s) = self.psl {
+            v.push((PSL_FILE, s));
+        }
+        v
+    }
+}
+
+/// True when the routing uses SLs or SL2VL tables, i.e. ibdmchk needs `-c`/`-d` to see it.
+pub fn uses_sls(f: &Fabric, r: &Routing) -> bool {
+    let sl_used = match &r.path_sl {
+        PathSl::Uniform(s) => *s != 0,
+        PathSl::PerDest(v) => v.iter().any(|&s| s != 0),
+        PathSl::PerPair { sl, .. } => sl.iter().any(|&s| s != 0),
+    };
+    sl_used || (0..f.nodes.len()).any(|n| !r.sl2vl.is_identity(NodeId(n as u32)))
+}
+
+/// Builds every file of the set.
+pub fn build_set(f: &Fabric, r: &Routing, opts: &SetOptions) -> OpensmSet {
+    let auto = uses_sls(f, r);
+    let want = |e: Emit| match e {
+        Emit::Auto => auto,
+        Emit::Always => true,
+        Emit::Never => false,
+    };
+    OpensmSet {
+        lfts: write_lfts(f, r),
+        fdbs: write_fdbs(f, r),
+        mcfdbs: write_mcfdbs(f),
+        subnet_lst: write_subnet_lst(f, &opts.subnet_lst),
+        sl2vl: want(opts.sl2vl).then(|| write_sl2vl(f, &r.sl2vl)),
+        psl: want(opts.psl).then(|| write_psl(f, &r.path_sl)),
+    }
+}
+
+/// The files `fabroute route -o DIR` emits: `(file name, contents)`.
+pub fn write_set(f: &Fabric, r: &Routing, opts: &SetOptions) -> Vec<(&'static str, String)> {
+    build_set(f, r, opts).into_files()
+}

@@ -1,0 +1,398 @@
+//! `opensm.fdbs` (OpenSM's `dump_ucast_routes`, ibdmchk's `-f` input) and `opensm.mcfdbs`.
+//!
+//! Layout (per switch, every LID 1..=max):
+//! ```text
+//! dump_ucast_routes: Switch 0x0000000000200000
+//! LID    : Port : Hops : Optimal
+//! 0x0001 : 001  : 01   : yes
+//! 0x0007 : 003  : 04   : No 2 hop path possible via port 5!
+//! 0x0009 : 003  : HOPS UNKNOWN
+//! 0x0010 : UNREACHABLE
+//! ```
+//! OpenSM takes hops and the optimum from its hop tables. fabroute has none, so the writer
+//! computes them from the LFTs themselves ([`route_hops`]): `Hops` = links the LFT walk
+//! traverses from the switch to the LID's owner (0 for the switch's own LID, +1 for the final
+//! CA link), `HOPS UNKNOWN` when the walk does not arrive (loop, dead end, wrong port);
+//! `Optimal` compares with the minimum over the switch graph (BFS), naming the lowest port
+//! that achieves it when the route is longer.
+
+use super::{numbered_lines, perr, switches_in_osm_order, take_0x, take_dec, text_of, LftLoad};
+use crate::tables::Routing;
+use fabric::io::ParseError;
+use fabric::{Fabric, Lid, NodeKind, NO_PORT};
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+
+/// "No value" in [`HopTable`].
+pub const HOPS_NONE: u8 = u8::MAX;
+
+/// Per (switch index, LID): the hops of the routed path and the minimum possible.
+#[derive(Clone, Debug)]
+pub struct HopTable {
+    pub stride: usize,
+    /// Links the LFT walk traverses, [`HOPS_NONE`] if it never arrives.
+    pub hops: Vec<u8>,
+    /// Minimum links over the switch graph, [`HOPS_NONE`] if unreachable.
+    pub min: Vec<u8>,
+}
+
+impl HopTable {
+    #[inline]
+    pub fn hops(&self, s: usize, lid: Lid) -> u8 {
+        self.hops
+            .get(s * self.stride + lid as usize)
+            .copied()
+            .unwrap_or(HOPS_NONE)
+    }
+    #[inline]
+    pub fn min(&self, s: usize, lid: Lid) -> u8 {
+        self.min
+            .get(s * self.stride + lid as usize)
+            .copied()
+            .unwrap_or(HOPS_NONE)
+    }
+}
+
+/// Where a LID ends: (switch index the packet must reach, extra links after it).
+fn lid_target(f: &Fabric, lid: Lid) -> Option<(usize, u8)> {
+    let p = f.lid_port(lid)?;
+    let port = f.port(p);
+    if f.is_switch(port.node) {
+        Some((f.switch_index[port.node.idx()] as usize, 0))
+    } else {
+        let sw = f.attached_switch(p)?;
+        Some((f.switch_index[f.port(sw).node.idx()] as usize, 1))
+    }
+}
+
+enum Step {
+    Arrived(u8),
+    Next(usize),
+    Fail,
+}
+
+fn step(f: &Fabric, r: &Routing, s: usize, lid: Lid) -> Step {
+    let port = r.out_port_checked(s, lid);
+    if port == NO_PORT {
+        return Step::Fail;
+    }
+    let n = f.switches[s];
+    let owner = f.lid_port(lid);
+    if port == 0 {
+        return match owner {
+            Some(o) if f.port(o).node == n => Step::Arrived(0),
+            _ => Step::Fail,
+        };
+    }
+    if port > f.node(n).nports {
+        return Step::Fail;
+    }
+    let Some(remote) = f.remote(f.port_id(n, port)) else {
+        return Step::Fail;
+    };
+    let rn = f.port(remote).node;
+    if f.node(rn).kind == NodeKind::Switch {
+        Step::Next(f.switch_index[rn.idx()] as usize)
+    } else if owner == Some(remote) {
+        Step::Arrived(1)
+    } else {
+        Step::Fail
+    }
+}
+
+/// Computes walked and minimum hop counts for every (switch, LID 1..=max).
+/// Cost O(switches × LIDs) for the walk plus one BFS per destination switch.
+pub fn route_hops(f: &Fabric, r: &Routing) -> HopTable {
+    let ns = f.num_switches();
+    let stride = r.stride();
+    let mut hops = vec![HOPS_NONE; ns * stride];
+    let mut min = vec![HOPS_NONE; ns * stride];
+    const UNVISITED: u8 = 0xFE;
+    const ACTIVE: u8 = 0xFD;
+    const FAIL: u8 = HOPS_NONE;
+    let mut st = vec![UNVISITED; ns];
+    let mut stack: Vec<usize> = Vec::new();
+    // LIDs grouped by destination switch for the BFS part.
+    let mut by_dest: Vec<Vec<(Lid, u8)>> = vec![Vec::new(); ns];
+    for lid in 1..stride {
+        let lid = lid as Lid;
+        if let Some((d, extra)) = lid_target(f, lid) {
+            by_dest[d].push((lid, extra));
+        }
+        st.fill(UNVISITED);
+        for s0 in 0..ns {
+            if st[s0] != UNVISITED {
+                continue;
+            }
+            stack.clear();
+            stack.push(s0);
+            st[s0] = ACTIVE;
+            // Value carried back down the stack.
+            let mut val: u8 = loop {
+                let Some(&top) = stack.last() else {
+                    break FAIL;
+                };
+                match step(f, r, top, lid) {
+                    Step::Arrived(h) => {
+                        stack.pop();
+                        st[top] = h;
+                        break h;
+                    }
+                    Step::Fail => {
+                        stack.pop();
+                        st[top] = FAIL;
+                        break FAIL;
+                    }
+                    Step::Next(t) => match st[t] {
+                        UNVISITED => {
+                            st[t] = ACTIVE;
+                            stack.push(t);
+                        }
+                        ACTIVE => break FAIL, // loop
+                        v => break v,
+                    },
+                }
+            };
+            while let Some(s) = stack.pop() {
+                val = if val >= 0xFB { FAIL } else { val + 1 };
+                st[s] = val;
+            }
+        }
+        for (s, &v) in st.iter().enumerate() {
+            hops[s * stride + lid as usize] = if v > 0xFB { HOPS_NONE } else { v };
+        }
+    }
+    // Minimum hops: BFS from every destination switch over switch-to-switch links.
+    let mut dist = vec![u32::MAX; ns];
+    let mut q = VecDeque::new();
+    for (d, lids) in by_dest.iter().enumerate() {
+        if lids.is_empty() {
+            continue;
+        }
+        dist.fill(u32::MAX);
+        dist[d] = 0;
+        q.clear();
+        q.push_back(d);
+        while let Some(u) = q.pop_front() {
+            for &c in f.switch_links(u) {
+                let v = f.switch_index[f.port(f.channel_dst(c)).node.idx()] as usize;
+                if dist[v] == u32::MAX {
+                    dist[v] = dist[u] + 1;
+                    q.push_back(v);
+                }
+            }
+        }
+        for (s, &ds) in dist.iter().enumerate() {
+            if ds == u32::MAX {
+                continue;
+            }
+            for &(lid, extra) in lids {
+                let m = ds + extra as u32;
+                min[s * stride + lid as usize] = if m >= HOPS_NONE as u32 {
+                    HOPS_NONE - 1
+                } else {
+                    m as u8
+                };
+            }
+        }
+    }
+    HopTable { stride, hops, min }
+}
+
+/// The lowest port of switch `s` on a minimum-hop path to `lid`.
+fn best_port(f: &Fabric, t: &HopTable, s: usize, lid: Lid) -> Option<u8> {
+    let m = t.min(s, lid);
+    if m == HOPS_NONE {
+        return None;
+    }
+    let n = f.switches[s];
+    if m == 0 {
+        return Some(0);
+    }
+    let owner = f.lid_port(lid);
+    for p in 1..=f.node(n).nports {
+        let Some(remote) = f.remote(f.port_id(n, p)) else {
+            continue;
+        };
+        let rn = f.port(remote).node;
+        let ok = if f.node(rn).kind == NodeKind::Switch {
+            let ms = t.min(f.switch_index[rn.idx()] as usize, lid);
+            ms != HOPS_NONE && ms as u32 + 1 == m as u32
+        } else {
+            m == 1 && owner == Some(remote)
+        };
+        if ok {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// Writes `opensm.fdbs` with hops computed from the LFTs (see the module documentation).
+pub fn write_fdbs(f: &Fabric, r: &Routing) -> String {
+    let t = route_hops(f, r);
+    let max = r.max_lid;
+    let mut out = String::with_capacity(f.num_switches() * (max as usize + 2) * 32);
+    for s in switches_in_osm_order(f) {
+        let n = f.switches[s];
+        let _ = writeln!(out, "dump_ucast_routes: Switch 0x{:016x}", f.node(n).guid);
+        out.push_str("LID    : Port : Hops : Optimal\n");
+        for lid in 1..=max {
+            let port = r.out_port_checked(s, lid);
+            if port == NO_PORT {
+                let _ = writeln!(out, "0x{lid:04X} : UNREACHABLE");
+                continue;
+            }
+            let h = t.hops(s, lid);
+            if h == HOPS_NONE {
+                let _ = writeln!(out, "0x{lid:04X} : {port:03}  : HOPS UNKNOWN");
+                continue;
+            }
+            let m = t.min(s, lid);
+            if m == h || m == HOPS_NONE {
+                let _ = writeln!(out, "0x{lid:04X} : {port:03}  : {h:02}   : yes");
+            } else {
+                let bp = best_port(f, &t, s, lid).unwrap_or(port);
+                let _ = writeln!(
+                    out,
+                    "0x{lid:04X} : {port:03}  : {h:02}   : No {m} hop path possible via port {bp}!"
+                );
+            }
+        }
+    }
+    out
+}
+
+/// `opensm.mcfdbs`: fabroute routes no multicast, and OpenSM writes an empty file when no
+/// switch has multicast entries; ibdmchk `-m` accepts it.
+pub fn write_mcfdbs(_f: &Fabric) -> String {
+    String::new()
+}
+
+/// Reads `opensm.fdbs` (output ports only; the hops/optimal columns are not needed to rebuild
+/// the LFTs and are ignored). `UNREACHABLE` and port 255 mean no route.
+pub fn read_fdbs(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseError> {
+    let text = text_of(bytes);
+    let mut r = Routing::empty(f);
+    let stride = r.stride();
+    let max_lid = f.max_lid();
+    let mut seen = vec![0usize; f.num_switches()];
+    let mut warnings = Vec::new();
+    // None = before any header; Some(None) = skipped switch.
+    let mut cur: Option<Option<usize>> = None;
+    for (ln, raw) in numbered_lines(&text) {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with("LID") {
+            continue;
+        }
+        if let Some(h) = line.strip_prefix("dump_ucast_routes:") {
+            let g = h
+                .trim_start()
+                .strip_prefix("Switch")
+                .map(str::trim_start)
+                .and_then(take_0x)
+                .filter(|(_, rest)| rest.trim().is_empty())
+                .map(|(g, _)| g)
+                .ok_or_else(|| {
+                    perr(
+                        file,
+                        ln,
+                        "expected `dump_ucast_routes: Switch 0x<switch node GUID>`",
+                    )
+                })?;
+            cur = Some(match f.node_by_guid(g) {
+                Some(n) if f.is_switch(n) => {
+                    let s = f.switch_index[n.idx()] as usize;
+                    if seen[s] != 0 {
+                        warnings.push(format!(
+                            "{file}:{ln}: switch 0x{g:016x} was already listed at line {}; its table is replaced",
+                            seen[s]
+                        ));
+                    }
+                    seen[s] = ln;
+                    r.lft_of_mut(s).fill(NO_PORT);
+                    Some(s)
+                }
+                Some(n) => {
+                    warnings.push(format!(
+                        "{file}:{ln}: GUID 0x{g:016x} is {:?}, not a switch; its entries are skipped",
+                        f.node(n).name
+                    ));
+                    None
+                }
+                None => {
+                    warnings.push(format!(
+                        "{file}:{ln}: switch GUID 0x{g:016x} is not in the fabric; its entries are skipped"
+                    ));
+                    None
+                }
+            });
+            continue;
+        }
+        let s = match cur {
+            Some(Some(s)) => s,
+            Some(None) => continue,
+            None => {
+                return Err(perr(
+                    file,
+                    ln,
+                    "expected `dump_ucast_routes: Switch 0x<GUID>` before the first entry",
+                ))
+            }
+        };
+        let (lid, rest) = take_0x(line).ok_or_else(|| {
+            perr(
+                file,
+                ln,
+                "expected `0x<hex LID> : <port>` or `0x<hex LID> : UNREACHABLE`",
+            )
+        })?;
+        let rest = rest
+            .trim_start()
+            .strip_prefix(':')
+            .map(str::trim_start)
+            .ok_or_else(|| perr(file, ln, "expected ` : ` after the LID"))?;
+        if lid > max_lid as u64 {
+            return Err(perr(
+                file,
+                ln,
+                format!("LID 0x{lid:04X} is beyond the fabric's highest LID 0x{max_lid:04X}"),
+            ));
+        }
+        if rest.starts_with("UNREACHABLE") {
+            continue;
+        }
+        let (port, tail) = take_dec(rest)
+            .ok_or_else(|| perr(file, ln, "expected a decimal port number or `UNREACHABLE`"))?;
+        if !(tail.is_empty() || tail.starts_with([' ', '\t', ':'])) {
+            return Err(perr(
+                file,
+                ln,
+                "expected a decimal port number or `UNREACHABLE`",
+            ));
+        }
+        if port == NO_PORT as u64 {
+            continue;
+        }
+        let sw = f.switches[s];
+        let np = f.node(sw).nports as u64;
+        if port > np {
+            return Err(perr(
+                file,
+                ln,
+                format!(
+                    "port {port} is beyond the port count {np} of switch {:?}",
+                    f.node(sw).name
+                ),
+            ));
+        }
+        r.lft[s * stride + lid as usize] = port as u8;
+    }
+    let switches_loaded = seen.iter().filter(|&&l| l != 0).count();
+    Ok(LftLoad {
+        routing: r,
+        warnings,
+        switches_loaded,
+        remapped: 0,
+    })
+}

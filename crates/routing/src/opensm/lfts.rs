@@ -1,0 +1,266 @@
+//! `opensm-lfts.dump` (OpenSM's `dump_ucast_lfts`), which is also the `file` engine's `-U`
+//! input, and the `ibroute` / `dump_lfts` output variant.
+//!
+//! Layout written (OpenSM's):
+//! ```text
+//! Unicast lids [0-48] of switch Lid 2 guid 0x0000000000200000 ('S_0_0'):
+//! 0x0001 001 # Channel Adapter portguid 0x0000000000100001: 'H_0_0_0'
+//! 0x0002 000 # Switch portguid 0x0000000000200000: 'S_0_0'
+//! 48 lids dumped
+//! ```
+//! Entries without a route are omitted; the trailer prints the highest LID, not a count.
+//!
+//! Reading follows what OpenSM's file engine accepts: `#` lines and lines that are neither a
+//! `Unicast lids` header nor a `0x` entry are ignored; a header selects the switch by the hex
+//! after ` guid 0x` and clears its table; an entry is `0x<lid>` blank `<decimal port>` then
+//! anything; a ` portguid 0x<guid>` in the rest remaps the LID to that port's current base LID
+//! plus the LID's offset within the port's LMC range.
+
+use super::{
+    at_blank_or_end, numbered_lines, perr, port_base_lid, port_guid, port_guid_map,
+    switches_in_osm_order, take_0x, take_dec, text_of, type_str,
+};
+use crate::tables::Routing;
+use fabric::io::ParseError;
+use fabric::{Fabric, Lid, NodeKind, MAX_UNICAST_LID, NO_PORT};
+use std::fmt::Write as _;
+
+/// A routing read from an LFT file, with the reader's warnings.
+#[derive(Clone, Debug)]
+pub struct LftLoad {
+    /// LFTs as read; path SLs uniform 0, SL2VL identity.
+    pub routing: Routing,
+    pub warnings: Vec<String>,
+    /// Switches that had a table in the file (each counted once).
+    pub switches_loaded: usize,
+    /// Entries whose LID was remapped through a `portguid` comment.
+    pub remapped: usize,
+}
+
+/// Writes the LFTs in OpenSM's `opensm-lfts.dump` layout (loadable with `opensm -R file -U`).
+pub fn write_lfts(f: &Fabric, r: &Routing) -> String {
+    let max = r.max_lid;
+    let stride = r.stride();
+    // Per LID: the comment, computed once.
+    let comments: Vec<String> = (0..=max as usize)
+        .map(|lid| match f.lid_port(lid as Lid) {
+            Some(p) => {
+                let node = f.node(f.port(p).node);
+                format!(
+                    "{} portguid 0x{:016x}: '{}'",
+                    type_str(node.kind),
+                    port_guid(f, p),
+                    node.desc
+                )
+            }
+            None => "unknown node and type".to_string(),
+        })
+        .collect();
+    let mut out = String::with_capacity(f.num_switches() * (max as usize + 2) * 64);
+    for s in switches_in_osm_order(f) {
+        let n = f.switches[s];
+        let node = f.node(n);
+        let _ = writeln!(
+            out,
+            "Unicast lids [0-{max}] of switch Lid {} guid 0x{:016x} ('{}'):",
+            f.switch_lid(n),
+            node.guid,
+            node.desc
+        );
+        for (lid, comment) in comments.iter().enumerate().skip(1) {
+            let port = r.lft.get(s * stride + lid).copied().unwrap_or(NO_PORT);
+            if port == NO_PORT {
+                continue;
+            }
+            let _ = writeln!(out, "0x{lid:04x} {port:03} # {comment}");
+        }
+        let _ = writeln!(out, "{max} lids dumped");
+    }
+    out
+}
+
+enum Cur {
+    /// Before the first header.
+    None,
+    /// Loading into this switch index.
+    Switch(usize),
+    /// A switch that is not in the fabric (entries skipped).
+    Skipped,
+    /// After a `Multicast mlids` line: entries skipped until the next unicast header.
+    Multicast,
+}
+
+/// Reads an LFT file (OpenSM dump, `-U` input or `ibroute` output) for fabric `f`.
+///
+/// Errors: entries before any header, malformed headers or entries, ports beyond the switch's
+/// port count, LIDs beyond the fabric's highest LID. Warnings: unknown switch GUIDs (skipped,
+/// as OpenSM does), GUIDs of non-switches, switches listed twice (the later table wins, as in
+/// OpenSM), `portguid` comments naming unknown ports, multicast sections (skipped).
+pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseError> {
+    let text = text_of(bytes);
+    let mut r = Routing::empty(f);
+    let stride = r.stride();
+    let max_lid = f.max_lid();
+    let ports_by_guid = port_guid_map(f);
+    let mut seen = vec![0usize; f.num_switches()]; // header line of each loaded switch
+    let mut warnings = Vec::new();
+    let mut remapped = 0usize;
+    let mut cur = Cur::None;
+    let mut unknown_portguids = 0usize;
+    for (ln, raw) in numbered_lines(&text) {
+        let line = raw.trim_start();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line.starts_with("Multicast mlids") {
+            warnings.push(format!(
+                "{file}:{ln}: multicast table skipped (only unicast LFTs are loaded)"
+            ));
+            cur = Cur::Multicast;
+            continue;
+        }
+        if line.starts_with("Unicast lids") {
+            let guid = header_guid(line).ok_or_else(|| {
+                perr(
+                    file,
+                    ln,
+                    "expected ` guid 0x<hex switch node GUID>` followed by a blank in the `Unicast lids` header",
+                )
+            })?;
+            cur = match f.node_by_guid(guid) {
+                Some(n) if f.node(n).kind == NodeKind::Switch => {
+                    let s = f.switch_index[n.idx()] as usize;
+                    if seen[s] != 0 {
+                        warnings.push(format!(
+                            "{file}:{ln}: switch 0x{guid:016x} was already listed at line {}; its table is replaced",
+                            seen[s]
+                        ));
+                    }
+                    seen[s] = ln;
+                    r.lft_of_mut(s).fill(NO_PORT);
+                    Cur::Switch(s)
+                }
+                Some(n) => {
+                    warnings.push(format!(
+                        "{file}:{ln}: GUID 0x{guid:016x} is {:?}, not a switch; its entries are skipped",
+                        f.node(n).name
+                    ));
+                    Cur::Skipped
+                }
+                None => {
+                    warnings.push(format!(
+                        "{file}:{ln}: switch GUID 0x{guid:016x} is not in the fabric; its entries are skipped"
+                    ));
+                    Cur::Skipped
+                }
+            };
+            continue;
+        }
+        if !(line.starts_with("0x") || line.starts_with("0X")) {
+            // Trailers (`48 lids dumped`), ibroute column titles and the like.
+            continue;
+        }
+        let s = match cur {
+            Cur::Switch(s) => s,
+            Cur::Skipped | Cur::Multicast => continue,
+            Cur::None => {
+                return Err(perr(
+                    file,
+                    ln,
+                    "LFT entry before any `Unicast lids ... guid 0x<GUID>` switch header",
+                ))
+            }
+        };
+        let (lid, rest) = take_0x(line)
+            .filter(|(_, rest)| at_blank_or_end(rest))
+            .ok_or_else(|| perr(file, ln, "expected `0x<hex LID>` followed by a blank"))?;
+        let rest = rest.trim_start();
+        let (port, rest) = take_dec(rest)
+            .filter(|(_, rest)| at_blank_or_end(rest))
+            .ok_or_else(|| {
+                perr(
+                    file,
+                    ln,
+                    "expected a decimal output port number after the LID",
+                )
+            })?;
+        let sw = f.switches[s];
+        let nports = f.node(sw).nports as u64;
+        if port > nports {
+            return Err(perr(
+                file,
+                ln,
+                format!(
+                    "port {port} is beyond the port count {nports} of switch {:?}",
+                    f.node(sw).name
+                ),
+            ));
+        }
+        let mut lid = lid;
+        if let Some(pg) = comment_portguid(rest) {
+            match ports_by_guid.get(&pg) {
+                Some(&p) => {
+                    let base = port_base_lid(f, p) as u64;
+                    let mask = (1u64 << f.port(p).lmc.min(7)) - 1;
+                    let new = base + (lid & mask);
+                    if base != 0 && new != lid {
+                        lid = new;
+                        remapped += 1;
+                    }
+                }
+                None => {
+                    unknown_portguids += 1;
+                    if unknown_portguids <= 10 {
+                        warnings.push(format!(
+                            "{file}:{ln}: portguid 0x{pg:016x} is not in the fabric; LID 0x{lid:04x} kept as is"
+                        ));
+                    }
+                }
+            }
+        }
+        if lid > MAX_UNICAST_LID as u64 {
+            return Err(perr(
+                file,
+                ln,
+                format!("LID 0x{lid:x} is not a unicast LID (at most 0x{MAX_UNICAST_LID:x})"),
+            ));
+        }
+        if lid > max_lid as u64 {
+            return Err(perr(
+                file,
+                ln,
+                format!("LID 0x{lid:04x} is beyond the fabric's highest LID 0x{max_lid:04x}"),
+            ));
+        }
+        r.lft[s * stride + lid as usize] = port as u8;
+    }
+    if unknown_portguids > 10 {
+        warnings.push(format!(
+            "{file}: {} more entries name unknown port GUIDs",
+            unknown_portguids - 10
+        ));
+    }
+    let switches_loaded = seen.iter().filter(|&&l| l != 0).count();
+    Ok(LftLoad {
+        routing: r,
+        warnings,
+        switches_loaded,
+        remapped,
+    })
+}
+
+/// The switch GUID of a `Unicast lids` header: ` guid 0x<hex>` followed by a blank.
+fn header_guid(line: &str) -> Option<u64> {
+    let at = line.find(" guid 0x").or_else(|| line.find(" guid 0X"))?;
+    let (g, rest) = take_0x(&line[at + 6..])?;
+    at_blank_or_end(rest).then_some(g)
+}
+
+/// The GUID of a ` portguid 0x<hex>` comment, followed by `:`, a blank or the end.
+fn comment_portguid(rest: &str) -> Option<u64> {
+    let at = rest
+        .find("portguid 0x")
+        .or_else(|| rest.find("portguid 0X"))?;
+    let (g, tail) = take_0x(&rest[at + 9..])?;
+    (tail.is_empty() || tail.starts_with(':') || at_blank_or_end(tail)).then_some(g)
+}
