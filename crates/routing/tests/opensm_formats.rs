@@ -313,9 +313,6 @@ fn psl_values_land_on_the_right_pair() {
     assert_eq!(l.path_sl.get(src, 17), 5);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Write -> read identity on hand-made data.
-
 /// A deterministic pseudo-random generator (SplitMix64) for table contents.
 struct Mix(u64);
 impl Mix {
@@ -327,6 +324,70 @@ impl Mix {
         z ^ (z >> 31)
     }
 }
+
+/// Every switch picks a pseudo-random port among its min-hop ports for every LID.
+fn random_min_hop(f: &Fabric, seed: u64) -> Routing {
+    let t = route_hops(f, &Routing::empty(f));
+    let mut m = Mix(seed);
+    let mut r = Routing::empty(f);
+    for (s, &n) in f.switches.iter().enumerate() {
+        for lid in 1..=f.max_lid() {
+            let best = t.min(s, lid);
+            if best == 0 {
+                r.lft_of_mut(s)[lid as usize] = 0;
+                continue;
+            }
+            let mut cands = vec![];
+            for p in 1..=f.node(n).nports {
+                let Some(rem) = f.remote(f.port_id(n, p)) else {
+                    continue;
+                };
+                let rn = f.port(rem).node;
+                if f.node(rn).kind == NodeKind::Switch {
+                    let ms = t.min(f.switch_index[rn.idx()] as usize, lid);
+                    if ms as u32 + 1 == best as u32 {
+                        cands.push(p);
+                    }
+                } else if f.lid_port(lid) == Some(rem) {
+                    cands.push(p);
+                }
+            }
+            r.lft_of_mut(s)[lid as usize] = if cands.is_empty() {
+                NO_PORT
+            } else {
+                cands[(m.next() % cands.len() as u64) as usize]
+            };
+        }
+    }
+    r
+}
+
+/// OpenSM loaded a file written by `write_lfts` (`-R file -U`) for a routing it never
+/// computed, and re-dumped exactly what we wrote, LFTs and fdbs alike.
+#[test]
+fn opensm_file_engine_reloads_our_lfts_unchanged() {
+    let f = torus();
+    let r = random_min_hop(&f, 42);
+    let dir = data_dir().join("file_engine_random_minhop");
+    let theirs = read(&dir.join("opensm-lfts.dump"));
+    let ours = write_lfts(&f, &r);
+    assert_same(&ours, s(&theirs), "file engine re-dump");
+    let minhop = read(&data_dir().join("torus2d_4x4_h2.minhop/opensm-lfts.dump"));
+    let differ = ours
+        .lines()
+        .zip(s(&minhop).lines())
+        .filter(|(a, b)| a != b)
+        .count();
+    assert_eq!(differ, 309, "a routing OpenSM's minhop did not produce");
+    assert_same(
+        &write_fdbs(&f, &r),
+        s(&read(&dir.join("opensm.fdbs"))),
+        "fdbs",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Write -> read identity on hand-made data.
 
 fn random_lfts(f: &Fabric, seed: u64) -> Routing {
     let mut r = Routing::empty(f);
