@@ -37,9 +37,9 @@ fn runs() -> Vec<(String, PathBuf)> {
     v
 }
 
-/// Minimal `opensm-subnet.lst` parser for the test fabric (independent of the fabric crate's
+/// Minimal `opensm-subnet.lst` parser for the test fabrics (independent of the fabric crate's
 /// reader): every field of the local block of each line, links from both blocks.
-fn lst_fabric(text: &str) -> Fabric {
+fn lst_fabric(text: &str, lmc: u8) -> Fabric {
     struct Blk {
         kind: NodeKind,
         sm: bool,
@@ -110,7 +110,9 @@ fn lst_fabric(text: &str) -> Fabric {
             let n = b.find_guid(x.node).unwrap();
             let p = if x.kind == NodeKind::Switch { 0 } else { x.pn };
             b.set_port_guid(n, p, x.port).unwrap();
-            b.set_lid(n, p, x.lid, 0).unwrap();
+            // subnet.lst does not give LMCs: switches (base port 0) have 0, CAs the run's.
+            let l = if x.kind == NodeKind::Switch { 0 } else { lmc };
+            b.set_lid(n, p, x.lid, l).unwrap();
         }
         links.push((l.node, l.pn, r.node, r.pn));
     }
@@ -123,7 +125,7 @@ fn lst_fabric(text: &str) -> Fabric {
 
 fn torus() -> Fabric {
     let text = String::from_utf8(read(&data_dir().join("torus2d_4x4_h2.subnet.lst"))).unwrap();
-    lst_fabric(&text)
+    lst_fabric(&text, 0)
 }
 
 fn sm_node(f: &Fabric) -> NodeId {
@@ -296,6 +298,49 @@ fn every_psl_reads_and_rewrites_byte_identically() {
         assert_same(&write_psl(&f, &l.path_sl), s(&bytes), &engine);
     }
     assert_eq!(seen, 3);
+}
+
+/// Two more OpenSM runs: minhop with LMC 1 (`-l 1`: LID blocks of two, gaps in the LID space,
+/// comments on every LID of a range) and dfsssp with `-Q` on a dragonfly with 3 failed links
+/// (unconnected switch ports: SL2VL rows only for cabled output ports, but every input port).
+#[test]
+fn lmc_and_failed_link_runs_rewrite_byte_identically() {
+    for (run, lmc, sl2vl) in [
+        ("torus2d_4x4_h2_lmc1.minhop", 1, false),
+        ("dragonfly_a4_p2_h2_fail3.dfsssp", 0, true),
+    ] {
+        let dir = data_dir().join(run);
+        let lst = read(&dir.join("opensm-subnet.lst"));
+        let f = lst_fabric(s(&lst), lmc);
+        let opts = SubnetLstOptions {
+            sm_node: Some(sm_node(&f)),
+            revision: 0xA1,
+        };
+        assert_same(&write_subnet_lst(&f, &opts), s(&lst), run);
+        let lfts = read(&dir.join("opensm-lfts.dump"));
+        let l = read_lfts(&lfts, "opensm-lfts.dump", &f).unwrap();
+        assert!(l.warnings.is_empty(), "{run}: {:?}", l.warnings);
+        assert_eq!(l.switches_loaded, f.num_switches());
+        assert_same(&write_lfts(&f, &l.routing), s(&lfts), run);
+        let fdbs = read(&dir.join("opensm.fdbs"));
+        assert_same(&write_fdbs(&f, &l.routing), s(&fdbs), run);
+        assert_eq!(
+            read_fdbs(&fdbs, "f", &f).unwrap().routing.lft,
+            l.routing.lft
+        );
+        if sl2vl {
+            let t = read(&dir.join("opensm-sl2vl.dump"));
+            let back = read_sl2vl(&t, "s", &f).unwrap();
+            assert!(back.warnings.is_empty(), "{run}: {:?}", back.warnings);
+            assert_same(&write_sl2vl(&f, &back.sl2vl), s(&t), run);
+        }
+        if lmc > 0 {
+            // The second LID of every CA block is routed and commented like the base LID.
+            assert!(s(&lfts)
+                .contains("0x0003 001 # Channel Adapter portguid 0x0000000000100001: 'H_0_0_0'\n"));
+            assert!(s(&fdbs).contains("0x0007 : UNREACHABLE\n"));
+        }
+    }
 }
 
 #[test]
