@@ -5,6 +5,7 @@
 
 pub mod cdg;
 pub mod engines;
+pub mod fault;
 pub mod metrics;
 pub mod opensm;
 pub mod tables;

@@ -1,0 +1,180 @@
+//! The path store behind RFTR's reachability tables.
+//!
+//! Every switch-level path is stored once, as a run of channels in one flat arena, with the
+//! cumulative count of VL transitions at each hop. Three indexes make the reachability
+//! questions cheap while memory stays linear in the total length of all paths:
+//! - `by_src[s]`: paths starting at switch `s` — the **DRT**: every switch on such a path is
+//!   directly reachable from `s` (through the path's prefix);
+//! - `by_dst[e]`: paths ending at end port `e` — the **IRT**: `e` is indirectly reachable from
+//!   every switch on such a path (through its suffix);
+//! - `by_chan[c]`: paths using channel `c` — the pairs a failure of `c` affects.
+//!
+//! Paths are never removed; a failure only marks hops dead (`dead_lo`/`dead_hi`: the first and
+//! last dead hop), which limits the usable prefixes and suffixes.
+
+use fabric::ChannelId;
+
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Identifier of a stored path.
+pub type PathId = u32;
+
+#[derive(Clone, Debug, Default)]
+pub struct PathStore {
+    /// Source switch index of each path.
+    pub src: Vec<u32>,
+    /// Destination end-port index (into `Fabric::end_ports`).
+    pub dst: Vec<u32>,
+    /// LID offset used (0 = base LID).
+    pub off: Vec<u8>,
+    /// Service level of the path.
+    pub sl: Vec<u8>,
+    /// `start[p]..start[p + 1]` is the path's range in `hops` / `vl`.
+    pub start: Vec<u32>,
+    /// Inter-switch channels, in order.
+    pub hops: Vec<ChannelId>,
+    /// VL of each hop = VL transitions made up to and including entering this hop.
+    pub vl: Vec<u8>,
+    /// First and last dead hop (index within the path), `NONE` when all alive.
+    pub dead_lo: Vec<u32>,
+    pub dead_hi: Vec<u32>,
+    pub by_src: Vec<Vec<PathId>>,
+    pub by_dst: Vec<Vec<PathId>>,
+    pub by_chan: Vec<Vec<PathId>>,
+}
+
+impl PathStore {
+    pub fn new(num_switches: usize, num_ends: usize, num_channels: usize) -> Self {
+        PathStore {
+            start: vec![0],
+            by_src: vec![Vec::new(); num_switches],
+            by_dst: vec![Vec::new(); num_ends],
+            by_chan: vec![Vec::new(); num_channels],
+            ..Default::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.src.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.src.is_empty()
+    }
+
+    /// Adds a path; `vls[i]` is the VL of hop `i`.
+    pub fn push(
+        &mut self,
+        src: u32,
+        dst: u32,
+        off: u8,
+        sl: u8,
+        hops: &[ChannelId],
+        vls: &[u8],
+    ) -> PathId {
+        debug_assert_eq!(hops.len(), vls.len());
+        let id = self.src.len() as PathId;
+        self.src.push(src);
+        self.dst.push(dst);
+        self.off.push(off);
+        self.sl.push(sl);
+        self.hops.extend_from_slice(hops);
+        self.vl.extend_from_slice(vls);
+        self.start.push(self.hops.len() as u32);
+        self.dead_lo.push(NONE);
+        self.dead_hi.push(NONE);
+        self.by_src[src as usize].push(id);
+        self.by_dst[dst as usize].push(id);
+        for &c in hops {
+            let v = &mut self.by_chan[c.idx()];
+            if v.last() != Some(&id) {
+                v.push(id);
+            }
+        }
+        id
+    }
+
+    /// The hops of path `p`.
+    #[inline]
+    pub fn hops_of(&self, p: PathId) -> &[ChannelId] {
+        &self.hops[self.start[p as usize] as usize..self.start[p as usize + 1] as usize]
+    }
+    /// The per-hop VLs of path `p`.
+    #[inline]
+    pub fn vls_of(&self, p: PathId) -> &[u8] {
+        &self.vl[self.start[p as usize] as usize..self.start[p as usize + 1] as usize]
+    }
+
+    /// Marks channel `c` dead in every path using it; returns those paths.
+    pub fn kill_channel(&mut self, c: ChannelId) -> Vec<PathId> {
+        let ids = self.by_chan[c.idx()].clone();
+        for &p in &ids {
+            let (s, e) = (
+                self.start[p as usize] as usize,
+                self.start[p as usize + 1] as usize,
+            );
+            for (i, &h) in self.hops[s..e].iter().enumerate() {
+                if h == c {
+                    let i = i as u32;
+                    let lo = &mut self.dead_lo[p as usize];
+                    if *lo == NONE || i < *lo {
+                        *lo = i;
+                    }
+                    let hi = &mut self.dead_hi[p as usize];
+                    if *hi == NONE || i > *hi {
+                        *hi = i;
+                    }
+                }
+            }
+        }
+        ids
+    }
+
+    /// True when path `p` has no dead hop.
+    #[inline]
+    pub fn alive(&self, p: PathId) -> bool {
+        self.dead_lo[p as usize] == NONE
+    }
+
+    /// Number of usable prefix hops of `p` (hops before the first dead one).
+    #[inline]
+    pub fn live_prefix(&self, p: PathId) -> usize {
+        let lo = self.dead_lo[p as usize];
+        if lo == NONE {
+            self.hops_of(p).len()
+        } else {
+            lo as usize
+        }
+    }
+
+    /// Total stored hops (the reachability tables' size).
+    pub fn total_hops(&self) -> usize {
+        self.hops.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indexes_and_dead_ranges() {
+        let mut s = PathStore::new(3, 2, 8);
+        let a = s.push(
+            0,
+            1,
+            0,
+            0,
+            &[ChannelId(0), ChannelId(2), ChannelId(4)],
+            &[0, 0, 0],
+        );
+        let b = s.push(1, 0, 0, 0, &[ChannelId(2)], &[0]);
+        assert_eq!(s.by_src[0], vec![a]);
+        assert_eq!(s.by_dst[0], vec![b]);
+        assert_eq!(s.by_chan[2], vec![a, b]);
+        assert_eq!(s.kill_channel(ChannelId(2)), vec![a, b]);
+        assert_eq!(s.live_prefix(a), 1);
+        assert_eq!(s.dead_hi[a as usize], 1);
+        assert!(!s.alive(b));
+        assert_eq!(s.total_hops(), 4);
+    }
+}
