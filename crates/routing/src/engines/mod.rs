@@ -1,1 +1,184 @@
-//! Routing engines (to be written).
+//! Routing engines: one file per engine behind one [`Engine`] interface, plus explicit chaining.
+//!
+//! Every engine here is destination based: for each destination LID (every LID of every end
+//! port's LMC range, and every switch's LID) it computes the output port at every switch, and
+//! fills a [`Routing`] (LFTs, path SL `Uniform(0)`, identity SL2VL: these engines use one VL).
+//!
+//! | name | file | what it does |
+//! |---|---|---|
+//! | `minhop` | [`minhop`] | min-hop ports, least-loaded by per-port path counts (OpenSM's default) |
+//! | `updn` | [`updn`] | Up*/Down* (ranks from roots; always picks working roots) |
+//! | `dnup` | [`updn`] | Down*/Up* (rank 0 = switches with end ports) |
+//! | `dor` | [`dor`] | dimension-order routing on meshes/tori/hypercubes |
+//! | `ftree` | [`ftree`] | fat-tree routing with created-route-only counters, degraded trees routed |
+//! | `sssp` | [`sssp`] | globally balanced shortest paths (one Dijkstra per destination LID) |
+//!
+//! Invariants shared by all engines:
+//! - a fault mask makes dead links, switches and end nodes absent; LIDs of dead or unreachable
+//!   end ports stay "no route" (`NO_PORT`), dead switches keep empty LFTs;
+//! - results are identical whatever the rayon thread count (parallel parts are per switch or
+//!   per destination with no shared mutable state; balancing passes run in a fixed order);
+//! - no panics on any fabric: an engine that cannot route returns an [`EngineError`].
+//!
+//! Chaining ([`route_chain`]) tries engines in order and reports which one routed and why each
+//! earlier one failed; unlike OpenSM there is no implicit minhop fallback (list `minhop`
+//! explicitly if wanted) and unknown names are reported as failed attempts.
+
+pub mod common;
+pub mod dor;
+pub mod ftree;
+pub mod minhop;
+pub mod sssp;
+pub mod updn;
+
+use crate::tables::Routing;
+use fabric::{Fabric, FaultMask};
+use std::fmt;
+
+pub use updn::{Dir, UpDownRanking};
+
+/// Options with OpenSM's names and meaning. All GUID lists are empty by default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RouteOptions {
+    /// `root_guid_file`: switch node GUIDs of the roots (updn, ftree). GUIDs that are not
+    /// switch node GUIDs are ignored (reported in the notes).
+    pub root_guids: Vec<u64>,
+    /// `cn_guid_file`: port GUIDs of compute nodes (ftree, sssp ordering).
+    pub cn_guids: Vec<u64>,
+    /// `io_guid_file`: port GUIDs of I/O nodes (ftree, sssp ordering).
+    pub io_guids: Vec<u64>,
+    /// `guid_routing_order_file`: port GUIDs routed first, in this order (minhop, updn, dnup,
+    /// dor).
+    pub guid_routing_order: Vec<u64>,
+    /// `port_shifting`: rotate the tie-breaking start among min-hop candidates with load.
+    pub port_shifting: bool,
+    /// `scatter_ports <seed>`: among equally least-loaded candidates pick one at random
+    /// (base LIDs only). 0 = off. Reproducible: the generator is seeded per switch from the
+    /// seed and the switch GUID, so results do not depend on thread count.
+    pub scatter_ports: u64,
+}
+
+/// Why an engine declined or failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The fabric has nothing to route (no live switch).
+    #[error("no live switch in the fabric")]
+    NoSwitches,
+    /// The engine does not apply to this fabric (e.g. an option it cannot honour).
+    #[error("not applicable: {0}")]
+    NotApplicable(String),
+    /// Bad options (e.g. a root GUID list that names no switch).
+    #[error("bad options: {0}")]
+    BadOptions(String),
+    /// Unknown engine name (chaining only).
+    #[error("unknown routing engine {0:?}")]
+    Unknown(String),
+}
+
+/// An engine's result with its remarks (what it chose and why, degradations).
+#[derive(Clone, Debug)]
+pub struct Routed {
+    pub routing: Routing,
+    /// Human-readable notes: roots used, fallbacks taken, entries that could not follow the
+    /// engine's rule, unreachable LIDs.
+    pub notes: Vec<String>,
+}
+
+/// One routing engine.
+pub trait Engine: Send + Sync {
+    /// The OpenSM name (`minhop`, `updn`, ...).
+    fn name(&self) -> &'static str;
+    /// Routes the fabric under the fault mask, with notes.
+    fn route_detailed(
+        &self,
+        f: &Fabric,
+        mask: &FaultMask,
+        opts: &RouteOptions,
+    ) -> Result<Routed, EngineError>;
+    /// Routes the fabric under the fault mask.
+    fn route(
+        &self,
+        f: &Fabric,
+        mask: &FaultMask,
+        opts: &RouteOptions,
+    ) -> Result<Routing, EngineError> {
+        self.route_detailed(f, mask, opts).map(|r| r.routing)
+    }
+}
+
+/// Names accepted by [`by_name`].
+pub const ENGINE_NAMES: &[&str] = &["minhop", "updn", "dnup", "dor", "ftree", "sssp"];
+
+/// The engine called `name` (OpenSM's names; exact match).
+pub fn by_name(name: &str) -> Option<Box<dyn Engine>> {
+    Some(match name {
+        "minhop" => Box::new(minhop::MinHop),
+        "updn" => Box::new(updn::UpDn),
+        "dnup" => Box::new(updn::DnUp),
+        "dor" => Box::new(dor::Dor),
+        "ftree" => Box::new(ftree::FatTree),
+        "sssp" => Box::new(sssp::Sssp),
+        _ => return None,
+    })
+}
+
+/// Result of [`route_chain`]: never silent about what happened.
+#[derive(Clone, Debug)]
+pub struct ChainResult {
+    pub routing: Routing,
+    /// The engine whose tables these are.
+    pub engine_used: &'static str,
+    /// Earlier engines that failed, with why, in order.
+    pub attempts: Vec<(String, EngineError)>,
+    /// The notes of the engine that routed.
+    pub notes: Vec<String>,
+}
+
+/// Every engine in the chain failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainError {
+    pub attempts: Vec<(String, EngineError)>,
+}
+
+impl fmt::Display for ChainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.attempts.is_empty() {
+            return f.write_str("no routing engine given");
+        }
+        f.write_str("every routing engine failed:")?;
+        for (n, e) in &self.attempts {
+            write!(f, " {n}: {e};")?;
+        }
+        Ok(())
+    }
+}
+impl std::error::Error for ChainError {}
+
+/// Tries `names` in order; the first engine that succeeds routes. Unknown names count as failed
+/// attempts (reported, not dropped). No implicit fallback engine.
+pub fn route_chain(
+    names: &[&str],
+    f: &Fabric,
+    mask: &FaultMask,
+    opts: &RouteOptions,
+) -> Result<ChainResult, ChainError> {
+    let mut attempts = Vec::new();
+    for &n in names {
+        let Some(e) = by_name(n) else {
+            attempts.push((n.to_string(), EngineError::Unknown(n.to_string())));
+            continue;
+        };
+        match e.route_detailed(f, mask, opts) {
+            Ok(r) => {
+                return Ok(ChainResult {
+                    routing: r.routing,
+                    engine_used: e.name(),
+                    attempts,
+                    notes: r.notes,
+                })
+            }
+            Err(err) => attempts.push((n.to_string(), err)),
+        }
+    }
+    Err(ChainError { attempts })
+}

@@ -1,0 +1,820 @@
+//! Fat-tree routing (`ftree`), restating OpenSM's algorithm with fabroute's rules: balancing
+//! counters count **created routes only**, degraded trees are routed instead of refused, LMC is
+//! supported, and every LFT entry is filled.
+//!
+//! **Compute nodes and leaves.** Compute-node (CN) ports: `cn_guids` if given; else every live
+//! CA port except those in `io_guids`, routers, and *service CAs* whose node description
+//! contains "aggregation node" (case-insensitive; e.g. the "Mellanox Technologies Aggregation
+//! Node" SHARP CA that real fat trees carry on every switch, spines included). Leaves are the
+//! switches with at least one CN.
+//!
+//! **Ranks.** Roots: `root_guids`, else `TopoHints::roots`, else detected — the switches
+//! farthest (BFS) from the leaf set; rank = BFS distance from the roots (rank 0 = roots). A
+//! leaf whose rank differs from the leaf rank (the rank holding most CNs) is an outlier, e.g. a
+//! spine carrying a storage node: its CAs are demoted to non-compute and the ranking is
+//! redone without it (at most three rounds). So a fabric with one aggregation node per switch,
+//! or a few I/O nodes on spines, is ranked correctly without any GUID file.
+//! Limitation: a non-aggregation CA on a spine of a 3-level tree sits at the leaf rank by
+//! distance and is kept as a leaf (it routes correctly, only that spine carries no transit);
+//! give `io_guids` or `root_guids` for such fabrics.
+//!
+//! **Deadlock freedom and reachability.** The ranking is an [`UpDownRanking`]: every path the
+//! fat-tree pass creates is up* then down*, and everything else is completed with up*/down*
+//! paths. If, under the fat-tree ranks, a switch carrying CNs has no up*/down* path to some
+//! destination (a degraded tree, e.g. a leaf left with uplinks only to spines that lost the
+//! way down to another leaf), the ranks fall back to a single root (the root of minimum
+//! eccentricity), which always connects; a note says so. Entries of switches without CNs that
+//! have no up*/down* path at all (e.g. aggregation nodes on two spines: spine → L1 → spine is
+//! a down→up turn) get a shortest escape path and are counted in a note.
+//!
+//! **Routing order and balance** (see `ftree-balance.md`): for each LMC offset, leaves in
+//! switch-index order, on each leaf its CNs in port order, then dummy targets up to the
+//! fullest leaf's CN count (counters only); then the other CAs; then switch LIDs (counters
+//! untouched). For one target: walk up from its leaf; at each switch pick the up group (links
+//! to one parent) with the fewest routes going down through it, ties by the parent whose
+//! least-loaded down group is lighter, then lower switch index; inside the group the
+//! least-loaded link; the parent forwards down. Other parents of every main-path switch get
+//! secondary down entries (no counter). At each main-path switch, fan down to every other
+//! child group (least-loaded link, lighter groups first): the child forwards up; the link's
+//! up counter is incremented **only if that fan-down reached a switch with CNs**.
+//! Remaining switches are completed per target: first switches with a child that forwards
+//! down get a down entry (propagating upward), then the rest go up to a parent that has an
+//! entry (top-down). If that still leaves a switch that has an up*/down* path under the
+//! ranking, the whole target falls back to the up*/down* BFS (least-loaded legal ports).
+
+use super::common::{eccentricities, hop_matrix, transpose_rect, unreached_note, Topo, INF};
+use super::updn::{
+    bfs_levels, codes_matrix, components, count_illegal, updown_cands, UpDownRanking,
+};
+use super::{Engine, EngineError, RouteOptions, Routed};
+use crate::tables::Routing;
+use fabric::{Fabric, FaultMask, NodeKind, NO_PORT};
+use rustc_hash::FxHashSet;
+
+/// The `ftree` engine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FatTree;
+
+/// True for CA node descriptions of service nodes that are not compute nodes.
+pub fn is_service_ca(desc: &str) -> bool {
+    desc.to_ascii_lowercase().contains("aggregation node")
+}
+
+/// Group of parallel links from one switch to one neighbour switch.
+#[derive(Clone, Copy, Debug)]
+struct Group {
+    remote: u32,
+    /// Range into `Ft::gch`.
+    start: u32,
+    end: u32,
+    /// The group of the remote switch pointing back.
+    mirror: u32,
+}
+
+/// One link of a group: channel (this switch → remote) and the port numbers at both ends.
+#[derive(Clone, Copy, Debug)]
+struct GLink {
+    ch: u32,
+    port: u8,
+    rport: u8,
+}
+
+struct Ft<'a> {
+    t: &'a Topo<'a>,
+    groups: Vec<Group>,
+    gch: Vec<GLink>,
+    /// Per switch: up groups `up[s]..down[s]`, down groups `down[s]..gend[s]`.
+    up: Vec<u32>,
+    down: Vec<u32>,
+    gend: Vec<u32>,
+    /// Routes per channel id (forward direction of the channel).
+    load: Vec<u32>,
+    /// Routes per group (over its links, this switch → remote).
+    gload: Vec<u32>,
+    /// Per switch: min over its down groups of `gload` (OpenSM's `min_counter_down`).
+    min_down: Vec<u32>,
+    has_cn: Vec<bool>,
+    by_rank: Vec<u32>,
+    // per-target scratch
+    stamp: Vec<u32>,
+    epoch: u32,
+    next: Vec<u8>,
+    /// Channel id the entry forwards on (u32::MAX for the destination switch itself).
+    next_ch: Vec<u32>,
+    hops: Vec<u16>,
+    is_down: Vec<bool>,
+    touched: Vec<u32>,
+    sort_bufs: Vec<Vec<(u32, u32)>>,
+    q_a: Vec<u32>,
+    q_b: Vec<u32>,
+    seq: u64,
+}
+
+impl<'a> Ft<'a> {
+    fn new(t: &'a Topo<'a>, rk: &UpDownRanking, has_cn: Vec<bool>) -> Self {
+        let n = t.n;
+        let mut groups = Vec::new();
+        let mut gch = Vec::new();
+        let (mut up, mut down, mut gend) = (vec![0u32; n], vec![0u32; n], vec![0u32; n]);
+        let mut tmp: Vec<(u32, GLink)> = Vec::new();
+        for s in 0..n {
+            up[s] = groups.len() as u32;
+            down[s] = up[s];
+            gend[s] = up[s];
+            if !t.alive[s] {
+                continue;
+            }
+            for want_up in [true, false] {
+                tmp.clear();
+                for a in t.links(s) {
+                    let p = a.peer as usize;
+                    if rk.rank[p] == rk.rank[s] {
+                        continue; // siblings: left to the completion
+                    }
+                    if (rk.rank[p] < rk.rank[s]) != want_up {
+                        continue;
+                    }
+                    let rport = t.f.port(t.f.channel_dst(fabric::ChannelId(a.ch))).num;
+                    tmp.push((
+                        a.peer,
+                        GLink {
+                            ch: a.ch,
+                            port: a.port,
+                            rport,
+                        },
+                    ));
+                }
+                tmp.sort_by_key(|&(r, l)| (r, l.port));
+                if !want_up {
+                    down[s] = groups.len() as u32;
+                }
+                let mut i = 0;
+                while i < tmp.len() {
+                    let r = tmp[i].0;
+                    let start = gch.len() as u32;
+                    while i < tmp.len() && tmp[i].0 == r {
+                        gch.push(tmp[i].1);
+                        i += 1;
+                    }
+                    groups.push(Group {
+                        remote: r,
+                        start,
+                        end: gch.len() as u32,
+                        mirror: u32::MAX,
+                    });
+                }
+            }
+            gend[s] = groups.len() as u32;
+        }
+        // mirrors
+        for s in 0..n {
+            for g in up[s]..gend[s] {
+                let r = groups[g as usize].remote as usize;
+                let m = (up[r]..gend[r]).find(|&h| groups[h as usize].remote as usize == s);
+                groups[g as usize].mirror = m.unwrap_or(u32::MAX);
+            }
+        }
+        let mut by_rank: Vec<u32> = (0..n as u32).filter(|&s| t.alive[s as usize]).collect();
+        by_rank.sort_by_key(|&s| (rk.rank[s as usize], rk.pos[s as usize]));
+        let ng = groups.len();
+        Ft {
+            t,
+            groups,
+            gch,
+            up,
+            down,
+            gend,
+            load: vec![0; t.f.links.len() * 2],
+            gload: vec![0; ng],
+            min_down: vec![0; n],
+            has_cn,
+            by_rank,
+            stamp: vec![0; n],
+            epoch: 0,
+            next: vec![NO_PORT; n],
+            next_ch: vec![u32::MAX; n],
+            hops: vec![0; n],
+            is_down: vec![false; n],
+            touched: Vec::new(),
+            sort_bufs: Vec::new(),
+            q_a: Vec::new(),
+            q_b: Vec::new(),
+            seq: 0,
+        }
+    }
+
+    #[inline]
+    fn is_set(&self, s: usize) -> bool {
+        self.stamp[s] == self.epoch
+    }
+
+    fn begin(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.fill(0);
+            self.epoch = 1;
+        }
+        self.touched.clear();
+        self.seq += 1;
+    }
+
+    fn set(&mut self, s: usize, port: u8, ch: u32, hops: u16, down: bool) {
+        if !self.is_set(s) {
+            self.touched.push(s as u32);
+        }
+        self.stamp[s] = self.epoch;
+        self.next[s] = port;
+        self.next_ch[s] = ch;
+        self.hops[s] = hops;
+        self.is_down[s] = down;
+    }
+
+    /// May `s` take a new entry with `hops`, labelled `down`? Never turns a down entry into an
+    /// up entry (switches above may rely on it going down).
+    #[inline]
+    fn can_set(&self, s: usize, hops: u16, down: bool) -> bool {
+        if !self.is_set(s) {
+            return true;
+        }
+        hops < self.hops[s] && (down || !self.is_down[s])
+    }
+
+    /// Least-loaded link of group `g` by the load of the *reverse* channels (traffic coming
+    /// from the remote switch), first on ties.
+    #[inline]
+    fn best_link_rev(&self, g: usize) -> GLink {
+        let gr = self.groups[g];
+        let mut best = self.gch[gr.start as usize];
+        let mut bl = self.load[(best.ch ^ 1) as usize];
+        for i in gr.start + 1..gr.end {
+            let l = self.gch[i as usize];
+            let x = self.load[(l.ch ^ 1) as usize];
+            if x < bl {
+                bl = x;
+                best = l;
+            }
+        }
+        best
+    }
+
+    fn bump_group(&mut self, g: usize, ch: u32) {
+        self.load[ch as usize] += 1;
+        self.gload[g] += 1;
+        // g belongs to some switch s; if g is a down group of s, refresh min_down[s]
+        let s = self.groups[self.groups[g].mirror as usize].remote as usize;
+        if (self.down[s]..self.gend[s]).contains(&(g as u32)) {
+            let m = (self.down[s]..self.gend[s])
+                .map(|h| self.gload[h as usize])
+                .min()
+                .unwrap_or(0);
+            self.min_down[s] = m;
+        }
+    }
+
+    /// Up group of `s` to use: fewest routes coming down from the parent, then the parent
+    /// whose least-loaded down group is lighter, then lower switch index.
+    fn pick_up_group(&self, s: usize) -> Option<usize> {
+        let mut best: Option<(u32, u32, u32, usize)> = None;
+        for g in self.up[s]..self.down[s] {
+            let gr = self.groups[g as usize];
+            if gr.mirror == u32::MAX {
+                continue;
+            }
+            let key = (
+                self.gload[gr.mirror as usize],
+                self.min_down[gr.remote as usize],
+                gr.remote,
+                g as usize,
+            );
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        best.map(|b| b.3)
+    }
+
+    /// Walk up from `s` (which has an entry) and route the target downward from above.
+    fn go_up(&mut self, s: usize, came_from: usize, main: bool, count: bool) {
+        if main {
+            self.fan_down(s, came_from, count, 0);
+        }
+        let Some(g) = self.pick_up_group(s) else {
+            return;
+        };
+        let gr = self.groups[g];
+        let p = gr.remote as usize;
+        let l = self.best_link_rev(g);
+        let nh = self.hops[s].saturating_add(1);
+        if main && count {
+            self.bump_group(gr.mirror as usize, l.ch ^ 1);
+        }
+        if self.can_set(p, nh, true) {
+            self.set(p, l.rport, l.ch ^ 1, nh, true);
+            self.go_up(p, s, main, count);
+        } else if main {
+            self.go_up(p, s, main, count);
+        }
+        if !main {
+            return;
+        }
+        for g2 in self.up[s]..self.down[s] {
+            let g2 = g2 as usize;
+            if g2 == g || self.groups[g2].mirror == u32::MAX {
+                continue;
+            }
+            let p2 = self.groups[g2].remote as usize;
+            if !self.can_set(p2, nh, true) {
+                continue;
+            }
+            let l2 = self.best_link_rev(g2);
+            self.set(p2, l2.rport, l2.ch ^ 1, nh, true);
+            self.go_up(p2, s, false, count);
+        }
+    }
+
+    /// Fan down from `p` (which has an entry) to every child group except `exclude`; returns
+    /// whether a route to a switch with CNs was created.
+    fn fan_down(&mut self, p: usize, exclude: usize, count: bool, depth: usize) -> bool {
+        let mut created = false;
+        let (d0, d1) = (self.down[p] as usize, self.gend[p] as usize);
+        if d0 == d1 {
+            return false;
+        }
+        if self.sort_bufs.len() <= depth {
+            self.sort_bufs.resize_with(depth + 1, Vec::new);
+        }
+        let mut buf = std::mem::take(&mut self.sort_bufs[depth]);
+        buf.clear();
+        for g in d0..d1 {
+            let gr = self.groups[g];
+            if gr.remote as usize == exclude || gr.mirror == u32::MAX {
+                continue;
+            }
+            // load of routes going up from the child into p over this group
+            buf.push((self.gload[gr.mirror as usize], g as u32));
+        }
+        buf.sort_unstable_by_key(|&(l, g)| (l, self.groups[g as usize].remote));
+        let nh = self.hops[p].saturating_add(1);
+        for &(_, g) in buf.iter() {
+            let g = g as usize;
+            let gr = self.groups[g];
+            let q = gr.remote as usize;
+            if !self.can_set(q, nh, false) {
+                continue;
+            }
+            // the child's link up to p with the fewest routes going up
+            let l = {
+                let mut best = self.gch[gr.start as usize];
+                let mut bl = self.load[(best.ch ^ 1) as usize];
+                for i in gr.start + 1..gr.end {
+                    let x = self.gch[i as usize];
+                    let v = self.load[(x.ch ^ 1) as usize];
+                    if v < bl {
+                        bl = v;
+                        best = x;
+                    }
+                }
+                best
+            };
+            self.set(q, l.rport, l.ch ^ 1, nh, false);
+            let c = self.fan_down(q, usize::MAX, count, depth + 1) || self.has_cn[q];
+            if c {
+                if count {
+                    self.bump_group(gr.mirror as usize, l.ch ^ 1);
+                }
+                created = true;
+            }
+        }
+        self.sort_bufs[depth] = buf;
+        created
+    }
+
+    /// Completes the target's entries with up*/down*-consistent paths. Returns false if some
+    /// live switch is still without an entry.
+    fn complete(&mut self) -> bool {
+        let n = self.t.n;
+        // Pass 1: down entries propagate upward from down-labelled switches, by hops.
+        let mut a = std::mem::take(&mut self.q_a);
+        let mut b = std::mem::take(&mut self.q_b);
+        a.clear();
+        b.clear();
+        for &s in &self.touched {
+            if self.is_down[s as usize] {
+                a.push(s);
+            }
+        }
+        a.sort_unstable_by_key(|&s| (self.hops[s as usize], s));
+        let (mut ia, mut ib) = (0, 0);
+        loop {
+            let take_a = match (a.get(ia), b.get(ib)) {
+                (Some(&x), Some(&y)) => self.hops[x as usize] <= self.hops[y as usize],
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            let u = if take_a {
+                ia += 1;
+                a[ia - 1]
+            } else {
+                ib += 1;
+                b[ib - 1]
+            } as usize;
+            if !self.is_down[u] {
+                continue;
+            }
+            let nh = self.hops[u].saturating_add(1);
+            for g in self.up[u]..self.down[u] {
+                let gr = self.groups[g as usize];
+                let p = gr.remote as usize;
+                if self.is_set(p) || gr.mirror == u32::MAX {
+                    continue;
+                }
+                // p forwards down to u: pick p's least-loaded link of its group toward u
+                let pg = gr.mirror as usize;
+                let pgr = self.groups[pg];
+                let mut best = self.gch[pgr.start as usize];
+                for i in pgr.start + 1..pgr.end {
+                    let x = self.gch[i as usize];
+                    if self.load[x.ch as usize] < self.load[best.ch as usize] {
+                        best = x;
+                    }
+                }
+                self.set(p, best.port, best.ch, nh, true);
+                b.push(p as u32);
+            }
+        }
+        self.q_a = a;
+        self.q_b = b;
+        // Pass 2: top-down, unset switches go up to a parent with an entry (fewest hops).
+        let mut missing = false;
+        let rot = self.seq as usize;
+        for i in 0..self.by_rank.len() {
+            let s = self.by_rank[i] as usize;
+            if self.is_set(s) {
+                continue;
+            }
+            let (u0, u1) = (self.up[s] as usize, self.down[s] as usize);
+            let ng = u1 - u0;
+            let mut best: Option<(u16, usize)> = None;
+            for k in 0..ng {
+                let g = u0 + (rot + k) % ng;
+                let p = self.groups[g].remote as usize;
+                if self.is_set(p) && best.is_none_or(|(h, _)| self.hops[p] < h) {
+                    best = Some((self.hops[p], g));
+                }
+            }
+            match best {
+                Some((h, g)) => {
+                    let gr = self.groups[g];
+                    let mut l = self.gch[gr.start as usize];
+                    for j in gr.start + 1..gr.end {
+                        let x = self.gch[j as usize];
+                        if self.load[x.ch as usize] < self.load[l.ch as usize] {
+                            l = x;
+                        }
+                    }
+                    self.set(s, l.port, l.ch, h.saturating_add(1), false);
+                }
+                None => missing = true,
+            }
+        }
+        let _ = n;
+        !missing
+    }
+}
+
+/// CN flags per end (index into `t.ends`).
+fn compute_nodes(t: &Topo, opts: &RouteOptions) -> Vec<bool> {
+    let f = t.f;
+    let cn: FxHashSet<u64> = opts.cn_guids.iter().copied().collect();
+    let io: FxHashSet<u64> = opts.io_guids.iter().copied().collect();
+    (0..t.ends.len())
+        .map(|i| {
+            let e = &t.ends[i];
+            let g = f.port(e.port).guid;
+            if !cn.is_empty() {
+                return cn.contains(&g);
+            }
+            let node = f.node(t.end_node(i));
+            node.kind == NodeKind::Ca && !io.contains(&g) && !is_service_ca(&node.desc)
+        })
+        .collect()
+}
+
+fn single_root_ranking(t: &Topo, roots: &[usize]) -> UpDownRanking {
+    let h = hop_matrix(t);
+    let ecc = eccentricities(t, &h);
+    let comp = components(t);
+    let mut c: Vec<usize> = roots.to_vec();
+    c.sort_by_key(|&s| (ecc[s], t.guid(s), s));
+    let mut seen = Vec::new();
+    let mut single = Vec::new();
+    for s in c {
+        if !seen.contains(&comp[s]) {
+            seen.push(comp[s]);
+            single.push(s);
+        }
+    }
+    UpDownRanking::from_roots(t, &single)
+}
+
+impl Engine for FatTree {
+    fn name(&self) -> &'static str {
+        "ftree"
+    }
+    fn route_detailed(
+        &self,
+        f: &Fabric,
+        mask: &FaultMask,
+        opts: &RouteOptions,
+    ) -> Result<Routed, EngineError> {
+        let t = Topo::new(f, mask);
+        if t.num_alive() == 0 {
+            return Err(EngineError::NoSwitches);
+        }
+        let n = t.n;
+        let mut notes = Vec::new();
+        let mut is_cn = compute_nodes(&t, opts);
+        if !is_cn.iter().any(|&c| c) {
+            return Err(EngineError::NotApplicable("no compute node port".into()));
+        }
+        // Roots
+        let (given, bad) = t.resolve_switch_guids(&opts.root_guids);
+        if !bad.is_empty() {
+            notes.push(format!(
+                "{} root GUIDs are not live switch node GUIDs and were ignored",
+                bad.len()
+            ));
+        }
+        let mut roots = given;
+        let mut source = "root GUID list";
+        if roots.is_empty() {
+            roots = f
+                .hints
+                .roots
+                .iter()
+                .filter_map(|r| f.switch_index.get(r.idx()).copied())
+                .filter(|&s| s != u32::MAX && t.alive[s as usize])
+                .map(|s| s as usize)
+                .collect();
+            source = "topology hints";
+        }
+        let detect = roots.is_empty();
+        if detect {
+            source = "detection (switches farthest from the leaves)";
+        }
+        let mut rk;
+        let mut demoted = 0usize;
+        let mut round = 0;
+        loop {
+            let mut leaf = vec![false; n];
+            for (i, e) in t.ends.iter().enumerate() {
+                if is_cn[i] {
+                    leaf[e.sw as usize] = true;
+                }
+            }
+            let leaves: Vec<usize> = (0..n).filter(|&s| leaf[s]).collect();
+            if detect {
+                let h = bfs_levels(&t, &leaves);
+                let comp = components(&t);
+                let ncomp = comp
+                    .iter()
+                    .filter(|&&c| c != u32::MAX)
+                    .max()
+                    .map_or(0, |&c| c as usize + 1);
+                let mut hmax = vec![0u32; ncomp];
+                for s in 0..n {
+                    if t.alive[s] && h[s] != u32::MAX {
+                        let c = comp[s] as usize;
+                        hmax[c] = hmax[c].max(h[s]);
+                    }
+                }
+                roots = (0..n)
+                    .filter(|&s| t.alive[s] && h[s] != u32::MAX && h[s] == hmax[comp[s] as usize])
+                    .collect();
+            }
+            rk = UpDownRanking::from_roots(&t, &roots);
+            // leaf rank = the rank holding most CNs
+            let mut per_rank: Vec<usize> = Vec::new();
+            for (i, e) in t.ends.iter().enumerate() {
+                if is_cn[i] {
+                    let r = rk.rank[e.sw as usize] as usize;
+                    if per_rank.len() <= r {
+                        per_rank.resize(r + 1, 0);
+                    }
+                    per_rank[r] += 1;
+                }
+            }
+            let leaf_rank = per_rank
+                .iter()
+                .enumerate()
+                .max_by_key(|&(r, &c)| (c, r))
+                .map_or(0, |(r, _)| r as u32);
+            let outliers: Vec<usize> = leaves
+                .iter()
+                .copied()
+                .filter(|&s| rk.rank[s] != leaf_rank)
+                .collect();
+            round += 1;
+            if outliers.is_empty() || round > 3 {
+                break;
+            }
+            for (i, e) in t.ends.iter().enumerate() {
+                if is_cn[i] && outliers.contains(&(e.sw as usize)) {
+                    is_cn[i] = false;
+                    demoted += 1;
+                }
+            }
+        }
+        if demoted > 0 {
+            notes.push(format!(
+                "{demoted} CA ports on switches off the leaf rank were treated as non-compute nodes"
+            ));
+        }
+        let mut has_cn = vec![false; n];
+        for (i, e) in t.ends.iter().enumerate() {
+            if is_cn[i] {
+                has_cn[e.sw as usize] = true;
+            }
+        }
+        let mut codes = codes_matrix(&t, &rk);
+        let (badp, _) = count_illegal(&t, &codes, &has_cn);
+        if badp > 0 {
+            let r2 = single_root_ranking(&t, &rk.roots);
+            notes.push(format!(
+                "{} roots from {source}: {badp} (CN switch, destination switch) pairs had no up*/down* path in the degraded tree; ranked from a single root instead (switch GUID {:#018x})",
+                rk.roots.len(),
+                r2.roots.first().map_or(0, |&s| t.guid(s))
+            ));
+            rk = r2;
+            codes = codes_matrix(&t, &rk);
+        } else {
+            notes.insert(0, format!("{} roots from {source}", rk.roots.len()));
+        }
+        let (_, esc) = count_illegal(&t, &codes, &vec![false; n]);
+
+        // Targets
+        let mut r = Routing::empty(f);
+        let stride = r.stride();
+        let mut cols = vec![NO_PORT; stride * n];
+        let mut ft = Ft::new(&t, &rk, has_cn);
+        let mut fallbacks = 0usize;
+        let mut unreached = 0usize;
+        let max_off = t.ends.iter().map(|e| e.nlids).max().unwrap_or(1) as usize;
+        let maxcn = (0..n)
+            .map(|s| t.ends_on(s).iter().filter(|&&i| is_cn[i as usize]).count())
+            .max()
+            .unwrap_or(0);
+        let mut cand = Vec::new();
+        let mut route_one = |ft: &mut Ft,
+                             sw: usize,
+                             port: u8,
+                             lid: Option<usize>,
+                             count: bool,
+                             fallbacks: &mut usize,
+                             unreached: &mut usize| {
+            ft.begin();
+            ft.set(sw, port, u32::MAX, 0, true);
+            ft.go_up(sw, usize::MAX, true, count);
+            let ok = ft.complete();
+            let Some(lid) = lid else { return };
+            if lid >= stride {
+                return;
+            }
+            let col = &mut cols[lid * n..(lid + 1) * n];
+            let row = &codes[sw * n..(sw + 1) * n];
+            let need_fallback = !ok
+                && (0..n).any(|s| {
+                    t.alive[s]
+                        && !ft.is_set(s)
+                        && row[s] != INF
+                        && super::updn::code_is_legal(row[s])
+                });
+            if need_fallback {
+                *fallbacks += 1;
+            }
+            for (s, slot) in col.iter_mut().enumerate() {
+                if !t.alive[s] {
+                    continue;
+                }
+                if s == sw {
+                    *slot = port;
+                    continue;
+                }
+                if ft.is_set(s) && !need_fallback {
+                    *slot = ft.next[s];
+                    continue;
+                }
+                // up*/down* BFS entry (legal, or an escape for switches without a legal path)
+                cand.clear();
+                updown_cands(&t, &rk, row, s, &mut cand);
+                if cand.is_empty() {
+                    *unreached += 1;
+                    continue;
+                }
+                let mut best = cand[0];
+                let mut bl = u32::MAX;
+                for &(p, peer) in cand.iter() {
+                    let ch = t
+                        .links(s)
+                        .iter()
+                        .find(|a| a.port == p && a.peer == peer)
+                        .map_or(0, |a| a.ch);
+                    let l = ft.load[ch as usize];
+                    if l < bl {
+                        bl = l;
+                        best = (p, peer);
+                    }
+                }
+                *slot = best.0;
+            }
+        };
+        for off in 0..max_off {
+            // CNs leaf by leaf, with dummies
+            for s in 0..n {
+                if !t.alive[s] || !ft.has_cn[s] {
+                    continue;
+                }
+                // LMC offset o starts the leaf's CN list at o (mod count), so the LIDs of one
+                // port meet different counter states and take different up links.
+                let cn_here: Vec<u32> = t
+                    .ends_on(s)
+                    .iter()
+                    .copied()
+                    .filter(|&ei| is_cn[ei as usize])
+                    .collect();
+                let k = cn_here.len();
+                for j in 0..k {
+                    let ei = cn_here[(j + off) % k];
+                    let e = t.ends[ei as usize];
+                    let lid = (off < e.nlids as usize).then_some(e.base as usize + off);
+                    route_one(
+                        &mut ft,
+                        s,
+                        e.sw_port,
+                        lid,
+                        true,
+                        &mut fallbacks,
+                        &mut unreached,
+                    );
+                }
+                for _ in k..maxcn {
+                    route_one(
+                        &mut ft,
+                        s,
+                        NO_PORT,
+                        None,
+                        true,
+                        &mut fallbacks,
+                        &mut unreached,
+                    );
+                }
+            }
+            // other end ports
+            for s in 0..n {
+                for &ei in t.ends_on(s) {
+                    let e = t.ends[ei as usize];
+                    if is_cn[ei as usize] || off >= e.nlids as usize {
+                        continue;
+                    }
+                    route_one(
+                        &mut ft,
+                        s,
+                        e.sw_port,
+                        Some(e.base as usize + off),
+                        true,
+                        &mut fallbacks,
+                        &mut unreached,
+                    );
+                }
+            }
+        }
+        // switch LIDs, not counted
+        for s in 0..n {
+            if t.alive[s] && t.sw_lid[s] != 0 {
+                route_one(
+                    &mut ft,
+                    s,
+                    0,
+                    Some(t.sw_lid[s] as usize),
+                    false,
+                    &mut fallbacks,
+                    &mut unreached,
+                );
+            }
+        }
+        r.lft = transpose_rect(&cols, stride, n);
+        if fallbacks > 0 {
+            notes.push(format!(
+                "{fallbacks} destination LIDs could not be completed from the fat-tree pass and were routed by the up*/down* BFS"
+            ));
+        }
+        if esc > 0 {
+            notes.push(format!(
+                "{esc} (switch, destination switch) pairs have no up*/down* path under the fat-tree ranks (switches without CNs only) and use a shortest escape path"
+            ));
+        }
+        unreached_note(&t, unreached, &mut notes);
+        Ok(Routed { routing: r, notes })
+    }
+}

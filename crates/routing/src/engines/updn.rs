@@ -1,0 +1,734 @@
+//! Up*/Down* (`updn`) and Down*/Up* (`dnup`), plus the up/down machinery shared with `ftree`
+//! and (later) RFTR: a ranking, the direction of every inter-switch channel and the turn rule.
+//!
+//! **Direction.** Switches are totally ordered by a position (`pos`, smaller = "higher"): for
+//! `updn` by (rank, larger GUID first, switch index), rank = BFS distance from the roots — so a
+//! channel is *up* when it leads to a lower rank, or to the larger GUID on equal rank, as in
+//! OpenSM. A legal path is up* then down*: the only illegal turn is down → up. Because the
+//! order is total, the up relation is acyclic and routing on legal paths is deadlock-free.
+//!
+//! **Shortest legal paths, consistent in a destination-based table.** Per destination switch
+//! `d`, a BFS backward from `d` over (switch, label) gives each switch its legal distance and a
+//! label: `D` if it forwards down (its whole remaining path is down*, so packets may arrive at
+//! it going down) or `U` if it forwards up. A switch may forward down only to a `D` switch;
+//! at equal distance `D` is preferred (it serves more upstream neighbours). Every switch's
+//! choice is legal whatever way packets arrive, which per-(switch, LID) tables need.
+//! Balancing is OpenSM's generic builder (least-loaded port among the legal min-distance ones,
+//! LMC diversity, `port_shifting`, `scatter_ports`, `guid_routing_order`).
+//!
+//! **Roots (updn).** Unlike OpenSM the choice always works on a connected fabric:
+//! 1. `root_guids` from the options (switch node GUIDs; other GUIDs are ignored with a note),
+//!    else `TopoHints::roots`, else the switches farthest (BFS) from the switches carrying end
+//!    ports other than aggregation nodes — a fat tree's spines — unless that is every switch,
+//!    else the graph centre (minimum eccentricity, lowest GUID);
+//! 2. a multi-root ranking can leave some switch without any legal path to a destination (roots
+//!    of a fat tree with failed links, or a torus where every switch is a centre). If a switch
+//!    carrying end ports is affected, the ranking falls back to a **single root** — the
+//!    candidate root of minimum eccentricity, ties by lowest GUID — where every switch reaches
+//!    every other (up the BFS tree to the root, then down), and a note says so;
+//! 3. switches without end ports that still lack a legal path (no packet from an end port ever
+//!    reaches them) get a shortest escape path toward the nearest legally routed switch, and
+//!    the note counts those entries.
+//!
+//! Components of a disconnected fabric without a root get their own (lowest switch index).
+//!
+//! **dnup.** Rank 0 = switches with live end ports, rank grows away from them; legal paths are
+//! down* then up* in those ranks (the mirror). Ties of equal rank are broken by BFS distance
+//! from one reference switch (the lowest-GUID switch of maximum rank), then GUID, so a fabric
+//! whose switches all carry end ports (a torus) still gets connected routes. If some switch
+//! with end ports has no legal path to a destination, `dnup` fails (use a chain).
+
+use super::common::{
+    eccentricities, generic_lfts, generic_order, hop_matrix, unreached_note, GenericParams, Topo,
+    INF,
+};
+use super::{Engine, EngineError, RouteOptions, Routed};
+use fabric::{ChannelId, Fabric, FaultMask};
+use rayon::prelude::*;
+
+/// Direction of a channel under an up/down ranking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    Up,
+    Down,
+    /// Not a live inter-switch channel (end-port links, channels of dead or unranked switches).
+    None,
+}
+
+/// An up/down ranking of the live switches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpDownRanking {
+    /// Per switch index: rank (BFS distance from the roots; `u32::MAX` = dead).
+    pub rank: Vec<u32>,
+    /// Roots (switch indices) the ranks were computed from.
+    pub roots: Vec<usize>,
+    /// Per switch index: position in the total order (smaller = higher; `u32::MAX` = dead).
+    pub pos: Vec<u32>,
+}
+
+impl UpDownRanking {
+    /// Up*/Down* ranking from `roots` (switch indices): rank = BFS distance, order by (rank,
+    /// larger GUID first, index). Live switches the roots do not reach get extra roots (lowest
+    /// switch index of each such component).
+    pub fn from_roots(t: &Topo, roots: &[usize]) -> Self {
+        let mut roots: Vec<usize> = roots
+            .iter()
+            .copied()
+            .filter(|&r| r < t.n && t.alive[r])
+            .collect();
+        let mut rank = bfs_levels(t, &roots);
+        while let Some(extra) = (0..t.n).find(|&s| t.alive[s] && rank[s] == u32::MAX) {
+            roots.push(extra);
+            rank = bfs_levels(t, &roots);
+        }
+        let key = |s: usize| (rank[s], std::cmp::Reverse(t.guid(s)), s);
+        let pos = positions(t, key);
+        UpDownRanking { rank, roots, pos }
+    }
+
+    /// Down*/Up* ranking: rank 0 = switches with live end ports. `None` if there are none.
+    /// Internally the order is reversed (so "legal = up* then down*" holds for the machinery).
+    pub fn dnup(t: &Topo) -> Option<Self> {
+        let mut roots: Vec<usize> = (0..t.n)
+            .filter(|&s| t.alive[s] && !t.ends_on(s).is_empty())
+            .collect();
+        if roots.is_empty() {
+            return None;
+        }
+        let mut rank = bfs_levels(t, &roots);
+        while let Some(extra) = (0..t.n).find(|&s| t.alive[s] && rank[s] == u32::MAX) {
+            roots.push(extra);
+            rank = bfs_levels(t, &roots);
+        }
+        let maxr = (0..t.n)
+            .filter(|&s| t.alive[s])
+            .map(|s| rank[s])
+            .max()
+            .unwrap_or(0);
+        let reference = (0..t.n)
+            .filter(|&s| t.alive[s] && rank[s] == maxr)
+            .min_by_key(|&s| (t.guid(s), s));
+        let second = match reference {
+            Some(r) => bfs_levels(t, &[r]),
+            None => vec![0; t.n],
+        };
+        // Machinery order: higher dnup rank = "higher" (smaller pos); ties by distance from the
+        // reference switch, then GUID.
+        let key = |s: usize| {
+            (
+                std::cmp::Reverse(rank[s]),
+                second[s],
+                std::cmp::Reverse(t.guid(s)),
+                s,
+            )
+        };
+        let pos = positions(t, key);
+        Some(UpDownRanking { rank, roots, pos })
+    }
+
+    /// True when going from switch index `from` to `to` is an up move.
+    #[inline]
+    pub fn is_up_sw(&self, from: usize, to: usize) -> bool {
+        self.pos[to] < self.pos[from]
+    }
+
+    /// Direction of channel `c` (for `dnup` rankings, in the mirrored sense used internally:
+    /// a legal path is always `Up* Down*` under this function).
+    pub fn channel_dir(&self, f: &Fabric, c: ChannelId) -> Dir {
+        let Some(l) = f.links.get(c.link().idx()) else {
+            return Dir::None;
+        };
+        let (src, dst) = if c.0 & 1 == 0 { (l.a, l.b) } else { (l.b, l.a) };
+        let a = f.switch_index[f.port(src).node.idx()];
+        let b = f.switch_index[f.port(dst).node.idx()];
+        if a == u32::MAX || b == u32::MAX || a == b {
+            return Dir::None;
+        }
+        let (pa, pb) = (self.pos[a as usize], self.pos[b as usize]);
+        if pa == u32::MAX || pb == u32::MAX {
+            return Dir::None;
+        }
+        if pb < pa {
+            Dir::Up
+        } else {
+            Dir::Down
+        }
+    }
+
+    /// The turn rule: entering a switch on `in_c` and leaving on `out_c` is legal unless `in_c`
+    /// goes down and `out_c` goes up. Injection from / ejection to end ports is always legal.
+    pub fn is_legal_turn(&self, f: &Fabric, in_c: ChannelId, out_c: ChannelId) -> bool {
+        !(self.channel_dir(f, in_c) == Dir::Down && self.channel_dir(f, out_c) == Dir::Up)
+    }
+
+    /// The ranking the `updn` engine uses for this fabric, options and mask (with its notes).
+    pub fn for_updn(
+        f: &Fabric,
+        mask: &FaultMask,
+        opts: &RouteOptions,
+    ) -> Result<(Self, Vec<String>), EngineError> {
+        let t = Topo::new(f, mask);
+        if t.num_alive() == 0 {
+            return Err(EngineError::NoSwitches);
+        }
+        let (rk, _codes, notes) = updn_ranking(&t, opts)?;
+        Ok((rk, notes))
+    }
+}
+
+/// Multi-source BFS levels over live switches (`u32::MAX` = not reached).
+pub fn bfs_levels(t: &Topo, sources: &[usize]) -> Vec<u32> {
+    let mut lvl = vec![u32::MAX; t.n];
+    let mut q: Vec<u32> = Vec::with_capacity(t.n);
+    for &s in sources {
+        if s < t.n && t.alive[s] && lvl[s] == u32::MAX {
+            lvl[s] = 0;
+            q.push(s as u32);
+        }
+    }
+    let mut h = 0;
+    while h < q.len() {
+        let u = q[h] as usize;
+        h += 1;
+        for a in t.links(u) {
+            let p = a.peer as usize;
+            if lvl[p] == u32::MAX {
+                lvl[p] = lvl[u] + 1;
+                q.push(p as u32);
+            }
+        }
+    }
+    lvl
+}
+
+fn positions<K: Ord>(t: &Topo, key: impl Fn(usize) -> K) -> Vec<u32> {
+    let mut order: Vec<usize> = (0..t.n).filter(|&s| t.alive[s]).collect();
+    order.sort_by_key(|&s| key(s));
+    let mut pos = vec![u32::MAX; t.n];
+    for (i, &s) in order.iter().enumerate() {
+        pos[s] = i as u32;
+    }
+    pos
+}
+
+/// Connected-component id of every live switch (`u32::MAX` = dead).
+pub fn components(t: &Topo) -> Vec<u32> {
+    let mut comp = vec![u32::MAX; t.n];
+    let mut q = Vec::new();
+    let mut next = 0u32;
+    for s in 0..t.n {
+        if !t.alive[s] || comp[s] != u32::MAX {
+            continue;
+        }
+        comp[s] = next;
+        q.clear();
+        q.push(s);
+        let mut h = 0;
+        while h < q.len() {
+            let u = q[h];
+            h += 1;
+            for a in t.links(u) {
+                let p = a.peer as usize;
+                if comp[p] == u32::MAX {
+                    comp[p] = next;
+                    q.push(p);
+                }
+            }
+        }
+        next += 1;
+    }
+    comp
+}
+
+// ---- per-destination codes ---------------------------------------------------------------
+//
+// code (u16) of switch s toward destination switch d:
+//   INF                  unreachable (other component)
+//   bit 15 clear         legal: (distance << 1) | 1 if labelled D (forwards down), 0 if U
+//   bit 15 set           escape: no legal path; (0x8000 | k) = k hops to a legally routed switch
+
+const ESC: u16 = 0x8000;
+
+#[inline]
+pub(crate) fn code_is_legal(c: u16) -> bool {
+    c & ESC == 0
+}
+#[inline]
+pub(crate) fn code_dist(c: u16) -> u16 {
+    c >> 1
+}
+#[inline]
+pub(crate) fn code_down(c: u16) -> bool {
+    c & 1 == 1
+}
+
+/// Scratch buffers for [`dest_codes`].
+#[derive(Debug, Default)]
+pub(crate) struct CodeScratch {
+    q: Vec<u32>,
+    q2: Vec<u32>,
+    alt: Vec<u16>,
+}
+
+/// Greedy labelled BFS: each switch takes its shortest legal distance, `D` preferred at equal
+/// distance. Returns the number of switches with a legal path.
+fn greedy_codes(
+    t: &Topo,
+    rk: &UpDownRanking,
+    d: usize,
+    code: &mut [u16],
+    q: &mut Vec<u32>,
+) -> usize {
+    code.fill(INF);
+    q.clear();
+    code[d] = 1; // distance 0, D
+    q.push(d as u32);
+    let mut h = 0;
+    while h < q.len() {
+        let u = q[h] as usize;
+        h += 1;
+        let cu = code[u];
+        let nd = (code_dist(cu) + 1).min(0x3FFE);
+        for a in t.links(u) {
+            let s = a.peer as usize;
+            let up = rk.is_up_sw(s, u); // the packet moves s -> u
+            if !up && !code_down(cu) {
+                continue; // would be down -> up at u
+            }
+            let nc = (nd << 1) | (!up as u16);
+            let cs = code[s];
+            if cs == INF {
+                code[s] = nc;
+                q.push(s as u32);
+            } else if code_dist(cs) == nd && !up {
+                code[s] = cs | 1;
+            }
+        }
+    }
+    q.len()
+}
+
+/// Complete labelled BFS: every switch with an all-down path is labelled `D` (shortest
+/// all-down distance), the others go up toward the nearest switch with a path. Reaches every
+/// switch that has any legal path. Returns that number.
+fn complete_codes(
+    t: &Topo,
+    rk: &UpDownRanking,
+    d: usize,
+    code: &mut [u16],
+    a: &mut Vec<u32>,
+    b: &mut Vec<u32>,
+) -> usize {
+    code.fill(INF);
+    a.clear();
+    b.clear();
+    code[d] = 1;
+    a.push(d as u32);
+    let mut h = 0;
+    while h < a.len() {
+        let u = a[h] as usize;
+        h += 1;
+        let nd = (code_dist(code[u]) + 1).min(0x3FFE);
+        for l in t.links(u) {
+            let s = l.peer as usize;
+            if code[s] == INF && !rk.is_up_sw(s, u) {
+                code[s] = (nd << 1) | 1;
+                a.push(s as u32);
+            }
+        }
+    }
+    // U switches: merge the D list (non-decreasing distance) with the U queue.
+    let (mut ia, mut ib) = (0, 0);
+    loop {
+        let take_a = match (a.get(ia), b.get(ib)) {
+            (Some(&x), Some(&y)) => code_dist(code[x as usize]) <= code_dist(code[y as usize]),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let u = if take_a {
+            ia += 1;
+            a[ia - 1]
+        } else {
+            ib += 1;
+            b[ib - 1]
+        } as usize;
+        let nd = (code_dist(code[u]) + 1).min(0x3FFE);
+        for l in t.links(u) {
+            let s = l.peer as usize;
+            if code[s] == INF && rk.is_up_sw(s, u) {
+                code[s] = nd << 1;
+                b.push(s as u32);
+            }
+        }
+    }
+    a.len() + b.len()
+}
+
+/// Fills `code` (length n) for destination switch `d` under ranking `rk`: the greedy
+/// (shortest) labelling when it reaches every switch that has a legal path, else the complete
+/// labelling; then escape distances for switches without a legal path.
+pub(crate) fn dest_codes(
+    t: &Topo,
+    rk: &UpDownRanking,
+    d: usize,
+    code: &mut [u16],
+    sc: &mut CodeScratch,
+) {
+    if !t.alive[d] {
+        code.fill(INF);
+        return;
+    }
+    let ng = greedy_codes(t, rk, d, code, &mut sc.q);
+    sc.alt.resize(code.len(), INF);
+    let nc = complete_codes(t, rk, d, &mut sc.alt, &mut sc.q2, &mut sc.q);
+    if nc > ng {
+        code.copy_from_slice(&sc.alt);
+    }
+    // Escape distances for switches of the same component without a legal path: BFS layers
+    // from the legally routed switches (which count as distance 0).
+    let q = &mut sc.q;
+    q.clear();
+    q.extend((0..code.len() as u32).filter(|&s| code[s as usize] != INF));
+    let (mut lo, mut hi, mut k) = (0usize, q.len(), 1u16);
+    while lo < hi {
+        for i in lo..hi {
+            let u = q[i] as usize;
+            for a in t.links(u) {
+                let s = a.peer as usize;
+                if code[s] == INF {
+                    code[s] = ESC | k;
+                    q.push(s as u32);
+                }
+            }
+        }
+        lo = hi;
+        hi = q.len();
+        k = (k + 1).min(0x7FFE);
+    }
+}
+
+/// Candidate output ports of switch `s` toward destination switch `d` from the code row of `d`.
+#[inline]
+pub(crate) fn updown_cands(
+    t: &Topo,
+    rk: &UpDownRanking,
+    row: &[u16],
+    s: usize,
+    out: &mut Vec<(u8, u32)>,
+) {
+    let cs = row[s];
+    if cs == INF {
+        return;
+    }
+    if code_is_legal(cs) {
+        let ds = code_dist(cs);
+        if ds == 0 {
+            return;
+        }
+        if code_down(cs) {
+            let want = ((ds - 1) << 1) | 1;
+            for a in t.links(s) {
+                let p = a.peer as usize;
+                if row[p] == want && !rk.is_up_sw(s, p) {
+                    out.push((a.port, a.peer));
+                }
+            }
+        } else {
+            for a in t.links(s) {
+                let p = a.peer as usize;
+                let cp = row[p];
+                if cp != INF && code_is_legal(cp) && code_dist(cp) == ds - 1 && rk.is_up_sw(s, p) {
+                    out.push((a.port, a.peer));
+                }
+            }
+        }
+    } else {
+        let k = cs & !ESC;
+        if k <= 1 {
+            // nearest legal neighbours with the smallest legal distance
+            let mut best = u16::MAX;
+            for a in t.links(s) {
+                let cp = row[a.peer as usize];
+                if cp != INF && code_is_legal(cp) {
+                    best = best.min(code_dist(cp));
+                }
+            }
+            for a in t.links(s) {
+                let cp = row[a.peer as usize];
+                if cp != INF && code_is_legal(cp) && code_dist(cp) == best {
+                    out.push((a.port, a.peer));
+                }
+            }
+        } else {
+            for a in t.links(s) {
+                if row[a.peer as usize] == ESC | (k - 1) {
+                    out.push((a.port, a.peer));
+                }
+            }
+        }
+    }
+}
+
+/// Code rows for every destination switch: `codes[d * n + s]`. Parallel over destinations.
+pub(crate) fn codes_matrix(t: &Topo, rk: &UpDownRanking) -> Vec<u16> {
+    let n = t.n;
+    let mut codes = vec![INF; n * n];
+    if n == 0 {
+        return codes;
+    }
+    codes
+        .par_chunks_mut(n)
+        .enumerate()
+        .for_each_init(CodeScratch::default, |sc, (d, row)| {
+            dest_codes(t, rk, d, row, sc)
+        });
+    codes
+}
+
+/// Counts (source switch, destination switch) pairs in the same component where the source
+/// carries end ports (or satisfies `is_source`) and has no legal path; also counts all switches
+/// (any) without a legal path. Returns (bad source pairs, escape entries).
+pub(crate) fn count_illegal(t: &Topo, codes: &[u16], is_source: &[bool]) -> (usize, usize) {
+    let n = t.n;
+    (0..n)
+        .into_par_iter()
+        .map(|d| {
+            let row = &codes[d * n..(d + 1) * n];
+            let mut bad = 0;
+            let mut esc = 0;
+            for s in 0..n {
+                let c = row[s];
+                if c != INF && !code_is_legal(c) {
+                    esc += 1;
+                    if is_source[s] {
+                        bad += 1;
+                    }
+                }
+            }
+            (bad, esc)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+/// Chooses the updn ranking (see the module docs) and returns it with its code matrix.
+pub(crate) fn updn_ranking(
+    t: &Topo,
+    opts: &RouteOptions,
+) -> Result<(UpDownRanking, Vec<u16>, Vec<String>), EngineError> {
+    let mut notes = Vec::new();
+    let mut hop: Option<Vec<u16>> = None;
+    let (mut roots, bad) = t.resolve_switch_guids(&opts.root_guids);
+    if !bad.is_empty() {
+        notes.push(format!(
+            "{} root GUIDs are not live switch node GUIDs and were ignored",
+            bad.len()
+        ));
+    }
+    let mut source = "root GUID list";
+    if roots.is_empty() {
+        roots =
+            t.f.hints
+                .roots
+                .iter()
+                .filter_map(|r| t.f.switch_index.get(r.idx()).copied())
+                .filter(|&s| s != u32::MAX && t.alive[s as usize])
+                .map(|s| s as usize)
+                .collect();
+        source = "topology hints";
+    }
+    if roots.is_empty() {
+        // Switches farthest from the end-port switches (a fat tree's spines), per component,
+        // unless that is every switch (e.g. end ports everywhere, as on a torus).
+        // Service CAs (SHARP aggregation nodes, one per switch on real trees) do not count.
+        let with_ends: Vec<usize> = (0..t.n)
+            .filter(|&s| {
+                t.alive[s]
+                    && t.ends_on(s).iter().any(|&e| {
+                        let node = t.f.node(t.end_node(e as usize));
+                        !super::ftree::is_service_ca(&node.desc)
+                    })
+            })
+            .collect();
+        let h = bfs_levels(t, &with_ends);
+        let comp = components(t);
+        let ncomp = comp
+            .iter()
+            .filter(|&&c| c != u32::MAX)
+            .max()
+            .map_or(0, |&c| c as usize + 1);
+        let mut hmax = vec![0u32; ncomp];
+        for s in 0..t.n {
+            if t.alive[s] && h[s] != u32::MAX {
+                hmax[comp[s] as usize] = hmax[comp[s] as usize].max(h[s]);
+            }
+        }
+        let far: Vec<usize> = (0..t.n)
+            .filter(|&s| {
+                t.alive[s] && h[s] != u32::MAX && h[s] == hmax[comp[s] as usize] && h[s] > 0
+            })
+            .collect();
+        if !far.is_empty() && far.len() < t.num_alive() {
+            roots = far;
+            source = "switches farthest from the end ports";
+        }
+    }
+    if roots.is_empty() {
+        let h = hop_matrix(t);
+        let ecc = eccentricities(t, &h);
+        let comp = components(t);
+        let ncomp = comp
+            .iter()
+            .filter(|&&c| c != u32::MAX)
+            .max()
+            .map_or(0, |&c| c as usize + 1);
+        let mut best = vec![INF; ncomp];
+        for s in 0..t.n {
+            if t.alive[s] {
+                let c = comp[s] as usize;
+                best[c] = best[c].min(ecc[s]);
+            }
+        }
+        // one centre per component (lowest GUID among the minimum-eccentricity switches)
+        let mut centre: Vec<Option<usize>> = vec![None; ncomp];
+        for s in 0..t.n {
+            if t.alive[s] && ecc[s] == best[comp[s] as usize] {
+                let c = comp[s] as usize;
+                if centre[c].is_none_or(|o| (t.guid(s), s) < (t.guid(o), o)) {
+                    centre[c] = Some(s);
+                }
+            }
+        }
+        roots = centre.into_iter().flatten().collect();
+        hop = Some(h);
+        source = "graph centre (minimum eccentricity, lowest GUID)";
+    }
+    let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
+    let rk = UpDownRanking::from_roots(t, &roots);
+    let codes = codes_matrix(t, &rk);
+    let (bad, esc) = count_illegal(t, &codes, &is_source);
+    if bad == 0 {
+        notes.insert(0, format!("{} roots from the {source}", rk.roots.len()));
+        if esc > 0 {
+            notes.push(format!(
+                "{esc} (switch, destination switch) entries on switches without end ports have no up*/down* path and use a shortest escape path; no end-port traffic uses them"
+            ));
+        }
+        return Ok((rk, codes, notes));
+    }
+    // Fall back to one root per component: the candidate of minimum eccentricity.
+    let h = match hop {
+        Some(h) => h,
+        None => hop_matrix(t),
+    };
+    let ecc = eccentricities(t, &h);
+    let comp = components(t);
+    let mut single: Vec<usize> = Vec::new();
+    let mut seen_comp: Vec<u32> = Vec::new();
+    let mut cands: Vec<usize> = rk.roots.clone();
+    cands.sort_by_key(|&s| (ecc[s], t.guid(s), s));
+    for s in cands {
+        if !seen_comp.contains(&comp[s]) {
+            seen_comp.push(comp[s]);
+            single.push(s);
+        }
+    }
+    let rk2 = UpDownRanking::from_roots(t, &single);
+    let codes2 = codes_matrix(t, &rk2);
+    notes.insert(
+        0,
+        format!(
+            "{} roots from the {source} left {bad} (end-port switch, destination) pairs without an up*/down* path; ranked from a single root per component instead (switch GUID {:#018x})",
+            rk.roots.len(),
+            single.first().map_or(0, |&s| t.guid(s))
+        ),
+    );
+    Ok((rk2, codes2, notes))
+}
+
+fn route_updown(
+    t: &Topo,
+    rk: &UpDownRanking,
+    codes: &[u16],
+    opts: &RouteOptions,
+) -> (crate::tables::Routing, usize) {
+    let n = t.n;
+    let order = generic_order(t, opts);
+    generic_lfts(
+        t,
+        &order,
+        GenericParams::from_opts(opts, true),
+        |s, d, out| {
+            let row = &codes[d * n..(d + 1) * n];
+            updown_cands(t, rk, row, s, out);
+        },
+    )
+}
+
+/// The `updn` engine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UpDn;
+
+impl Engine for UpDn {
+    fn name(&self) -> &'static str {
+        "updn"
+    }
+    fn route_detailed(
+        &self,
+        f: &Fabric,
+        mask: &FaultMask,
+        opts: &RouteOptions,
+    ) -> Result<Routed, EngineError> {
+        let t = Topo::new(f, mask);
+        if t.num_alive() == 0 {
+            return Err(EngineError::NoSwitches);
+        }
+        let (rk, codes, mut notes) = updn_ranking(&t, opts)?;
+        let (routing, unreached) = route_updown(&t, &rk, &codes, opts);
+        unreached_note(&t, unreached, &mut notes);
+        Ok(Routed { routing, notes })
+    }
+}
+
+/// The `dnup` engine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DnUp;
+
+impl Engine for DnUp {
+    fn name(&self) -> &'static str {
+        "dnup"
+    }
+    fn route_detailed(
+        &self,
+        f: &Fabric,
+        mask: &FaultMask,
+        opts: &RouteOptions,
+    ) -> Result<Routed, EngineError> {
+        let t = Topo::new(f, mask);
+        if t.num_alive() == 0 {
+            return Err(EngineError::NoSwitches);
+        }
+        let rk = UpDownRanking::dnup(&t)
+            .ok_or_else(|| EngineError::NotApplicable("no switch has a live end port".into()))?;
+        let codes = codes_matrix(&t, &rk);
+        let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
+        let (bad, esc) = count_illegal(&t, &codes, &is_source);
+        if bad > 0 {
+            return Err(EngineError::NotApplicable(format!(
+                "{bad} (end-port switch, destination switch) pairs have no down*/up* path"
+            )));
+        }
+        let mut notes = vec![format!(
+            "{} switches with end ports at rank 0",
+            rk.roots.len()
+        )];
+        if esc > 0 {
+            notes.push(format!(
+                "{esc} (switch, destination switch) entries on switches without end ports have no down*/up* path and use a shortest escape path; no end-port traffic uses them"
+            ));
+        }
+        let (routing, unreached) = route_updown(&t, &rk, &codes, opts);
+        unreached_note(&t, unreached, &mut notes);
+        Ok(Routed { routing, notes })
+    }
+}
