@@ -1,0 +1,1268 @@
+//! Generator invariants: counts and degrees from formulas, switch-graph diameters (BFS here),
+//! determinism, exact equality with gen_topo.py's reference net files, error handling.
+
+use fabric::gen::*;
+use fabric::{Fabric, NodeId, NodeKind};
+use proptest::prelude::*;
+use std::collections::{BTreeSet, HashMap};
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------------------
+
+fn o() -> GenOptions {
+    GenOptions::default()
+}
+
+fn spec(s: &str) -> Fabric {
+    s.parse::<TopoSpec>()
+        .unwrap_or_else(|e| panic!("parse {s:?}: {e}"))
+        .generate()
+        .unwrap_or_else(|e| panic!("generate {s:?}: {e}"))
+}
+
+/// Switch adjacency (switch indices, parallel links merged).
+fn sw_adj(f: &Fabric) -> Vec<Vec<usize>> {
+    let mut adj = vec![BTreeSet::new(); f.switches.len()];
+    for l in &f.links {
+        let (a, b) = (f.ports[l.a.idx()].node, f.ports[l.b.idx()].node);
+        if f.is_switch(a) && f.is_switch(b) {
+            let (x, y) = (
+                f.switch_index[a.idx()] as usize,
+                f.switch_index[b.idx()] as usize,
+            );
+            adj[x].insert(y);
+            adj[y].insert(x);
+        }
+    }
+    adj.into_iter().map(|s| s.into_iter().collect()).collect()
+}
+
+/// Switch-graph diameter, `None` if disconnected.
+fn diameter(f: &Fabric) -> Option<usize> {
+    let adj = sw_adj(f);
+    let n = adj.len();
+    let mut best = 0;
+    let mut dist = vec![usize::MAX; n];
+    let mut queue = std::collections::VecDeque::new();
+    for s in 0..n {
+        dist.iter_mut().for_each(|d| *d = usize::MAX);
+        dist[s] = 0;
+        queue.push_back(s);
+        while let Some(u) = queue.pop_front() {
+            for &v in &adj[u] {
+                if dist[v] == usize::MAX {
+                    dist[v] = dist[u] + 1;
+                    queue.push_back(v);
+                }
+            }
+        }
+        if dist.contains(&usize::MAX) {
+            return None;
+        }
+        best = best.max(*dist.iter().max().unwrap());
+    }
+    Some(best)
+}
+
+/// Connected switch graph (one BFS) and every HCA cabled to a switch.
+fn connected(f: &Fabric) -> bool {
+    let adj = sw_adj(f);
+    if adj.is_empty() {
+        return false;
+    }
+    let mut seen = vec![false; adj.len()];
+    let mut stack = vec![0];
+    seen[0] = true;
+    while let Some(u) = stack.pop() {
+        for &v in &adj[u] {
+            if !seen[v] {
+                seen[v] = true;
+                stack.push(v);
+            }
+        }
+    }
+    seen.iter().all(|&s| s)
+        && f.nodes.iter().enumerate().all(|(i, n)| {
+            n.kind == NodeKind::Switch
+                || f.node_ports(NodeId(i as u32))
+                    .any(|p| f.attached_switch(p).is_some())
+        })
+}
+
+fn sw_links(f: &Fabric) -> usize {
+    f.links
+        .iter()
+        .filter(|l| f.is_switch(f.ports[l.a.idx()].node) && f.is_switch(f.ports[l.b.idx()].node))
+        .count()
+}
+
+fn hcas(f: &Fabric) -> usize {
+    f.count(NodeKind::Ca)
+}
+
+/// Switch-to-switch link count of switch index `s` (parallel links counted).
+fn sw_degree(f: &Fabric, s: usize) -> usize {
+    f.switch_links(s).len()
+}
+
+fn hcas_on(f: &Fabric, s: usize) -> usize {
+    f.node_ports(f.switches[s])
+        .filter(|&p| {
+            f.remote(p)
+                .is_some_and(|r| f.nodes[f.ports[r.idx()].node.idx()].kind == NodeKind::Ca)
+        })
+        .count()
+}
+
+/// ibsim's GUID rules, names = descriptions, hints vectors of consistent lengths.
+fn check_common(f: &Fabric) {
+    let mut nsw = 0u64;
+    let mut nca = 0u64;
+    let mut seen_ca = false;
+    for (i, n) in f.nodes.iter().enumerate() {
+        assert_eq!(n.name, n.desc);
+        assert_eq!(n.sys_guid, n.guid);
+        let p0 = &f.ports[f.port_id(NodeId(i as u32), 0).idx()];
+        match n.kind {
+            NodeKind::Switch => {
+                assert!(!seen_ca, "switches must come first");
+                assert_eq!(n.guid, 0x200000 + nsw, "{}", n.name);
+                assert_eq!(p0.guid, n.guid);
+                assert_ne!(p0.lid, 0);
+                nsw += 1;
+            }
+            NodeKind::Ca => {
+                seen_ca = true;
+                assert_eq!(n.nports, 1);
+                assert_eq!(n.guid, 0x100000 + 2 * nca, "{}", n.name);
+                let p1 = &f.ports[f.port_id(NodeId(i as u32), 1).idx()];
+                assert_eq!(p1.guid, n.guid + 1);
+                assert_ne!(p1.lid, 0);
+                nca += 1;
+            }
+            NodeKind::Router => panic!("no routers expected"),
+        }
+    }
+    let h = &f.hints;
+    assert!(!h.kind.is_empty());
+    assert_eq!(h.link_class.len(), f.links.len());
+    assert_eq!(h.link_class_names[0], "host");
+    for (l, &c) in h.link_class.iter().enumerate() {
+        assert!((c as usize) < h.link_class_names.len());
+        let link = &f.links[l];
+        let host =
+            !f.is_switch(f.ports[link.a.idx()].node) || !f.is_switch(f.ports[link.b.idx()].node);
+        assert_eq!(c == 0, host, "link {l} class {c}");
+    }
+    assert!(h.coords.is_empty() || h.coords.len() == f.nodes.len());
+    assert!(h.level.is_empty() || h.level.len() == f.nodes.len());
+    for r in &h.roots {
+        assert!(f.is_switch(*r));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// gen_topo.py reference files
+// ---------------------------------------------------------------------------------------------
+
+fn topo_dir() -> String {
+    std::env::var("FABROUTE_TOPOLOGIES").unwrap_or_else(|_| "/work/shared/topologies".into())
+}
+
+fn read_ref(name: &str) -> String {
+    let path = format!("{}/{name}", topo_dir());
+    std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!("cannot read the reference file {path} ({e}); set FABROUTE_TOPOLOGIES to the directory holding gen_topo.py's topologies")
+    })
+}
+
+#[derive(Debug)]
+struct NetNode {
+    kind: String,
+    nports: u8,
+    name: String,
+    /// (port, remote name, remote port)
+    ports: BTreeSet<(u8, String, u8)>,
+}
+
+/// A minimal ibsim net parser (only what gen_topo.py writes).
+fn parse_net(text: &str) -> Vec<NetNode> {
+    let mut nodes: Vec<NetNode> = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line.starts_with("Switch") || line.starts_with("Hca") {
+            let mut it = line.split_whitespace();
+            let kind = it.next().unwrap().to_string();
+            let nports = it.next().unwrap().parse().unwrap();
+            let name = line.split('"').nth(1).unwrap().to_string();
+            nodes.push(NetNode {
+                kind,
+                nports,
+                name,
+                ports: BTreeSet::new(),
+            });
+        } else if let Some(rest) = line.strip_prefix('[') {
+            let (p, rest) = rest.split_once(']').unwrap();
+            let mut q = rest.split('"');
+            q.next();
+            let rname = q.next().unwrap().to_string();
+            let rp = q.next().unwrap().trim_matches(['[', ']']).parse().unwrap();
+            nodes
+                .last_mut()
+                .unwrap()
+                .ports
+                .insert((p.parse().unwrap(), rname, rp));
+        } else {
+            panic!("unexpected line {line:?}");
+        }
+    }
+    nodes
+}
+
+/// The generated fabric equals the reference net file: same nodes in the same order (so the same
+/// ibsim GUIDs), names, port counts and cabling port by port; GUIDs agree with the .meta.json.
+fn assert_same_as_net(f: &Fabric, file: &str) {
+    let net = parse_net(&read_ref(file));
+    assert_eq!(f.nodes.len(), net.len(), "{file}: node count");
+    let (mut i_sw, mut i_ca) = (0u64, 0u64);
+    for (i, (n, r)) in f.nodes.iter().zip(&net).enumerate() {
+        assert_eq!(n.name, r.name, "{file}: node {i}");
+        assert_eq!(n.nports, r.nports, "{file}: {} port count", r.name);
+        let want_guid = match r.kind.as_str() {
+            "Switch" => {
+                assert_eq!(n.kind, NodeKind::Switch);
+                i_sw += 1;
+                0x200000 + i_sw - 1
+            }
+            _ => {
+                assert_eq!(n.kind, NodeKind::Ca);
+                i_ca += 1;
+                0x100000 + 2 * (i_ca - 1)
+            }
+        };
+        assert_eq!(n.guid, want_guid, "{file}: {} GUID", r.name);
+        let mut ports = BTreeSet::new();
+        for p in f.node_ports(NodeId(i as u32)) {
+            if let Some(rp) = f.remote(p) {
+                let rport = &f.ports[rp.idx()];
+                ports.insert((
+                    f.ports[p.idx()].num,
+                    f.nodes[rport.node.idx()].name.clone(),
+                    rport.num,
+                ));
+            }
+        }
+        assert_eq!(ports, r.ports, "{file}: cabling of {}", r.name);
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&read_ref(&format!("{file}.meta.json"))).unwrap();
+    let sws = meta["switches"].as_array().unwrap();
+    assert_eq!(sws.len(), f.switches.len());
+    for (s, m) in f.switches.iter().zip(sws) {
+        let n = &f.nodes[s.idx()];
+        assert_eq!(m["name"].as_str().unwrap(), n.name);
+        assert_eq!(m["guid"].as_str().unwrap(), format!("{:#018x}", n.guid));
+    }
+    assert_eq!(meta["num_hcas"].as_u64().unwrap() as usize, hcas(f));
+    assert_eq!(meta["num_sw_links"].as_u64().unwrap() as usize, sw_links(f));
+    assert_eq!(
+        meta["switch_diameter"].as_u64().map(|d| d as usize),
+        diameter(f),
+        "{file}: diameter"
+    );
+}
+
+fn no_comments(s: &str) -> Vec<String> {
+    s.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.to_string())
+        .collect()
+}
+
+#[test]
+fn torus_4x4_h2_equals_reference_file() {
+    let f = torus(&TorusSpec::torus(&[4, 4], 2), &o()).unwrap();
+    check_common(&f);
+    assert_same_as_net(&f, "torus2d_4x4_h2.net");
+    assert_eq!(f.hints.kind, "torus 4x4");
+    assert_eq!(
+        no_comments(&torus2qos_conf(&f).unwrap()),
+        no_comments(&read_ref("torus2d_4x4_h2.net.t2q.conf"))
+    );
+    // The meta's port layout statement, port by port: 1..H hosts; dim d: H+2d+1 '+', H+2d+2 '-'.
+    for (s, &n) in f.switches.iter().enumerate() {
+        let c = &f.hints.coords[n.idx()];
+        for d in 0..2 {
+            let mut plus = c.clone();
+            plus[d] = (plus[d] + 1) % 4;
+            let p = f.port_id(n, 2 + 2 * d as u8 + 1);
+            let r = f.remote(p).unwrap();
+            assert_eq!(
+                f.hints.coords[f.ports[r.idx()].node.idx()],
+                plus,
+                "switch {s}"
+            );
+            assert_eq!(f.ports[r.idx()].num, 2 + 2 * d as u8 + 2);
+        }
+    }
+}
+
+#[test]
+fn other_gen_topo_files_are_reproduced_exactly() {
+    let cases: Vec<(Fabric, &str)> = vec![
+        (spec("torus 8x8 hcas=2"), "torus2d_8x8_h2.net"),
+        (spec("torus 14x14"), "torus2d_14x14_h2.net"),
+        (spec("torus 4x4x4 hcas=2"), "torus3d_4x4x4_h2.net"),
+        (spec("torus 6x6x6"), "torus3d_6x6x6_h2.net"),
+        (spec("mesh 4x4 hcas=2"), "mesh2d_4x4_h2.net"),
+        (spec("ktree 4 3"), "ktree_k4_n3.net"),
+        (spec("ktree 12 3"), "ktree_k12_n3.net"),
+        (
+            spec("leafspine leaves=18 spines=9 hosts=18 radix=36"),
+            "fattree2_18leaf_9spine_h18.net",
+        ),
+        (spec("dragonfly 4 2 2"), "dragonfly_a4_p2_h2.net"),
+        (spec("dragonfly 8 4 4"), "dragonfly_a8_p4_h4.net"),
+        (spec("slimfly 5"), "slimfly_q5.net"),
+        (spec("slimfly 7"), "slimfly_q7.net"),
+    ];
+    for (f, file) in &cases {
+        check_common(f);
+        assert_same_as_net(f, file);
+        let roots = format!("{}/{file}.roots", topo_dir());
+        if std::path::Path::new(&roots).exists() {
+            assert_eq!(roots_file(f).unwrap(), read_ref(&format!("{file}.roots")));
+        } else {
+            assert!(f.hints.roots.is_empty(), "{file}");
+        }
+        let t2q = format!("{}/{file}.t2q.conf", topo_dir());
+        if std::path::Path::new(&t2q).exists() {
+            assert_eq!(
+                no_comments(&torus2qos_conf(f).unwrap()),
+                no_comments(&read_ref(&format!("{file}.t2q.conf"))),
+                "{file}"
+            );
+        } else {
+            assert!(torus2qos_conf(f).is_none(), "{file}");
+        }
+    }
+}
+
+#[test]
+fn random_regular_matches_reference_counts() {
+    // gen_topo.py draws its graph with Python's generator: only the counts can agree.
+    let f = spec("randreg 32 6 hcas=2 seed=1");
+    check_common(&f);
+    let meta: serde_json::Value =
+        serde_json::from_str(&read_ref("randreg_n32_d6_h2.net.meta.json")).unwrap();
+    assert_eq!(
+        meta["num_switches"].as_u64().unwrap() as usize,
+        f.switches.len()
+    );
+    assert_eq!(meta["num_hcas"].as_u64().unwrap() as usize, hcas(&f));
+    assert_eq!(
+        meta["num_sw_links"].as_u64().unwrap() as usize,
+        sw_links(&f)
+    );
+    assert_eq!(
+        meta["max_switch_ports_declared"].as_u64().unwrap(),
+        f.nodes.iter().map(|n| n.nports as u64).max().unwrap()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// formulas
+// ---------------------------------------------------------------------------------------------
+
+fn torus_expect(dims: &[u32], wrap: &[bool], h: u32, single: bool) -> (usize, usize, usize, usize) {
+    let n: usize = dims.iter().map(|&k| k as usize).product();
+    let mut links = 0;
+    let mut diam = 0;
+    for (&k, &w) in dims.iter().zip(wrap) {
+        let k = k as usize;
+        let per_line = match (w, k) {
+            (_, 1) => 0,
+            (true, 2) if single => 1,
+            (true, _) => k,
+            (false, _) => k - 1,
+        };
+        links += n / k * per_line;
+        diam += if w { k / 2 } else { k - 1 };
+    }
+    (n, n * h as usize, links, diam)
+}
+
+#[test]
+fn tori_and_meshes_follow_the_formulas() {
+    let cases: &[(&[u32], &[bool], u32, bool)] = &[
+        (&[5], &[true], 1, false),
+        (&[6], &[false], 0, false),
+        (&[3, 5], &[true, true], 2, false),
+        (&[4, 3], &[false, false], 1, false),
+        (&[2, 3], &[true, true], 1, false),
+        (&[2, 3], &[true, true], 1, true),
+        (&[4, 1, 3], &[true, true, false], 3, false),
+        (&[3, 3, 3, 3], &[true; 4], 1, false),
+        (&[2, 2, 2, 2, 2], &[true; 5], 0, false),
+        (
+            &[2, 3, 2, 3, 2, 2],
+            &[true, false, true, true, false, true],
+            1,
+            true,
+        ),
+    ];
+    for &(dims, wrap, h, single) in cases {
+        let s = TorusSpec {
+            dims: dims.to_vec(),
+            wrap: wrap.to_vec(),
+            hcas: h,
+            k2_single_link: single,
+        };
+        let f = torus(&s, &o()).unwrap();
+        check_common(&f);
+        let (n, nh, nl, d) = torus_expect(dims, wrap, h, single);
+        assert_eq!(f.switches.len(), n, "{s:?}");
+        assert_eq!(hcas(&f), nh, "{s:?}");
+        assert_eq!(sw_links(&f), nl, "{s:?}");
+        assert_eq!(diameter(&f), Some(d), "{s:?}");
+        assert_eq!(f.hints.dims, dims);
+        assert_eq!(f.hints.wrap, wrap);
+        for &sw in &f.switches {
+            assert_eq!(f.hints.coords[sw.idx()].len(), dims.len());
+        }
+        assert_eq!(f.hints.link_class_names.len(), dims.len() + 1);
+        // every HCA on ports 1..=h
+        for si in 0..f.switches.len() {
+            assert_eq!(hcas_on(&f, si), h as usize);
+        }
+    }
+    assert_eq!(diameter(&spec("torus 8x8")), Some(8));
+    assert_eq!(diameter(&spec("mesh 4x4x4")), Some(9));
+}
+
+#[test]
+fn torus_32x32x32_generates_quickly() {
+    let t = std::time::Instant::now();
+    let f = spec("torus 32x32x32 hcas=0");
+    let el = t.elapsed();
+    eprintln!("torus 32x32x32 (32768 switches): {el:?}");
+    assert_eq!(f.switches.len(), 32768);
+    assert_eq!(sw_links(&f), 3 * 32768);
+    for s in 0..f.switches.len() {
+        assert_eq!(sw_degree(&f, s), 6);
+    }
+    // With 2 HCAs per switch the LID space (0xBFFF) is exceeded: a clear error, no panic.
+    let e = "torus 32x32x32 hcas=2"
+        .parse::<TopoSpec>()
+        .unwrap()
+        .generate()
+        .unwrap_err();
+    assert!(e.to_string().contains("LIDs"), "{e}");
+}
+
+fn xgft_expect(m: &[u32], w: &[u32], links: usize) -> (Vec<usize>, usize, usize) {
+    let h = m.len();
+    let size = |l: usize| -> usize {
+        m[l..].iter().map(|&x| x as usize).product::<usize>()
+            * w[..l].iter().map(|&x| x as usize).product::<usize>()
+    };
+    let levels: Vec<usize> = (1..=h).map(size).collect();
+    let links_total: usize = (2..=h).map(|l| size(l) * m[l - 1] as usize * links).sum();
+    (levels, size(0), links_total)
+}
+
+#[test]
+fn k_ary_n_trees_follow_the_formulas() {
+    for (k, n) in [
+        (2u32, 1u32),
+        (2, 2),
+        (2, 3),
+        (3, 3),
+        (4, 2),
+        (4, 4),
+        (5, 3),
+        (3, 4),
+    ] {
+        let f = xgft(&XgftSpec::ktree(k, n), &o()).unwrap();
+        check_common(&f);
+        let (k, n) = (k as usize, n as usize);
+        assert_eq!(f.switches.len(), n * k.pow(n as u32 - 1), "k={k} n={n}");
+        assert_eq!(hcas(&f), k.pow(n as u32));
+        assert_eq!(sw_links(&f), (n - 1) * k.pow(n as u32));
+        assert_eq!(diameter(&f), Some(2 * (n - 1)), "k={k} n={n}");
+        assert_eq!(f.hints.roots.len(), k.pow(n as u32 - 1));
+        for (si, &s) in f.switches.iter().enumerate() {
+            let lvl = f.hints.level[s.idx()] as usize;
+            // leaves: k HCAs + k up; middle: 2k switch links; roots: k down
+            let (want_h, want_sw) = if lvl == n - 1 {
+                (k, if n > 1 { k } else { 0 })
+            } else if lvl == 0 {
+                (0, k)
+            } else {
+                (0, 2 * k)
+            };
+            assert_eq!(hcas_on(&f, si), want_h);
+            assert_eq!(sw_degree(&f, si), want_sw);
+            assert_eq!(f.hints.roots.contains(&s), lvl == 0);
+        }
+    }
+}
+
+#[test]
+fn xgft_and_leaf_spine_follow_the_formulas() {
+    let cases: &[(&[u32], &[u32], u32)] = &[
+        (&[3, 4], &[1, 2], 1),
+        (&[2, 3, 2], &[1, 2, 3], 2),
+        (&[4, 2, 3], &[1, 1, 2], 1),
+        (&[18, 18], &[1, 9], 1),
+        (&[5, 6], &[1, 3], 3),
+    ];
+    for &(m, w, links) in cases {
+        let mut s = XgftSpec::new(m, w);
+        s.links = links;
+        let f = xgft(&s, &o()).unwrap();
+        check_common(&f);
+        let (levels, nh, nl) = xgft_expect(m, w, links as usize);
+        assert_eq!(f.switches.len(), levels.iter().sum::<usize>(), "{s:?}");
+        assert_eq!(hcas(&f), nh);
+        assert_eq!(sw_links(&f), nl);
+        assert_eq!(f.hints.roots.len(), *levels.last().unwrap());
+        assert!(connected(&f));
+        let roots: BTreeSet<_> = roots_file(&f).unwrap().lines().map(String::from).collect();
+        assert_eq!(roots.len(), f.hints.roots.len());
+    }
+    // Oversubscribed leaf-spine: 8 leaves, 2 spines, 12 hosts per leaf, 3 links per pair.
+    let f = xgft(&XgftSpec::leaf_spine(8, 2, 12, 3), &o()).unwrap();
+    assert_eq!(f.switches.len(), 10);
+    assert_eq!(hcas(&f), 96);
+    assert_eq!(sw_links(&f), 8 * 2 * 3);
+    assert_eq!(diameter(&f), Some(2));
+    for si in 0..8 {
+        assert_eq!(hcas_on(&f, si), 12);
+        assert_eq!(sw_degree(&f, si), 6);
+    }
+    for si in 8..10 {
+        assert_eq!(sw_degree(&f, si), 24);
+    }
+    assert_eq!(f.hints.link_class_names, vec!["host", "L1-L2"]);
+}
+
+#[test]
+fn large_fat_tree_over_20000_hcas() {
+    let t = std::time::Instant::now();
+    let f = spec("ktree 28 3");
+    eprintln!("ktree 28 3 ({} HCAs): {:?}", hcas(&f), t.elapsed());
+    assert_eq!(hcas(&f), 21952);
+    assert_eq!(f.switches.len(), 3 * 784);
+    assert_eq!(sw_links(&f), 2 * 21952);
+    assert_eq!(f.hints.roots.len(), 784);
+    assert!(connected(&f));
+}
+
+#[test]
+fn non_uniform_leaves() {
+    let mut s = XgftSpec::ktree(3, 3);
+    s.leaf_hosts = LeafHosts::List(vec![3, 1, 0, 2]);
+    let f = xgft(&s, &o()).unwrap();
+    check_common(&f);
+    let want: Vec<usize> = (0..9).map(|i| [3, 1, 0, 2][i % 4]).collect();
+    let got: Vec<usize> = (0..9).map(|si| hcas_on(&f, si)).collect();
+    assert_eq!(got, want);
+    assert_eq!(hcas(&f), want.iter().sum::<usize>());
+    // the up links do not change
+    assert_eq!(sw_links(&f), 2 * 27);
+    assert!(connected(&f));
+
+    let r = LeafHosts::Random {
+        min: 2,
+        max: 5,
+        seed: 9,
+    };
+    let mut s = XgftSpec::leaf_spine(20, 4, 0, 1);
+    s.leaf_hosts = r.clone();
+    let f1 = xgft(&s, &o()).unwrap();
+    let f2 = xgft(&s, &o()).unwrap();
+    assert_eq!(f1, f2);
+    let counts: Vec<usize> = (0..20).map(|si| hcas_on(&f1, si)).collect();
+    assert!(counts.iter().all(|&c| (2..=5).contains(&c)), "{counts:?}");
+    assert!(
+        counts.iter().collect::<BTreeSet<_>>().len() > 1,
+        "{counts:?}"
+    );
+    let g = spec("ktree 4 2 leaf-hosts-random=2..5 leaf-seed=9");
+    assert!((8..=20).contains(&hcas(&g)));
+    // up ports follow the HCA ports on a leaf
+    let leaf0 = f1.switches[0];
+    let nh = counts[0] as u8;
+    let p = f1.port_id(leaf0, nh + 1);
+    assert!(f1.is_switch(f1.ports[f1.remote(p).unwrap().idx()].node));
+}
+
+#[test]
+fn four_level_tree_structure() {
+    let s = FourLevelSpec {
+        sets: 3,
+        l0: 4,
+        l1: 2,
+        hcas: 5,
+        l3: 2,
+    };
+    let f = four_level(&s, &o()).unwrap();
+    check_common(&f);
+    assert_eq!(f.switches.len(), 3 * 4 + 3 * 2 + 2 + 2);
+    assert_eq!(hcas(&f), 3 * 4 * 5);
+    assert_eq!(sw_links(&f), 3 * 4 * 2 + 3 * 2 + 2 * 2);
+    assert_eq!(diameter(&f), Some(4));
+    let by_name: HashMap<&str, usize> = f
+        .switches
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (f.nodes[n.idx()].name.as_str(), i))
+        .collect();
+    let adj = sw_adj(&f);
+    let names = |si: usize| -> BTreeSet<String> {
+        adj[si]
+            .iter()
+            .map(|&t| f.nodes[f.switches[t].idx()].name.clone())
+            .collect()
+    };
+    // The N-th L1 of every set reaches only the N-th L2 upward.
+    for set in 0..3 {
+        for n in 0..2 {
+            let nb = names(by_name[format!("L1_s{set}_{n}").as_str()]);
+            let l2: Vec<_> = nb.iter().filter(|x| x.starts_with("L2")).collect();
+            assert_eq!(l2, vec![&format!("L2_{n}")]);
+            assert_eq!(nb.iter().filter(|x| x.starts_with("L0")).count(), 4);
+            assert!(nb
+                .iter()
+                .filter(|x| x.starts_with("L0"))
+                .all(|x| x.starts_with(&format!("L0_s{set}_"))));
+        }
+    }
+    for n in 0..2 {
+        let nb = names(by_name[format!("L2_{n}").as_str()]);
+        let want: BTreeSet<String> = (0..3)
+            .map(|s| format!("L1_s{s}_{n}"))
+            .chain((0..2).map(|t| format!("L3_{t}")))
+            .collect();
+        assert_eq!(nb, want);
+    }
+    // levels: L3 = 0 (roots) .. L0 = 3
+    for &sw in &f.switches {
+        let n = &f.nodes[sw.idx()].name;
+        let want = match &n[..2] {
+            "L3" => 0,
+            "L2" => 1,
+            "L1" => 2,
+            _ => 3,
+        };
+        assert_eq!(f.hints.level[sw.idx()], want, "{n}");
+    }
+    assert_eq!(f.hints.roots.len(), 2);
+    assert_eq!(
+        f.hints.link_class_names,
+        vec!["host", "L0-L1", "L1-L2", "L2-L3"]
+    );
+    // without L3: L2 are the roots
+    let f = spec("fourlevel sets=2 l0=2 l1=3 hcas=1 l3=0");
+    assert_eq!(f.hints.roots.len(), 3);
+    assert!(f
+        .hints
+        .roots
+        .iter()
+        .all(|r| f.nodes[r.idx()].name.starts_with("L2")));
+    assert_eq!(diameter(&f), Some(4));
+}
+
+#[test]
+fn dragonflies_follow_the_formulas() {
+    for arr in [Arrangement::Relative, Arrangement::Absolute] {
+        // balanced: a = 2p = 2h, diameter 3
+        for h in 1..=4u32 {
+            let s = DragonflySpec {
+                arrangement: arr,
+                ..DragonflySpec::new(2 * h, h, h)
+            };
+            let f = dragonfly(&s, &o()).unwrap();
+            check_common(&f);
+            let (a, g) = (2 * h as usize, (2 * h * h + 1) as usize);
+            assert_eq!(f.switches.len(), a * g);
+            assert_eq!(hcas(&f), a * g * h as usize);
+            assert_eq!(sw_links(&f), g * a * (a - 1) / 2 + g * (g - 1) / 2);
+            assert_eq!(diameter(&f), Some(3), "{s:?}");
+            for si in 0..f.switches.len() {
+                assert_eq!(sw_degree(&f, si), a - 1 + h as usize);
+            }
+            // exactly one global link between every pair of groups
+            let mut pairs = BTreeSet::new();
+            for (l, link) in f.links.iter().enumerate() {
+                if f.hints.link_class_names[f.hints.link_class[l] as usize] == "global" {
+                    let ga = f.hints.level[f.ports[link.a.idx()].node.idx()];
+                    let gb = f.hints.level[f.ports[link.b.idx()].node.idx()];
+                    assert_ne!(ga, gb);
+                    assert!(pairs.insert((ga.min(gb), ga.max(gb))));
+                }
+            }
+            assert_eq!(pairs.len(), g * (g - 1) / 2);
+        }
+        // fewer groups: still every pair joined, degree never above a-1+h
+        for (a, h, g) in [
+            (4u32, 2u32, 5u32),
+            (4, 2, 3),
+            (3, 3, 4),
+            (2, 1, 2),
+            (4, 4, 7),
+        ] {
+            let s = DragonflySpec {
+                a,
+                p: 1,
+                h,
+                g: Some(g),
+                arrangement: arr,
+            };
+            let f = dragonfly(&s, &o()).unwrap();
+            check_common(&f);
+            assert_eq!(f.switches.len(), (a * g) as usize);
+            let d = diameter(&f).unwrap();
+            assert!(d <= 3, "{s:?}: {d}");
+            let mut pairs: HashMap<(u32, u32), usize> = HashMap::new();
+            for (l, link) in f.links.iter().enumerate() {
+                if f.hints.link_class[l] == 2 {
+                    let ga = f.hints.level[f.ports[link.a.idx()].node.idx()];
+                    let gb = f.hints.level[f.ports[link.b.idx()].node.idx()];
+                    *pairs.entry((ga.min(gb), ga.max(gb))).or_default() += 1;
+                }
+            }
+            assert_eq!(pairs.len(), (g * (g - 1) / 2) as usize);
+            let base = (a * h / (g - 1)) as usize;
+            assert!(
+                pairs.values().all(|&c| c == base || c == base + 1),
+                "{pairs:?}"
+            );
+            for si in 0..f.switches.len() {
+                assert!(sw_degree(&f, si) <= (a - 1 + h) as usize);
+            }
+        }
+    }
+    // the two arrangements differ
+    let r = spec("dragonfly 4 2 2");
+    let a = spec("dragonfly 4 2 2 arrangement=absolute");
+    assert_ne!(r.links, a.links);
+    assert_eq!(a.hints.kind, "dragonfly(a=4,p=2,h=2,g=9) absolute");
+}
+
+#[test]
+fn slim_flies_have_diameter_2_and_the_mms_degree() {
+    for q in [3u32, 4, 5, 7, 8, 9, 11, 13, 16, 17, 19] {
+        let f = slimfly(&SlimFlySpec { q, p: None }, &o()).unwrap();
+        check_common(&f);
+        let delta: i64 = match q % 4 {
+            1 => 1,
+            3 => -1,
+            _ => 0,
+        };
+        let k = ((3 * q as i64 - delta) / 2) as usize;
+        let p = k.div_ceil(2);
+        let n = 2 * (q * q) as usize;
+        assert_eq!(f.switches.len(), n, "q={q}");
+        assert_eq!(hcas(&f), n * p, "q={q}");
+        assert_eq!(sw_links(&f), n * k / 2, "q={q}");
+        for si in 0..n {
+            assert_eq!(sw_degree(&f, si), k, "q={q}");
+            assert_eq!(hcas_on(&f, si), p);
+        }
+        assert_eq!(diameter(&f), Some(2), "q={q}");
+    }
+    let f = spec("slimfly 5 hosts=1");
+    assert_eq!(hcas(&f), 50);
+}
+
+#[test]
+fn hyperx_follows_the_formulas() {
+    let cases: &[(&[u32], u32, u32)] = &[
+        (&[4], 1, 2),
+        (&[3, 4], 1, 1),
+        (&[4, 4], 2, 3),
+        (&[2, 3, 4], 1, 0),
+        (&[3, 3, 3, 2], 3, 1),
+    ];
+    for &(dims, k, h) in cases {
+        let s = HyperXSpec {
+            dims: dims.to_vec(),
+            links: k,
+            hcas: h,
+        };
+        let f = hyperx(&s, &o()).unwrap();
+        check_common(&f);
+        let n: usize = dims.iter().map(|&x| x as usize).product();
+        let deg: usize = dims.iter().map(|&x| (x as usize - 1) * k as usize).sum();
+        assert_eq!(f.switches.len(), n);
+        assert_eq!(hcas(&f), n * h as usize);
+        assert_eq!(sw_links(&f), n * deg / 2);
+        assert_eq!(diameter(&f), Some(dims.len()), "{s:?}");
+        // every pair differing in exactly one coordinate is linked, no other pair
+        let adj = sw_adj(&f);
+        for (a, nb) in adj.iter().enumerate() {
+            let ca = &f.hints.coords[f.switches[a].idx()];
+            for b in 0..n {
+                let cb = &f.hints.coords[f.switches[b].idx()];
+                let diff = ca.iter().zip(cb).filter(|(x, y)| x != y).count();
+                assert_eq!(nb.contains(&b), diff == 1);
+            }
+            assert_eq!(sw_degree(&f, a), deg);
+        }
+    }
+}
+
+#[test]
+fn random_regular_graphs() {
+    for (n, d, seed) in [
+        (10u32, 3u32, 1u64),
+        (32, 6, 7),
+        (7, 2, 3),
+        (2, 1, 0),
+        (12, 11, 5),
+        (50, 4, 99),
+        (1, 0, 0),
+    ] {
+        let s = RandRegSpec {
+            n,
+            d,
+            hcas: 1,
+            seed,
+        };
+        let f = random_regular(&s, &o()).unwrap();
+        check_common(&f);
+        assert_eq!(f.switches.len(), n as usize);
+        assert_eq!(sw_links(&f), (n * d / 2) as usize);
+        for si in 0..n as usize {
+            assert_eq!(sw_degree(&f, si), d as usize);
+            assert_eq!(adj_simple(&f, si), d as usize, "no parallel links");
+        }
+        assert!(connected(&f), "{s:?}");
+        assert_eq!(f, random_regular(&s, &o()).unwrap());
+    }
+    let a = spec("randreg 40 5 seed=1");
+    let b = spec("randreg 40 5 seed=2");
+    assert_ne!(a.links, b.links);
+}
+
+fn adj_simple(f: &Fabric, si: usize) -> usize {
+    sw_adj(f)[si].len()
+}
+
+// ---------------------------------------------------------------------------------------------
+// degradation, companions, determinism, options, errors
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn degrading_keeps_connectivity_names_and_guids() {
+    let f = spec("torus 6x6 hcas=2");
+    let g = degrade(&f, 10, 0, 3).unwrap();
+    assert_eq!(sw_links(&g), sw_links(&f) - 10);
+    assert_eq!(g.nodes, f.nodes);
+    assert!(connected(&g));
+    assert_eq!(g.hints.coords, f.hints.coords);
+    assert_eq!(g.hints.link_class.len(), g.links.len());
+    assert!(g.hints.kind.contains("degraded"));
+    // first switch untouched, so the torus-2QoS seeds survive
+    assert_eq!(sw_degree(&g, 0), 4);
+    assert!(torus2qos_conf(&g).is_some());
+    assert_eq!(g, degrade(&f, 10, 0, 3).unwrap());
+    assert_ne!(g.links, degrade(&f, 10, 0, 4).unwrap().links);
+    // LIDs stay where they were
+    for (i, n) in g.nodes.iter().enumerate() {
+        let j = f.node_by_name(&n.name).unwrap();
+        let pg = g.port_id(
+            NodeId(i as u32),
+            if n.kind == NodeKind::Switch { 0 } else { 1 },
+        );
+        let pf = f.port_id(j, if n.kind == NodeKind::Switch { 0 } else { 1 });
+        assert_eq!(g.ports[pg.idx()].lid, f.ports[pf.idx()].lid);
+    }
+
+    // switches: a fat tree losing spines and links
+    let f = spec("ktree 4 3");
+    let mut d = DegradeSpec::new(5, 3, 11);
+    d.keep_hca_switches = true;
+    let g = degrade_with(&f, &d).unwrap();
+    check_names_guids_subset(&f, &g);
+    assert_eq!(g.switches.len(), f.switches.len() - 3);
+    assert_eq!(hcas(&g), hcas(&f));
+    assert!(connected(&g));
+    assert_eq!(g.hints.level.len(), g.nodes.len());
+    assert!(g.hints.roots.len() >= 16 - 3);
+    assert_eq!(roots_file(&g).unwrap().lines().count(), g.hints.roots.len());
+
+    // removing switches with HCAs drops their HCAs
+    let f = spec("torus 4x4 hcas=2");
+    let g = degrade(&f, 0, 2, 5).unwrap();
+    assert_eq!(g.switches.len(), 14);
+    assert_eq!(hcas(&g), 28);
+    assert!(connected(&g));
+    check_names_guids_subset(&f, &g);
+
+    // via the spec language
+    let g = spec("ktree 4 3 fail-links=4 fail-seed=1");
+    assert_eq!(sw_links(&g), 128 - 4);
+    assert!(connected(&g));
+
+    // impossible requests are errors
+    let ring = spec("torus 5 hcas=1");
+    assert!(degrade(&ring, 2, 0, 1).is_err());
+    assert!(degrade(&ring, 0, 5, 1).is_err());
+    assert!(degrade(&spec("ktree 2 2"), 100, 0, 1).is_err());
+}
+
+fn check_names_guids_subset(f: &Fabric, g: &Fabric) {
+    let mut last = None;
+    for n in &g.nodes {
+        let j = f.node_by_name(&n.name).unwrap();
+        assert_eq!(f.nodes[j.idx()].guid, n.guid);
+        assert!(last < Some(j), "order kept");
+        last = Some(j);
+    }
+}
+
+#[test]
+fn companions() {
+    let f = spec("ktree 2 3");
+    let r = roots_file(&f).unwrap();
+    assert_eq!(
+        r,
+        "0x0000000000200008\n0x0000000000200009\n0x000000000020000a\n0x000000000020000b\n"
+    );
+    assert!(roots_file(&spec("torus 3x3")).is_none());
+    assert!(torus2qos_conf(&f).is_none());
+    assert!(torus2qos_conf(&spec("torus 5")).is_none());
+    assert!(torus2qos_conf(&spec("hyperx 3x3")).is_none());
+    let c = torus2qos_conf(&spec("torus 3x4x5 hcas=1")).unwrap();
+    let lines = no_comments(&c);
+    assert_eq!(lines[0], "torus 3 4 5");
+    assert_eq!(lines.len(), 7);
+    assert!(lines[1].starts_with("xp_link 0x200000 0x"));
+    let c = torus2qos_conf(&spec("torus 4x4m hcas=1")).unwrap();
+    assert_eq!(
+        no_comments(&c),
+        vec![
+            "torus 4 4M 1",
+            "xp_link 0x200000 0x200004",
+            "xm_link 0x200000 0x20000c",
+            "yp_link 0x200000 0x200001",
+        ]
+    );
+}
+
+#[test]
+fn specs_parse_and_options_apply() {
+    let s: TopoSpec = "torus 4x4 hcas=3 lmc=2 radix=12 speed=edr width=4x"
+        .parse()
+        .unwrap();
+    assert_eq!(s.topology, Topology::Torus(TorusSpec::torus(&[4, 4], 3)));
+    assert_eq!(s.options.lmc, 2);
+    let f = s.generate().unwrap();
+    assert!(f
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Switch)
+        .all(|n| n.nports == 12));
+    for &p in &f.end_ports {
+        assert_eq!(f.ports[p.idx()].lmc, 2);
+        assert_eq!(f.ports[p.idx()].lid % 4, 0);
+    }
+    assert!(f.links.iter().all(|l| l.speed == fabric::Speed::Edr));
+    let s = TopoSpec::parse(
+        "dragonfly",
+        &["4", "2", "2", "--g", "5", "--arrangement=palmtree"],
+    )
+    .unwrap();
+    assert_eq!(
+        s.topology,
+        Topology::Dragonfly(DragonflySpec {
+            g: Some(5),
+            ..DragonflySpec::new(4, 2, 2)
+        })
+    );
+    let s: TopoSpec = "xgft m=4,4 w=1,2 links=2".parse().unwrap();
+    assert_eq!(
+        s.topology,
+        Topology::Xgft(XgftSpec {
+            links: 2,
+            ..XgftSpec::new(&[4, 4], &[1, 2])
+        })
+    );
+    let s: TopoSpec = "ktree 4 3 fail-links=2 fail-switches=1 fail-seed=5 keep-first=false"
+        .parse()
+        .unwrap();
+    assert_eq!(
+        s.degrade,
+        Some(DegradeSpec {
+            keep_first: false,
+            ..DegradeSpec::new(2, 1, 5)
+        })
+    );
+    // spec generation equals the direct call
+    assert_eq!(
+        spec("hyperx 3x4 links=2 hcas=1"),
+        hyperx(
+            &HyperXSpec {
+                dims: vec![3, 4],
+                links: 2,
+                hcas: 1
+            },
+            &o()
+        )
+        .unwrap()
+    );
+    assert_eq!(
+        spec("slimfly q=7"),
+        slimfly(&SlimFlySpec { q: 7, p: None }, &o()).unwrap()
+    );
+    assert_eq!(
+        spec("randreg 10 3 seed=4 hcas=1"),
+        random_regular(
+            &RandRegSpec {
+                n: 10,
+                d: 3,
+                hcas: 1,
+                seed: 4
+            },
+            &o()
+        )
+        .unwrap()
+    );
+    assert_eq!(
+        spec("mesh 3x3"),
+        torus(&TorusSpec::mesh(&[3, 3], 2), &o()).unwrap()
+    );
+}
+
+#[test]
+fn every_kind_is_deterministic() {
+    for s in [
+        "torus 3x4 hcas=1",
+        "mesh 2x3x2",
+        "ktree 3 3",
+        "xgft m=2,3,2 w=1,2,2",
+        "leafspine leaves=4 spines=2 hosts=3 links=2",
+        "fourlevel sets=2 l0=2 l1=2 hcas=2 l3=2",
+        "dragonfly 4 2 2 arrangement=absolute",
+        "slimfly 5",
+        "hyperx 3x3",
+        "randreg 20 3 seed=5",
+        "torus 5x5 fail-links=5 fail-switches=2 fail-seed=3",
+    ] {
+        let a = spec(s);
+        let b = spec(s);
+        assert_eq!(a, b, "{s}");
+        assert!(connected(&a), "{s}");
+        if !s.contains("fail-switches") {
+            check_common(&a);
+        }
+    }
+}
+
+#[test]
+fn bad_parameters_are_errors() {
+    let bad = [
+        "",
+        "cube 4",
+        "torus",
+        "torus 0x4",
+        "torus 4x4x4x4x4x4x4",
+        "torus 4xq",
+        "torus 1000x1000x1000",
+        "torus 4x4 hcas=251",
+        "torus 4x4 lmc=8",
+        "torus 4x4 radix=3",
+        "torus 4x4 hcas=-1",
+        "torus 4x4 bogus=1",
+        "torus 4x4 extra",
+        "torus 4x4 hcas=1 hcas=2",
+        "torus 4x4 k2=triple",
+        "torus 4x4 --hcas",
+        "ktree 0 3",
+        "ktree 3 0",
+        "ktree 300 2",
+        "ktree 40 3",
+        "ktree 4",
+        "xgft m=2,2 w=2,2",
+        "xgft m=2,2 w=1",
+        "xgft m=2,0 w=1,2",
+        "xgft m=2,2",
+        "xgft m=2,2 w=1,2 links=0",
+        "ktree 4 3 leaf-hosts=",
+        "ktree 4 3 leaf-hosts-random=5..2",
+        "ktree 4 3 leaf-hosts-random=5",
+        "ktree 4 3 leaf-hosts=1 leaf-hosts-random=1..2",
+        "leafspine leaves=4 spines=2",
+        "leafspine leaves=0 spines=2 hosts=2",
+        "fourlevel sets=0 l0=2 l1=2 hcas=2 l3=2",
+        "fourlevel sets=2 l0=2 l1=0 hcas=2 l3=2",
+        "fourlevel sets=2 l0=2 l1=2 hcas=2",
+        "dragonfly 4 2",
+        "dragonfly 0 2 2",
+        "dragonfly 4 2 2 g=10",
+        "dragonfly 4 2 0 g=3",
+        "dragonfly 4 2 2 g=0",
+        "dragonfly 4 2 2 arrangement=spiral",
+        "dragonfly 200 100 100",
+        "slimfly 2",
+        "slimfly 6",
+        "slimfly 12",
+        "slimfly 157",
+        "slimfly 0",
+        "slimfly 101",
+        "hyperx 0x3",
+        "hyperx 3x3 links=0",
+        "hyperx 100x100 links=3",
+        "randreg 5 3",
+        "randreg 4 4",
+        "randreg 0 0",
+        "randreg 3 0",
+        "randreg 4 1",
+        "randreg 10 3 seed=x",
+        "torus 4x4 fail-links=100",
+        "torus 4x4 fail-switches=16",
+        "torus 4x4 keep-first=maybe fail-links=1",
+        "torus 4x4 speed=warp",
+        "torus 4x4 width=3x",
+    ];
+    for s in bad {
+        let r = s.parse::<TopoSpec>().and_then(|t| t.generate());
+        match r {
+            Ok(_) => panic!("{s:?} should be an error"),
+            Err(e) => assert!(!e.to_string().is_empty(), "{s:?}"),
+        }
+    }
+    // mismatched wrap flags, direct API
+    let s = TorusSpec {
+        wrap: vec![true],
+        ..TorusSpec::torus(&[4, 4], 1)
+    };
+    assert!(torus(&s, &o()).is_err());
+    assert!(xgft(&XgftSpec::new(&[], &[]), &o()).is_err());
+    assert!(hyperx(
+        &HyperXSpec {
+            dims: vec![],
+            links: 1,
+            hcas: 1
+        },
+        &o()
+    )
+    .is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// property tests
+// ---------------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prop_torus(dims in prop::collection::vec(1u32..6, 1..4), wraps in prop::collection::vec(any::<bool>(), 3), h in 0u32..3, single in any::<bool>()) {
+        let wrap: Vec<bool> = wraps[..dims.len()].to_vec();
+        let s = TorusSpec { dims: dims.clone(), wrap: wrap.clone(), hcas: h, k2_single_link: single };
+        let f = torus(&s, &o()).unwrap();
+        let (n, nh, nl, d) = torus_expect(&dims, &wrap, h, single);
+        prop_assert_eq!(f.switches.len(), n);
+        prop_assert_eq!(hcas(&f), nh);
+        prop_assert_eq!(sw_links(&f), nl);
+        prop_assert_eq!(diameter(&f), Some(d));
+        prop_assert!(connected(&f));
+    }
+
+    #[test]
+    fn prop_xgft(m in prop::collection::vec(1u32..4, 1..4), w in prop::collection::vec(1u32..4, 4), links in 1u32..3) {
+        let mut w: Vec<u32> = w[..m.len()].to_vec();
+        w[0] = 1;
+        let mut s = XgftSpec::new(&m, &w);
+        s.links = links;
+        let f = xgft(&s, &o()).unwrap();
+        let (levels, nh, nl) = xgft_expect(&m, &w, links as usize);
+        prop_assert_eq!(f.switches.len(), levels.iter().sum::<usize>());
+        prop_assert_eq!(hcas(&f), nh);
+        prop_assert_eq!(sw_links(&f), nl);
+        prop_assert_eq!(f.hints.roots.len(), *levels.last().unwrap());
+        prop_assert!(connected(&f));
+    }
+
+    #[test]
+    fn prop_four_level(sets in 1u32..4, l0 in 1u32..4, l1 in 1u32..4, h in 0u32..3, l3 in 0u32..3) {
+        let f = four_level(&FourLevelSpec { sets, l0, l1, hcas: h, l3 }, &o()).unwrap();
+        prop_assert_eq!(f.switches.len() as u32, sets * (l0 + l1) + l1 + l3);
+        prop_assert_eq!(hcas(&f) as u32, sets * l0 * h);
+        prop_assert_eq!(sw_links(&f) as u32, sets * l0 * l1 + sets * l1 + l1 * l3);
+        prop_assert!(connected(&f));
+    }
+
+    #[test]
+    fn prop_dragonfly(a in 1u32..5, p in 0u32..3, h in 1u32..4, shrink in 0u32..6, absolute in any::<bool>()) {
+        let gmax = a * h + 1;
+        let g = gmax.saturating_sub(shrink).max(2);
+        let s = DragonflySpec { a, p, h, g: Some(g), arrangement: if absolute { Arrangement::Absolute } else { Arrangement::Relative } };
+        let f = dragonfly(&s, &o()).unwrap();
+        prop_assert_eq!(f.switches.len() as u32, a * g);
+        prop_assert_eq!(hcas(&f) as u32, a * g * p);
+        prop_assert!(connected(&f));
+        prop_assert!(diameter(&f).unwrap() <= 3);
+        if g == gmax {
+            prop_assert_eq!(sw_links(&f) as u32, g * a * (a - 1) / 2 + g * (g - 1) / 2);
+        }
+    }
+
+    #[test]
+    fn prop_hyperx(dims in prop::collection::vec(1u32..5, 1..4), k in 1u32..3, h in 0u32..3) {
+        let f = hyperx(&HyperXSpec { dims: dims.clone(), links: k, hcas: h }, &o()).unwrap();
+        let n: usize = dims.iter().map(|&x| x as usize).product();
+        let deg: usize = dims.iter().map(|&x| (x as usize - 1) * k as usize).sum();
+        prop_assert_eq!(f.switches.len(), n);
+        prop_assert_eq!(sw_links(&f), n * deg / 2);
+        prop_assert_eq!(diameter(&f), Some(dims.iter().filter(|&&x| x > 1).count()));
+    }
+
+    #[test]
+    fn prop_random_regular(n in 1u32..40, d in 0u32..8, h in 0u32..3, seed in any::<u64>()) {
+        let s = RandRegSpec { n, d, hcas: h, seed };
+        let valid = (d < n || (n == 1 && d == 0)) && (n * d) & 1 == 0 && (d >= 1 || n == 1) && (d != 1 || n == 2);
+        match random_regular(&s, &o()) {
+            Ok(f) => {
+                prop_assert!(valid);
+                prop_assert_eq!(sw_links(&f) as u32, n * d / 2);
+                prop_assert!(connected(&f));
+                for si in 0..n as usize {
+                    prop_assert_eq!(sw_degree(&f, si), d as usize);
+                }
+            }
+            Err(_) => prop_assert!(!valid),
+        }
+    }
+
+    #[test]
+    fn prop_degrade(dims in prop::collection::vec(2u32..6, 2..3), links in 0usize..6, sws in 0usize..3, seed in any::<u64>()) {
+        let f = torus(&TorusSpec::torus(&dims, 1), &o()).unwrap();
+        match degrade(&f, links, sws, seed) {
+            Ok(g) => {
+                prop_assert!(connected(&g));
+                prop_assert_eq!(g.switches.len(), f.switches.len() - sws);
+                prop_assert_eq!(g.hints.link_class.len(), g.links.len());
+            }
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+
+    #[test]
+    fn prop_any_spec_string_never_panics(kind in prop::sample::select(vec!["torus", "mesh", "ktree", "xgft", "leafspine", "fourlevel", "dragonfly", "slimfly", "hyperx", "randreg", "x"]),
+                                         args in prop::collection::vec(prop::sample::select(vec!["0", "1", "2", "3", "5", "7", "300", "4x4", "2x0", "hcas=1", "m=2,2", "w=1,2", "leaves=3", "spines=2", "hosts=2", "sets=2", "l0=1", "l1=2", "l3=1", "g=3", "links=2", "lmc=1", "radix=1", "seed=3", "fail-links=1", "fail-switches=1", "leaf-hosts=1,0"]), 0..6)) {
+        if let Ok(s) = TopoSpec::parse(kind, &args) {
+            if let Ok(f) = s.generate() {
+                prop_assert!(connected(&f));
+            }
+        }
+    }
+}
