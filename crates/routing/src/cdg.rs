@@ -1,1 +1,928 @@
-//! cdg (to be written).
+//! Deadlock check: the channel dependency graph (CDG) over (channel, VL), built from the
+//! tables exactly as packets experience them, and all its cyclic strongly connected components.
+//!
+//! A packet from source end port `p` to destination LID `d` carries `SL = PathSl.get(p, d)`.
+//! At every switch it leaves on `LFT[d]` with `VL = SL2VL[switch][in port][out port][SL]`.
+//! Consecutive switch-to-switch channels `(c1, vl1) → (c2, vl2)` form a CDG edge. Channels
+//! into and out of end nodes cannot lie on a cycle (an end node never forwards), so the graph's
+//! vertices are (switch-to-switch channel, VL) pairs; the VLs used on CA links are still
+//! reported in [`Cdg::vls_used`]. This is ibdmchk's credit-loop analysis (every source, every
+//! destination LID, all LMC LIDs), except that every cyclic SCC is reported, not the first
+//! back edge.
+//!
+//! Construction is per destination LID: for uniform and per-destination SLs the VL on every
+//! hop depends only on (switch, input port), so one traversal of the destination's forwarding
+//! tree from all source switches visits every (channel, VL) state once. Per-pair SLs are
+//! handled by grouping the sources of each destination by SL. Destinations run in parallel;
+//! edges are recorded in a shared atomic bitset indexed by (channel, VL, next output, next VL),
+//! so the result is a set union independent of scheduling. The SCC search is an iterative
+//! Tarjan (no recursion, millions of vertices are fine).
+//!
+//! A forwarding loop is a CDG cycle too (it is a real credit loop); the walker reports it
+//! separately as a loop. Under a [`FaultMask`], routes stop at dead channels.
+
+use crate::tables::{PathSl, Routing, NUM_SLS};
+use crate::walk::{self, Dest, Hop, IssueCount, Net, WalkOptions, WalkReport, BLOCK, NONE};
+use fabric::{ChannelId, Fabric, FaultMask, Lid, NodeId};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Dense numbering of the switch-to-switch channels.
+#[derive(Debug)]
+struct SwChannels {
+    /// Per switch index: first dense index of its out-channels to switches (ports ascending).
+    out_start: Vec<u32>,
+    /// Dense index → channel.
+    chan: Vec<ChannelId>,
+    /// Dense index → head switch index and its input port number.
+    head: Vec<u32>,
+    inport: Vec<u8>,
+    /// ChannelId → dense index (`NONE` for channels touching end nodes).
+    of_chan: Vec<u32>,
+}
+
+impl SwChannels {
+    fn new(f: &Fabric) -> Self {
+        let mut s = SwChannels {
+            out_start: Vec::with_capacity(f.num_switches() + 1),
+            chan: Vec::new(),
+            head: Vec::new(),
+            inport: Vec::new(),
+            of_chan: vec![NONE; f.links.len() * 2],
+        };
+        for &n in &f.switches {
+            s.out_start.push(s.chan.len() as u32);
+            for o in 1..=f.node(n).nports {
+                let Some(c) = f.out_channel(f.port_id(n, o)) else {
+                    continue;
+                };
+                let dp = f.channel_dst(c);
+                let hs = f.switch_index[f.port(dp).node.idx()];
+                if hs == NONE {
+                    continue;
+                }
+                s.of_chan[c.idx()] = s.chan.len() as u32;
+                s.chan.push(c);
+                s.head.push(hs);
+                s.inport.push(f.port(dp).num);
+            }
+        }
+        s.out_start.push(s.chan.len() as u32);
+        s
+    }
+    #[inline]
+    fn degree(&self, s: usize) -> u32 {
+        self.out_start[s + 1] - self.out_start[s]
+    }
+}
+
+/// The channel dependency graph.
+#[derive(Debug)]
+pub struct Cdg {
+    /// VL slots per channel: vertex `v` is channel `channels[v / nvl]` on VL `v % nvl`.
+    pub nvl: usize,
+    /// Switch-to-switch channels in dense order.
+    pub channels: Vec<ChannelId>,
+    /// CSR adjacency over all `channels.len() * nvl` vertices, deduplicated.
+    pub offsets: Vec<usize>,
+    pub targets: Vec<u32>,
+    /// Vertices that some route uses.
+    pub used: Vec<bool>,
+    /// SLs carried by the walked pairs (bit i = SL i).
+    pub sls_used: u16,
+    /// VLs used on any channel, CA links included (bit i = VL i).
+    pub vls_used: u16,
+    /// Highest number of distinct VLs on one switch-to-switch channel.
+    pub max_vls_per_channel: usize,
+}
+
+impl Cdg {
+    pub fn num_vertices(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+    pub fn num_used_vertices(&self) -> usize {
+        self.used.iter().filter(|&&u| u).count()
+    }
+    pub fn num_edges(&self) -> usize {
+        self.targets.len()
+    }
+    #[inline]
+    pub fn successors(&self, v: u32) -> &[u32] {
+        &self.targets[self.offsets[v as usize]..self.offsets[v as usize + 1]]
+    }
+    /// (channel, VL) of a vertex.
+    pub fn vertex(&self, v: u32) -> (ChannelId, u8) {
+        let v = v as usize;
+        (self.channels[v / self.nvl], (v % self.nvl) as u8)
+    }
+}
+
+fn bits(mask: u16) -> Vec<u8> {
+    (0..16u8).filter(|&i| mask >> i & 1 == 1).collect()
+}
+
+/// SLs any walked pair might carry (a superset for per-pair SLs).
+fn possible_sls(net: &Net<'_>) -> u16 {
+    match &net.r.path_sl {
+        PathSl::Uniform(s) => 1u16 << (s & 15),
+        PathSl::PerDest(_) => net
+            .dests
+            .iter()
+            .fold(0u16, |m, d| m | 1 << (net.r.path_sl.get(0, d.lid) & 15)),
+        PathSl::PerPair { sl, .. } => sl.iter().fold(0u16, |m, &s| m | 1 << (s & 15)),
+    }
+}
+
+/// Highest VL any switch maps one of `sls` to (the identity map gives SL mod 15).
+fn max_vl(f: &Fabric, r: &Routing, sls: u16) -> u8 {
+    let sl_list = bits(sls);
+    let mut m = 0u8;
+    let mut identity_seen = false;
+    for &n in &f.switches {
+        if r.sl2vl.is_identity(n) {
+            identity_seen = true;
+            continue;
+        }
+        let np = f.node(n).nports;
+        for i in 0..=np {
+            for o in 0..=np {
+                for &sl in &sl_list {
+                    m = m.max(r.sl2vl.vl(n, i, o, sl));
+                }
+            }
+        }
+    }
+    if identity_seen {
+        for &sl in &sl_list {
+            m = m.max(sl % crate::tables::NUM_DATA_VLS);
+        }
+    }
+    m
+}
+
+/// Per-switch facts about its CA input ports.
+#[derive(Debug)]
+struct CaPorts {
+    /// All CA input ports of the switch give the same SL2VL rows: one start per SL suffices.
+    uniform: Vec<bool>,
+    /// A representative CA input port (valid when the switch has sources).
+    rep: Vec<u8>,
+}
+
+impl CaPorts {
+    fn new(net: &Net<'_>) -> Self {
+        let f = net.f;
+        let ns = net.num_switches();
+        let mut uniform = vec![true; ns];
+        let mut rep = vec![0u8; ns];
+        for &s in &net.src_switches {
+            let s = s as usize;
+            let n = f.switches[s];
+            let srcs = net.srcs_of(s);
+            let q0 = net.ep_inport[srcs[0] as usize];
+            rep[s] = q0;
+            if net.r.sl2vl.is_identity(n) {
+                continue;
+            }
+            let np = f.node(n).nports;
+            'q: for &e in &srcs[1..] {
+                let q = net.ep_inport[e as usize];
+                for o in 0..=np {
+                    for sl in 0..NUM_SLS as u8 {
+                        if net.r.sl2vl.vl(n, q, o, sl) != net.r.sl2vl.vl(n, q0, o, sl) {
+                            uniform[s] = false;
+                            break 'q;
+                        }
+                    }
+                }
+            }
+        }
+        CaPorts { uniform, rep }
+    }
+}
+
+struct Ctx<'n, 'a> {
+    net: &'n Net<'a>,
+    sw: SwChannels,
+    ca: CaPorts,
+    nvl: usize,
+}
+
+/// Per-worker scratch.
+struct Scratch {
+    outp: Vec<u8>,
+    stamp: Vec<u32>,
+    origin: Vec<u32>,
+    gen: u32,
+    queue: Vec<u32>,
+    /// (sl, switch, CA input port)
+    starts: Vec<(u8, u32, u8)>,
+    sls: u16,
+    vls: u16,
+}
+
+impl Scratch {
+    fn new(nv: usize, track_origin: bool) -> Self {
+        Scratch {
+            outp: Vec::new(),
+            stamp: vec![0; nv],
+            origin: if track_origin {
+                vec![0; nv]
+            } else {
+                Vec::new()
+            },
+            gen: 0,
+            queue: Vec::new(),
+            starts: Vec::new(),
+            sls: 0,
+            vls: 0,
+        }
+    }
+    fn next_gen(&mut self) {
+        self.gen = self.gen.wrapping_add(1);
+        if self.gen == 0 {
+            self.stamp.fill(0);
+            self.gen = 1;
+        }
+    }
+}
+
+/// An edge seen during traversal: from vertex `u` to the `j`-th out-channel of the head
+/// switch of `u`'s channel (dense `c2`), on VL `v2`; `origin` indexes `Scratch::starts`.
+#[derive(Clone, Copy)]
+struct EdgeEv {
+    u: u32,
+    c2: u32,
+    j: u32,
+    v2: u32,
+    origin: u32,
+}
+
+impl Ctx<'_, '_> {
+    /// Start states of one destination: one per (SL, switch, CA input port class).
+    fn collect_starts(&self, d: &Dest, sc: &mut Scratch) {
+        let net = self.net;
+        sc.starts.clear();
+        let sd = net.ep_sw[d.ep as usize];
+        let per_pair = matches!(net.r.path_sl, PathSl::PerPair { .. });
+        for &s in &net.src_switches {
+            let srcs = net.srcs_of(s as usize);
+            let w = srcs.len() - usize::from(s == sd);
+            if w == 0 {
+                continue;
+            }
+            let uni = self.ca.uniform[s as usize];
+            if !per_pair {
+                let sl = net.r.path_sl.get(0, d.lid);
+                if uni {
+                    sc.starts.push((sl, s, self.ca.rep[s as usize]));
+                } else {
+                    for &e in srcs.iter().filter(|&&e| e != d.ep) {
+                        sc.starts.push((sl, s, net.ep_inport[e as usize]));
+                    }
+                }
+            } else {
+                let mut m = 0u16;
+                for &e in srcs.iter().filter(|&&e| e != d.ep) {
+                    let sl = net.r.path_sl.get(e as usize, d.lid) & 15;
+                    if uni {
+                        m |= 1 << sl;
+                    } else {
+                        sc.starts.push((sl, s, net.ep_inport[e as usize]));
+                    }
+                }
+                for sl in bits(m) {
+                    sc.starts.push((sl, s, self.ca.rep[s as usize]));
+                }
+            }
+        }
+        sc.starts.sort_unstable();
+        sc.starts.dedup();
+    }
+
+    /// Traverses the destination tree of `d` (LFT column `outp`) from every start state,
+    /// calling `on_edge` for every dependency and `on_vertex` for every vertex reached.
+    fn traverse(
+        &self,
+        d: &Dest,
+        outp: &[u8],
+        sc: &mut Scratch,
+        on_edge: &mut dyn FnMut(EdgeEv),
+        on_vertex: &mut dyn FnMut(u32),
+    ) {
+        self.collect_starts(d, sc);
+        let net = self.net;
+        let f = net.f;
+        let sl2vl = &net.r.sl2vl;
+        let nvl = self.nvl;
+        let track = !sc.origin.is_empty();
+        let mut i = 0;
+        while i < sc.starts.len() {
+            let sl = sc.starts[i].0;
+            sc.sls |= 1 << sl;
+            sc.next_gen();
+            sc.queue.clear();
+            let mut j = i;
+            while j < sc.starts.len() && sc.starts[j].0 == sl {
+                let (_, s, q) = sc.starts[j];
+                let o = outp[s as usize];
+                let node = f.switches[s as usize];
+                match net.hop(s as usize, o) {
+                    Hop::Switch { ch, .. } => {
+                        let v = sl2vl.vl(node, q, o, sl) as usize;
+                        sc.vls |= 1 << (v & 15);
+                        let c = self.sw.of_chan[ch.idx()] as usize;
+                        let vert = c * nvl + v.min(nvl - 1);
+                        if sc.stamp[vert] != sc.gen {
+                            sc.stamp[vert] = sc.gen;
+                            if track {
+                                sc.origin[vert] = j as u32;
+                            }
+                            on_vertex(vert as u32);
+                            sc.queue.push(vert as u32);
+                        }
+                    }
+                    Hop::End { .. } => sc.vls |= 1 << (sl2vl.vl(node, q, o, sl) & 15),
+                    Hop::Fail(_) => {}
+                }
+                j += 1;
+            }
+            while let Some(u) = sc.queue.pop() {
+                let c1 = u as usize / nvl;
+                let t = self.sw.head[c1] as usize;
+                let q = self.sw.inport[c1];
+                let o = outp[t];
+                let node = f.switches[t];
+                match net.hop(t, o) {
+                    Hop::Switch { ch, .. } => {
+                        let v2 = (sl2vl.vl(node, q, o, sl) as usize).min(nvl - 1);
+                        sc.vls |= 1 << (v2 & 15);
+                        let c2 = self.sw.of_chan[ch.idx()];
+                        let w = c2 as usize * nvl + v2;
+                        let origin = if track { sc.origin[u as usize] } else { 0 };
+                        on_edge(EdgeEv {
+                            u,
+                            c2,
+                            j: c2 - self.sw.out_start[t],
+                            v2: v2 as u32,
+                            origin,
+                        });
+                        if sc.stamp[w] != sc.gen {
+                            sc.stamp[w] = sc.gen;
+                            if track {
+                                sc.origin[w] = origin;
+                            }
+                            on_vertex(w as u32);
+                            sc.queue.push(w as u32);
+                        }
+                    }
+                    Hop::End { .. } => sc.vls |= 1 << (sl2vl.vl(node, q, o, sl) & 15),
+                    Hop::Fail(_) => {}
+                }
+            }
+            i = j;
+        }
+    }
+}
+
+/// Builds the CDG of the tables (see the module documentation).
+pub fn build_cdg(f: &Fabric, r: &Routing, mask: Option<&FaultMask>) -> Cdg {
+    let net = Net::new(f, r, mask);
+    build_cdg_net(&net)
+}
+
+fn make_ctx<'n, 'a>(net: &'n Net<'a>) -> Ctx<'n, 'a> {
+    let sls = possible_sls(net);
+    let nvl = max_vl(net.f, net.r, sls) as usize + 1;
+    Ctx {
+        net,
+        sw: SwChannels::new(net.f),
+        ca: CaPorts::new(net),
+        nvl,
+    }
+}
+
+fn build_cdg_net(net: &Net<'_>) -> Cdg {
+    let ctx = make_ctx(net);
+    build_with_ctx(&ctx)
+}
+
+fn build_with_ctx(ctx: &Ctx<'_, '_>) -> Cdg {
+    let f = ctx.net.f;
+    let nvl = ctx.nvl;
+    let nc = ctx.sw.chan.len();
+    let nv = nc * nvl;
+    // Edge bit offsets: channel c1 gets nvl * deg(head) * nvl bits.
+    let mut eoff = Vec::with_capacity(nc + 1);
+    let mut total = 0u64;
+    for c in 0..nc {
+        eoff.push(total);
+        total += (nvl * nvl) as u64 * ctx.sw.degree(ctx.sw.head[c] as usize) as u64;
+    }
+    eoff.push(total);
+    let edge_bits: Vec<AtomicU64> = (0..total.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+    let used_bits: Vec<AtomicU64> = (0..(nv as u64).div_ceil(64))
+        .map(|_| AtomicU64::new(0))
+        .collect();
+    let set = |v: &[AtomicU64], bit: u64| {
+        let w = &v[(bit / 64) as usize];
+        let m = 1u64 << (bit % 64);
+        if w.load(Relaxed) & m == 0 {
+            w.fetch_or(m, Relaxed);
+        }
+    };
+
+    let sw = &ctx.sw;
+    let eoff_ref = &eoff;
+    let edge_ref = &edge_bits;
+    let used_ref = &used_bits;
+    let ns = ctx.net.num_switches();
+    let (sls, vls) = ctx
+        .net
+        .dests
+        .par_chunks(BLOCK)
+        .fold(
+            || Scratch::new(nv, false),
+            |mut sc, chunk| {
+                let mut outp = std::mem::take(&mut sc.outp);
+                ctx.net
+                    .gather(chunk.iter().map(|d| d.lid), chunk.len(), &mut outp);
+                for (b, d) in chunk.iter().enumerate() {
+                    let col = &outp[b * ns..(b + 1) * ns];
+                    ctx.traverse(
+                        d,
+                        col,
+                        &mut sc,
+                        &mut |e: EdgeEv| {
+                            let c1 = e.u as usize / nvl;
+                            let v1 = e.u as usize % nvl;
+                            let deg = sw.degree(sw.head[c1] as usize) as usize;
+                            let bit = eoff_ref[c1]
+                                + ((v1 * deg + e.j as usize) * nvl + e.v2 as usize) as u64;
+                            set(edge_ref, bit);
+                        },
+                        &mut |v| set(used_ref, v as u64),
+                    );
+                }
+                sc.outp = outp;
+                sc
+            },
+        )
+        .map(|sc| (sc.sls, sc.vls))
+        .reduce(|| (0, 0), |a, b| (a.0 | b.0, a.1 | b.1));
+
+    // CA injection VLs: every live source's own SL2VL row for the SLs in use.
+    let mut vls = vls;
+    for (e, &p) in f.end_ports.iter().enumerate() {
+        if !ctx.net.ep_live[e] {
+            continue;
+        }
+        let port = f.port(p);
+        for sl in bits(sls) {
+            vls |= 1 << (ctx.net.r.sl2vl.vl(port.node, 0, port.num, sl) & 15);
+        }
+    }
+
+    // CSR: set bits in ascending order are grouped by source vertex already.
+    let mut offsets = vec![0usize; nv + 1];
+    let mut targets = Vec::new();
+    let mut c1 = 0usize;
+    for (wi, w) in edge_bits.iter().enumerate() {
+        let mut x = w.load(Relaxed);
+        while x != 0 {
+            let bit = wi as u64 * 64 + x.trailing_zeros() as u64;
+            x &= x - 1;
+            while eoff[c1 + 1] <= bit {
+                c1 += 1;
+            }
+            let t = sw.head[c1] as usize;
+            let deg = sw.degree(t) as usize;
+            let rel = (bit - eoff[c1]) as usize;
+            let v2 = rel % nvl;
+            let j = (rel / nvl) % deg;
+            let v1 = rel / nvl / deg;
+            let u = c1 * nvl + v1;
+            let c2 = sw.out_start[t] as usize + j;
+            offsets[u + 1] += 1;
+            targets.push((c2 * nvl + v2) as u32);
+        }
+    }
+    for i in 0..nv {
+        offsets[i + 1] += offsets[i];
+    }
+    let used: Vec<bool> = (0..nv)
+        .map(|v| used_bits[v / 64].load(Relaxed) >> (v % 64) & 1 == 1)
+        .collect();
+    let max_vls_per_channel = used
+        .chunks(nvl.max(1))
+        .map(|c| c.iter().filter(|&&u| u).count())
+        .max()
+        .unwrap_or(0);
+    Cdg {
+        nvl,
+        channels: sw.chan.clone(),
+        offsets,
+        targets,
+        used,
+        sls_used: sls,
+        vls_used: vls,
+        max_vls_per_channel,
+    }
+}
+
+/// Strongly connected components of a CSR graph: `comp[v]` and the component count.
+/// Components are numbered in the order Tarjan's algorithm completes them (reverse
+/// topological order of the condensation). Iterative: no recursion.
+pub fn scc(n: usize, offsets: &[usize], targets: &[u32]) -> (Vec<u32>, usize) {
+    const UNV: u32 = u32::MAX;
+    let mut index = vec![UNV; n];
+    let mut low = vec![0u32; n];
+    let mut on_stack = vec![false; n];
+    let mut comp = vec![UNV; n];
+    let mut stack: Vec<u32> = Vec::new();
+    let mut call: Vec<(u32, usize)> = Vec::new();
+    let mut next = 0u32;
+    let mut count = 0usize;
+    for root in 0..n {
+        if index[root] != UNV {
+            continue;
+        }
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root as u32);
+        on_stack[root] = true;
+        call.push((root as u32, offsets[root]));
+        while let Some(top) = call.last_mut() {
+            let v = top.0 as usize;
+            if top.1 < offsets[v + 1] {
+                let w = targets[top.1] as usize;
+                top.1 += 1;
+                if index[w] == UNV {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w as u32);
+                    on_stack[w] = true;
+                    call.push((w as u32, offsets[w]));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            call.pop();
+            if let Some(parent) = call.last() {
+                let p = parent.0 as usize;
+                low[p] = low[p].min(low[v]);
+            }
+            if low[v] == index[v] {
+                while let Some(x) = stack.pop() {
+                    on_stack[x as usize] = false;
+                    comp[x as usize] = count as u32;
+                    if x as usize == v {
+                        break;
+                    }
+                }
+                count += 1;
+            }
+        }
+    }
+    (comp, count)
+}
+
+/// The vertex sets of all SCCs that contain a cycle (size > 1, or a self-loop), each sorted,
+/// ordered by their smallest vertex.
+pub fn cyclic_sccs(n: usize, offsets: &[usize], targets: &[u32]) -> Vec<Vec<u32>> {
+    let (comp, count) = scc(n, offsets, targets);
+    let mut size = vec![0u32; count];
+    for &c in &comp {
+        size[c as usize] += 1;
+    }
+    let mut cyclic = vec![false; count];
+    for v in 0..n {
+        let c = comp[v] as usize;
+        if size[c] > 1 || targets[offsets[v]..offsets[v + 1]].contains(&(v as u32)) {
+            cyclic[c] = true;
+        }
+    }
+    let mut slot = vec![u32::MAX; count];
+    let mut out: Vec<Vec<u32>> = Vec::new();
+    for (v, &c) in comp.iter().enumerate() {
+        let c = c as usize;
+        if !cyclic[c] {
+            continue;
+        }
+        if slot[c] == u32::MAX {
+            slot[c] = out.len() as u32;
+            out.push(Vec::new());
+        }
+        out[slot[c] as usize].push(v as u32);
+    }
+    out
+}
+
+/// A shortest cycle through `root` inside the vertex set `members` (sorted): BFS from `root`
+/// back to itself. Returns the vertices in order, starting with `root`.
+pub fn witness_cycle(offsets: &[usize], targets: &[u32], members: &[u32], root: u32) -> Vec<u32> {
+    let inside = |v: u32| members.binary_search(&v).is_ok();
+    let mut parent: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut queue = std::collections::VecDeque::new();
+    queue.push_back(root);
+    while let Some(x) = queue.pop_front() {
+        for &w in &targets[offsets[x as usize]..offsets[x as usize + 1]] {
+            if w == root {
+                let mut path = vec![x];
+                let mut cur = x;
+                while cur != root {
+                    cur = parent.get(&cur).copied().unwrap_or(root);
+                    path.push(cur);
+                }
+                path.pop();
+                path.push(root);
+                path.reverse();
+                // path = root, ..., x ; the edge x -> root closes the cycle.
+                return path;
+            }
+            if inside(w) && !parent.contains_key(&w) {
+                parent.insert(w, x);
+                queue.push_back(w);
+            }
+        }
+    }
+    vec![root]
+}
+
+/// A pair that induces a CDG edge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EdgeExample {
+    pub src: String,
+    pub src_port: u8,
+    pub dlid: Lid,
+}
+
+/// One hop of a witness cycle: the packet leaves `switch` on `port` with `vl`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WitnessHop {
+    pub switch: String,
+    pub guid: String,
+    pub port: u8,
+    pub vl: u8,
+    pub to_switch: String,
+    pub to_port: u8,
+    #[serde(skip)]
+    pub channel: ChannelId,
+    /// A (source, destination LID) pair whose route goes from this hop to the next one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub example: Option<EdgeExample>,
+}
+
+/// One cyclic strongly connected component of the CDG.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CycleReport {
+    /// (channel, VL) vertices in the component.
+    pub vertices: usize,
+    /// Distinct channels and switches involved.
+    pub channels: usize,
+    pub switches: usize,
+    pub vls: Vec<u8>,
+    /// A shortest cycle through the component's smallest vertex.
+    pub witness: Vec<WitnessHop>,
+}
+
+fn guid_str(g: u64) -> String {
+    format!("{g:#018x}")
+}
+
+/// Every cyclic SCC of `cdg`, each with a witness cycle (no example pairs).
+pub fn find_cycles(f: &Fabric, cdg: &Cdg) -> Vec<CycleReport> {
+    let sccs = cyclic_sccs(cdg.num_vertices(), &cdg.offsets, &cdg.targets);
+    sccs.iter()
+        .map(|members| {
+            let wit = witness_cycle(&cdg.offsets, &cdg.targets, members, members[0]);
+            let mut chans: Vec<ChannelId> = members.iter().map(|&v| cdg.vertex(v).0).collect();
+            chans.sort_unstable();
+            chans.dedup();
+            let mut sws: Vec<NodeId> = chans
+                .iter()
+                .map(|&c| f.port(f.channel_src(c)).node)
+                .collect();
+            sws.sort_unstable();
+            sws.dedup();
+            let mut vls: Vec<u8> = members.iter().map(|&v| cdg.vertex(v).1).collect();
+            vls.sort_unstable();
+            vls.dedup();
+            CycleReport {
+                vertices: members.len(),
+                channels: chans.len(),
+                switches: sws.len(),
+                vls,
+                witness: wit
+                    .iter()
+                    .map(|&v| {
+                        let (c, vl) = cdg.vertex(v);
+                        let sp = f.port(f.channel_src(c));
+                        let dp = f.port(f.channel_dst(c));
+                        let n = f.node(sp.node);
+                        WitnessHop {
+                            switch: n.name.clone(),
+                            guid: guid_str(n.guid),
+                            port: sp.num,
+                            vl,
+                            to_switch: f.node(dp.node).name.clone(),
+                            to_port: dp.num,
+                            channel: c,
+                            example: None,
+                        }
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Finds, for each witness edge, the smallest (destination LID, source end port) pair whose
+/// route induces it (a second traversal; only run when there are cycles).
+fn attach_examples(ctx: &Ctx<'_, '_>, cycles: &mut [CycleReport]) {
+    let nvl = ctx.nvl;
+    let vert =
+        |h: &WitnessHop| -> u32 { ctx.sw.of_chan[h.channel.idx()] * nvl as u32 + h.vl as u32 };
+    let mut wanted: FxHashMap<(u32, u32), usize> = FxHashMap::default();
+    let mut slots: Vec<(usize, usize)> = Vec::new();
+    for (ci, c) in cycles.iter().enumerate() {
+        let k = c.witness.len();
+        for i in 0..k {
+            let u = vert(&c.witness[i]);
+            let w = vert(&c.witness[(i + 1) % k]);
+            if let std::collections::hash_map::Entry::Vacant(e) = wanted.entry((u, w)) {
+                e.insert(slots.len());
+                slots.push((ci, i));
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return;
+    }
+    let net = ctx.net;
+    let nv = ctx.sw.chan.len() * nvl;
+    let ns = net.num_switches();
+    let per_pair = matches!(net.r.path_sl, PathSl::PerPair { .. });
+    let best = net
+        .dests
+        .par_chunks(BLOCK)
+        .fold(
+            || {
+                (
+                    Scratch::new(nv, true),
+                    vec![None::<(Lid, u32)>; slots.len()],
+                )
+            },
+            |(mut sc, mut best), chunk| {
+                let mut outp = std::mem::take(&mut sc.outp);
+                net.gather(chunk.iter().map(|d| d.lid), chunk.len(), &mut outp);
+                for (b, d) in chunk.iter().enumerate() {
+                    let col = &outp[b * ns..(b + 1) * ns];
+                    let mut hits: Vec<(usize, u32)> = Vec::new();
+                    ctx.traverse(
+                        d,
+                        col,
+                        &mut sc,
+                        &mut |e: EdgeEv| {
+                            let w = e.c2 * nvl as u32 + e.v2;
+                            if let Some(&slot) = wanted.get(&(e.u, w)) {
+                                hits.push((slot, e.origin));
+                            }
+                        },
+                        &mut |_| {},
+                    );
+                    for (slot, origin) in hits {
+                        let Some(&(sl, s, q)) = sc.starts.get(origin as usize) else {
+                            continue;
+                        };
+                        let uni = ctx.ca.uniform[s as usize];
+                        let src = net.srcs_of(s as usize).iter().copied().find(|&e| {
+                            e != d.ep
+                                && (uni || net.ep_inport[e as usize] == q)
+                                && (!per_pair || net.r.path_sl.get(e as usize, d.lid) & 15 == sl)
+                        });
+                        if let Some(src) = src {
+                            let cand = (d.lid, src);
+                            if best[slot].is_none_or(|b| cand < b) {
+                                best[slot] = Some(cand);
+                            }
+                        }
+                    }
+                }
+                sc.outp = outp;
+                (sc, best)
+            },
+        )
+        .map(|x| x.1)
+        .reduce_with(|mut a, b| {
+            for (x, y) in a.iter_mut().zip(b) {
+                if let Some(y) = y {
+                    if x.is_none_or(|v| y < v) {
+                        *x = Some(y);
+                    }
+                }
+            }
+            a
+        });
+    let f = net.f;
+    if let Some(best) = best {
+        for (slot, b) in best.into_iter().enumerate() {
+            if let Some((lid, src)) = b {
+                let (ci, i) = slots[slot];
+                let p = f.end_ports[src as usize];
+                cycles[ci].witness[i].example = Some(EdgeExample {
+                    src: f.node(f.port(p).node).name.clone(),
+                    src_port: f.port(p).num,
+                    dlid: lid,
+                });
+            }
+        }
+    }
+}
+
+/// Size of the CDG, for reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CdgStats {
+    /// (channel, VL) vertices used by some route.
+    pub vertices: usize,
+    pub edges: usize,
+    pub sls_used: Vec<u8>,
+    pub vls_used: Vec<u8>,
+    pub max_vls_per_channel: usize,
+}
+
+/// Pair counts of a check.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PairCounts {
+    pub total: u64,
+    pub checked: u64,
+    pub excluded: u64,
+    pub ok: u64,
+}
+
+/// The full verification: path walk plus deadlock check.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckReport {
+    /// The CDG over (channel, VL) is acyclic.
+    pub deadlock_free: bool,
+    /// Every cyclic SCC, with a witness cycle.
+    pub cycles: Vec<CycleReport>,
+    pub unreachable_pairs: IssueCount,
+    pub loops: IssueCount,
+    pub black_holes: IssueCount,
+    pub misdelivered: IssueCount,
+    pub pairs: PairCounts,
+    /// Delivered pairs by switch-to-switch hops, every destination LID.
+    pub hop_histogram: Vec<u64>,
+    pub cdg: CdgStats,
+}
+
+impl CheckReport {
+    /// Deadlock-free and every checked pair delivered.
+    pub fn ok(&self) -> bool {
+        self.deadlock_free && self.pairs.ok == self.pairs.checked
+    }
+}
+
+/// Walks all pairs and checks the CDG for cycles (with witnesses and example pairs).
+pub fn check(f: &Fabric, r: &Routing, mask: Option<&FaultMask>) -> CheckReport {
+    let net = Net::new(f, r, mask);
+    let walk: WalkReport = walk::walk_net(
+        &net,
+        WalkOptions {
+            loads: false,
+            ..WalkOptions::default()
+        },
+    );
+    let ctx = make_ctx(&net);
+    let cdg = build_with_ctx(&ctx);
+    let mut cycles = find_cycles(f, &cdg);
+    attach_examples(&ctx, &mut cycles);
+    CheckReport {
+        deadlock_free: cycles.is_empty(),
+        cycles,
+        unreachable_pairs: walk.unreachable_pairs,
+        loops: walk.loops,
+        black_holes: walk.black_holes,
+        misdelivered: walk.misdelivered,
+        pairs: PairCounts {
+            total: walk.pairs_total,
+            checked: walk.pairs_checked,
+            excluded: walk.pairs_excluded,
+            ok: walk.pairs_ok,
+        },
+        hop_histogram: walk.hops_all,
+        cdg: CdgStats {
+            vertices: cdg.num_used_vertices(),
+            edges: cdg.num_edges(),
+            sls_used: bits(cdg.sls_used),
+            vls_used: bits(cdg.vls_used),
+            max_vls_per_channel: cdg.max_vls_per_channel,
+        },
+    }
+}

@@ -1,1 +1,1059 @@
-//! walk (to be written).
+//! Path walker: follows the forwarding tables for every (source end port, destination LID) pair.
+//!
+//! Pairs: sources are the end ports of [`Fabric::end_ports`]; destinations are **every** LID of
+//! every end port (base LID and the LMC virtual LIDs). A pair whose source equals the
+//! destination's port is not a pair. Under a [`FaultMask`], an end port whose node is dead or
+//! whose own cable is dead is neither source nor destination; those pairs are counted in
+//! [`WalkReport::pairs_excluded`] (no table can route them).
+//!
+//! A route runs: source end port → its switch → LFT hops → the destination's end port.
+//! `sw_hops` counts switch-to-switch channels, exactly like `lft_stats.py` (`links = sw_hops + 2`).
+//!
+//! Because the tables are destination-based, all sources on one switch share the rest of the
+//! route. Per destination LID the walker resolves every switch once (memoised chain
+//! resolution, O(switches)), then charges the switch's status to all its sources. Destinations
+//! are processed in blocks of consecutive LIDs (so LFT reads stay contiguous) in parallel with
+//! rayon; per-thread accumulators (failure counts, hop histograms, per-channel loads) are summed
+//! at the end. Nothing per pair is stored, and every result is independent of the thread count.
+//!
+//! Channel loads ([`WalkReport::channel_load`]) use **base LIDs only** (one destination per end
+//! port), which makes them "number of (source end port, destination end port) pairs routed over
+//! the channel" — the definition of `lft_stats.py`. Hop histograms are given both ways.
+
+use crate::tables::Routing;
+use fabric::{ChannelId, Fabric, FaultMask, Lid, NodeId, PortId, NO_PORT};
+use rayon::prelude::*;
+use serde::Serialize;
+
+/// Why a route does not reach its destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// An LFT entry on the way is `NO_PORT` (no route): the pair is unreachable.
+    NoRoute,
+    /// The route visits more switches than the fabric has: a forwarding loop.
+    Loop,
+    /// An LFT entry points at port 0 (the switch itself) for an end port's LID.
+    PortZero,
+    /// An LFT entry points beyond the switch's port count.
+    BeyondPortCount,
+    /// An LFT entry points at a port without a cable.
+    Unconnected,
+    /// An LFT entry points at a channel that is dead under the fault mask.
+    DeadChannel,
+    /// The packet is delivered to an end port that does not own the LID.
+    Misdelivered,
+}
+
+/// Coarse classes used in reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    Unreachable,
+    Loop,
+    BlackHole,
+    Misdelivered,
+}
+
+impl Failure {
+    pub const ALL: [Failure; 7] = [
+        Failure::NoRoute,
+        Failure::Loop,
+        Failure::PortZero,
+        Failure::BeyondPortCount,
+        Failure::Unconnected,
+        Failure::DeadChannel,
+        Failure::Misdelivered,
+    ];
+    #[inline]
+    fn code(self) -> u32 {
+        self as u32
+    }
+    fn from_code(c: u32) -> Failure {
+        Failure::ALL
+            .get(c as usize)
+            .copied()
+            .unwrap_or(Failure::NoRoute)
+    }
+    /// Black holes: the LFT sends the packet somewhere it cannot go on.
+    pub fn class(self) -> FailureClass {
+        match self {
+            Failure::NoRoute => FailureClass::Unreachable,
+            Failure::Loop => FailureClass::Loop,
+            Failure::PortZero
+            | Failure::BeyondPortCount
+            | Failure::Unconnected
+            | Failure::DeadChannel => FailureClass::BlackHole,
+            Failure::Misdelivered => FailureClass::Misdelivered,
+        }
+    }
+    pub fn describe(self) -> &'static str {
+        match self {
+            Failure::NoRoute => "no LFT entry",
+            Failure::Loop => "forwarding loop",
+            Failure::PortZero => "LFT points at port 0",
+            Failure::BeyondPortCount => "LFT port beyond the port count",
+            Failure::Unconnected => "LFT points at an unconnected port",
+            Failure::DeadChannel => "LFT points at a dead link",
+            Failure::Misdelivered => "delivered to the wrong end port",
+        }
+    }
+}
+
+/// What an output port of a switch leads to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hop {
+    /// To switch index `sw` over channel `ch`.
+    Switch {
+        sw: u32,
+        ch: ChannelId,
+    },
+    /// To end port `port` over channel `ch`.
+    End {
+        port: PortId,
+        ch: ChannelId,
+    },
+    Fail(Failure),
+}
+
+/// Decodes output port `o` of switch node `n` (any port number, including `NO_PORT`).
+pub(crate) fn decode_port(f: &Fabric, mask: Option<&FaultMask>, n: NodeId, o: u8) -> Hop {
+    if o == NO_PORT {
+        return Hop::Fail(Failure::NoRoute);
+    }
+    if o == 0 {
+        return Hop::Fail(Failure::PortZero);
+    }
+    if o > f.node(n).nports {
+        return Hop::Fail(Failure::BeyondPortCount);
+    }
+    let Some(ch) = f.out_channel(f.port_id(n, o)) else {
+        return Hop::Fail(Failure::Unconnected);
+    };
+    if let Some(m) = mask {
+        if !m.channel_alive(f, ch) {
+            return Hop::Fail(Failure::DeadChannel);
+        }
+    }
+    let dst = f.channel_dst(ch);
+    let dn = f.port(dst).node;
+    let si = f.switch_index[dn.idx()];
+    if si != u32::MAX {
+        Hop::Switch { sw: si, ch }
+    } else {
+        Hop::End { port: dst, ch }
+    }
+}
+
+/// A destination LID owned by a live end port.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dest {
+    pub lid: Lid,
+    /// Index into `Fabric::end_ports`.
+    pub ep: u32,
+    pub base: bool,
+}
+
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Per-call precomputation shared by the walker, the CDG builder and the metrics.
+#[derive(Debug)]
+pub(crate) struct Net<'a> {
+    pub f: &'a Fabric,
+    pub r: &'a Routing,
+    /// Per switch: offset into `hops` (ports 0..=nports); one extra entry.
+    hop_start: Vec<u32>,
+    hops: Vec<Hop>,
+    /// Per end port: switch index it hangs off (`NONE` if not on a live switch).
+    pub ep_sw: Vec<u32>,
+    /// Per end port: the switch-side port number.
+    pub ep_inport: Vec<u8>,
+    /// Per end port: usable under the mask (node alive and cable alive).
+    pub ep_live: Vec<bool>,
+    /// Per end port: its injection channel (valid when live).
+    pub ep_chan: Vec<ChannelId>,
+    /// `PortId` → end-port index (`NONE` for other ports).
+    pub ep_index: Vec<u32>,
+    /// Live sources per switch, CSR over end-port indices in ascending order.
+    pub sw_src_start: Vec<u32>,
+    pub sw_srcs: Vec<u32>,
+    /// Switches with at least one live source, ascending.
+    pub src_switches: Vec<u32>,
+    /// Live end ports cabled directly to another end node.
+    pub direct_srcs: Vec<u32>,
+    /// Live destination LIDs, ascending.
+    pub dests: Vec<Dest>,
+    /// End-port-owned LIDs regardless of liveness (for the pair universe).
+    pub all_ep_lids: u64,
+}
+
+impl<'a> Net<'a> {
+    pub fn new(f: &'a Fabric, r: &'a Routing, mask: Option<&FaultMask>) -> Net<'a> {
+        let ns = f.num_switches();
+        let mut hop_start = Vec::with_capacity(ns + 1);
+        let mut hops = Vec::new();
+        for &n in &f.switches {
+            hop_start.push(hops.len() as u32);
+            for o in 0..=f.node(n).nports {
+                hops.push(decode_port(f, mask, n, o));
+            }
+        }
+        hop_start.push(hops.len() as u32);
+
+        let ne = f.end_ports.len();
+        let mut ep_index = vec![NONE; f.ports.len()];
+        let mut ep_sw = vec![NONE; ne];
+        let mut ep_inport = vec![0u8; ne];
+        let mut ep_live = vec![false; ne];
+        let mut ep_chan = vec![ChannelId(0); ne];
+        let mut direct_srcs = Vec::new();
+        for (i, &p) in f.end_ports.iter().enumerate() {
+            ep_index[p.idx()] = i as u32;
+            let node = f.port(p).node;
+            if mask.is_some_and(|m| m.node_dead(node)) {
+                continue;
+            }
+            let Some(c) = f.out_channel(p) else { continue };
+            if mask.is_some_and(|m| !m.channel_alive(f, c)) {
+                continue;
+            }
+            ep_live[i] = true;
+            ep_chan[i] = c;
+            let rp = f.channel_dst(c);
+            let si = f.switch_index[f.port(rp).node.idx()];
+            if si != NONE {
+                ep_sw[i] = si;
+                ep_inport[i] = f.port(rp).num;
+            } else {
+                direct_srcs.push(i as u32);
+            }
+        }
+        let mut cnt = vec![0u32; ns + 1];
+        for &s in &ep_sw {
+            if s != NONE {
+                cnt[s as usize + 1] += 1;
+            }
+        }
+        for i in 0..ns {
+            cnt[i + 1] += cnt[i];
+        }
+        let sw_src_start = cnt.clone();
+        let mut fill = cnt;
+        let mut sw_srcs = vec![0u32; sw_src_start[ns] as usize];
+        for (i, &s) in ep_sw.iter().enumerate() {
+            if s != NONE {
+                sw_srcs[fill[s as usize] as usize] = i as u32;
+                fill[s as usize] += 1;
+            }
+        }
+        let src_switches = (0..ns as u32)
+            .filter(|&s| sw_src_start[s as usize + 1] > sw_src_start[s as usize])
+            .collect();
+        let mut dests = Vec::new();
+        let mut all_ep_lids = 0u64;
+        for lid in 1..f.lid_owner.len() {
+            let Some(p) = f.lid_port(lid as Lid) else {
+                continue;
+            };
+            let ep = ep_index[p.idx()];
+            if ep == NONE {
+                continue;
+            }
+            all_ep_lids += 1;
+            if ep_live[ep as usize] {
+                dests.push(Dest {
+                    lid: lid as Lid,
+                    ep,
+                    base: f.port(p).lid == lid as Lid,
+                });
+            }
+        }
+        Net {
+            f,
+            r,
+            hop_start,
+            hops,
+            ep_sw,
+            ep_inport,
+            ep_live,
+            ep_chan,
+            ep_index,
+            sw_src_start,
+            sw_srcs,
+            src_switches,
+            direct_srcs,
+            dests,
+            all_ep_lids,
+        }
+    }
+
+    #[inline]
+    pub fn num_switches(&self) -> usize {
+        self.hop_start.len() - 1
+    }
+
+    /// What output port `o` of switch index `s` leads to.
+    #[inline]
+    pub fn hop(&self, s: usize, o: u8) -> Hop {
+        if o == NO_PORT {
+            return Hop::Fail(Failure::NoRoute);
+        }
+        let st = self.hop_start[s];
+        let n = self.hop_start[s + 1] - st;
+        if o as u32 >= n {
+            return Hop::Fail(Failure::BeyondPortCount);
+        }
+        self.hops[(st + o as u32) as usize]
+    }
+
+    /// Live sources hanging off switch `s`.
+    #[inline]
+    pub fn srcs_of(&self, s: usize) -> &[u32] {
+        &self.sw_srcs[self.sw_src_start[s] as usize..self.sw_src_start[s + 1] as usize]
+    }
+
+    pub fn live_sources(&self) -> u64 {
+        self.ep_live.iter().filter(|&&l| l).count() as u64
+    }
+
+    /// Fills `out[b * S + s]` with the LFT entry of switch `s` for `lids[b]`.
+    pub fn gather(&self, lids: impl Iterator<Item = Lid> + Clone, nb: usize, out: &mut Vec<u8>) {
+        let ns = self.num_switches();
+        out.clear();
+        out.resize(nb * ns, NO_PORT);
+        for s in 0..ns {
+            let row = self
+                .r
+                .lft
+                .get(s * self.r.stride()..(s + 1) * self.r.stride());
+            let Some(row) = row else { continue };
+            for (b, lid) in lids.clone().enumerate() {
+                out[b * ns + s] = row.get(lid as usize).copied().unwrap_or(NO_PORT);
+            }
+        }
+    }
+
+    /// The route of one destination-tree step: the destination end port of `d`.
+    #[inline]
+    pub fn dest_port(&self, d: &Dest) -> PortId {
+        self.f.end_ports[d.ep as usize]
+    }
+}
+
+/// Status codes of the per-destination resolution.
+pub(crate) const ST_UNKNOWN: u32 = u32::MAX;
+const ST_ONSTACK: u32 = u32::MAX - 1;
+const ST_FAIL: u32 = u32::MAX - 32;
+
+#[inline]
+pub(crate) fn st_ok(c: u32) -> bool {
+    c < ST_FAIL
+}
+#[inline]
+fn st_fail(k: Failure) -> u32 {
+    ST_FAIL + k.code()
+}
+
+/// Resolves every switch for one destination: `st[s]` = switch hops to the destination
+/// (`st_ok`) or a failure code. `outp[s]` is the LFT entry of switch `s` for the destination.
+pub(crate) fn resolve(
+    net: &Net<'_>,
+    outp: &[u8],
+    dest: PortId,
+    st: &mut [u32],
+    stack: &mut Vec<u32>,
+) {
+    st.fill(ST_UNKNOWN);
+    for s0 in 0..st.len() {
+        if st[s0] != ST_UNKNOWN {
+            continue;
+        }
+        stack.clear();
+        let mut cur = s0;
+        let res = loop {
+            let c = st[cur];
+            if c == ST_ONSTACK {
+                break st_fail(Failure::Loop);
+            }
+            if c != ST_UNKNOWN {
+                break c;
+            }
+            match net.hop(cur, outp[cur]) {
+                Hop::Switch { sw, .. } => {
+                    st[cur] = ST_ONSTACK;
+                    stack.push(cur as u32);
+                    cur = sw as usize;
+                }
+                Hop::End { port, .. } => {
+                    let v = if port == dest {
+                        0
+                    } else {
+                        st_fail(Failure::Misdelivered)
+                    };
+                    st[cur] = v;
+                    break v;
+                }
+                Hop::Fail(k) => {
+                    let v = st_fail(k);
+                    st[cur] = v;
+                    break v;
+                }
+            }
+        };
+        let mut v = res;
+        for &c in stack.iter().rev() {
+            if st_ok(v) {
+                v += 1;
+            }
+            st[c as usize] = v;
+        }
+    }
+}
+
+/// One failing pair, for reports.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PairIssue {
+    /// Source end port.
+    pub src_port_id: PortId,
+    pub src: String,
+    pub src_port: u8,
+    pub dlid: Lid,
+    /// Name of the node owning `dlid`.
+    pub dest: String,
+    pub failure: Failure,
+    pub reason: &'static str,
+    /// The switch where the route breaks (for loops: the first switch visited twice).
+    pub at_switch: Option<String>,
+    pub at_guid: Option<String>,
+    /// The LFT entry there.
+    pub at_port: u8,
+}
+
+/// Counts and first examples of one failure class.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct IssueCount {
+    pub count: u64,
+    pub examples: Vec<PairIssue>,
+}
+
+/// Options of [`walk_all_with`].
+#[derive(Clone, Copy, Debug)]
+pub struct WalkOptions {
+    /// Examples kept per failure class.
+    pub max_examples: usize,
+    /// Accumulate per-channel loads (base LIDs).
+    pub loads: bool,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        WalkOptions {
+            max_examples: 10,
+            loads: true,
+        }
+    }
+}
+
+/// Result of walking all pairs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WalkReport {
+    pub end_ports: usize,
+    /// LIDs owned by live end ports (destinations walked).
+    pub dest_lids: usize,
+    /// All (source, destination LID) pairs of the fabric.
+    pub pairs_total: u64,
+    /// Pairs whose source or destination end port is dead under the mask.
+    pub pairs_excluded: u64,
+    /// Pairs walked (`pairs_total - pairs_excluded`).
+    pub pairs_checked: u64,
+    pub pairs_ok: u64,
+    /// Per failure kind.
+    pub failures: Vec<(Failure, u64)>,
+    pub unreachable_pairs: IssueCount,
+    pub loops: IssueCount,
+    pub black_holes: IssueCount,
+    pub misdelivered: IssueCount,
+    /// `hops_all[h]` = delivered pairs (every LID) with `h` switch-to-switch hops.
+    pub hops_all: Vec<u64>,
+    /// The same over base LIDs only (one destination per end port, like lft_stats.py).
+    pub hops_base: Vec<u64>,
+    /// Per directed channel (indexed by `ChannelId`): delivered (source end port, destination
+    /// end port) pairs routed over it, base LIDs only. Empty when loads were not asked for.
+    #[serde(skip)]
+    pub channel_load: Vec<u64>,
+}
+
+impl WalkReport {
+    /// True when every checked pair is delivered.
+    pub fn all_ok(&self) -> bool {
+        self.pairs_ok == self.pairs_checked
+    }
+    pub fn failed(&self, k: Failure) -> u64 {
+        self.failures
+            .iter()
+            .find(|(f, _)| *f == k)
+            .map_or(0, |x| x.1)
+    }
+}
+
+/// Outcome of one walked pair.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Outcome {
+    Delivered,
+    /// The route breaks at `switch` (None when it breaks at the source) whose LFT says `port`.
+    Failed {
+        failure: Failure,
+        switch: Option<NodeId>,
+        port: u8,
+    },
+}
+
+/// One pair's route.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PairWalk {
+    pub src: PortId,
+    pub dlid: Lid,
+    /// Channels in order: injection, switch-to-switch channels, ejection (when delivered).
+    pub channels: Vec<ChannelId>,
+    /// Switch-to-switch channels traversed.
+    pub sw_hops: u32,
+    pub outcome: Outcome,
+}
+
+impl PairWalk {
+    pub fn delivered(&self) -> bool {
+        self.outcome == Outcome::Delivered
+    }
+}
+
+/// Follows the tables for one pair (`src` is any port of an end node). A route visiting more
+/// switches than the fabric has is a loop. Without a cable (or with a dead one) at the source
+/// the route fails with `Unconnected` / `DeadChannel` at `switch: None`.
+pub fn walk_pair(
+    f: &Fabric,
+    r: &Routing,
+    mask: Option<&FaultMask>,
+    src: PortId,
+    dlid: Lid,
+) -> PairWalk {
+    let mut w = PairWalk {
+        src,
+        dlid,
+        channels: Vec::new(),
+        sw_hops: 0,
+        outcome: Outcome::Delivered,
+    };
+    let fail = |k, sw, port| Outcome::Failed {
+        failure: k,
+        switch: sw,
+        port,
+    };
+    let dest = f.lid_port(dlid);
+    let Some(c0) = f.out_channel(src) else {
+        w.outcome = fail(Failure::Unconnected, None, 0);
+        return w;
+    };
+    let src_node = f.port(src).node;
+    if mask.is_some_and(|m| !m.channel_alive(f, c0) || m.node_dead(src_node)) {
+        w.outcome = fail(Failure::DeadChannel, None, 0);
+        return w;
+    }
+    w.channels.push(c0);
+    let mut at = f.channel_dst(c0);
+    let mut visits = 0usize;
+    loop {
+        let node = f.port(at).node;
+        let si = f.switch_index[node.idx()];
+        if si == NONE {
+            if Some(at) != dest {
+                w.outcome = fail(Failure::Misdelivered, None, 0);
+            }
+            return w;
+        }
+        visits += 1;
+        let o = lft_entry(r, si as usize, dlid);
+        if visits > f.num_switches() {
+            w.outcome = fail(Failure::Loop, Some(node), o);
+            return w;
+        }
+        match decode_port(f, mask, node, o) {
+            Hop::Switch { ch, .. } => {
+                w.channels.push(ch);
+                w.sw_hops += 1;
+                at = f.channel_dst(ch);
+            }
+            Hop::End { port, ch } => {
+                w.channels.push(ch);
+                if Some(port) != dest {
+                    w.outcome = fail(Failure::Misdelivered, Some(node), o);
+                }
+                return w;
+            }
+            Hop::Fail(k) => {
+                w.outcome = fail(k, Some(node), o);
+                return w;
+            }
+        }
+    }
+}
+
+/// LFT entry of switch index `s` for `lid`; `NO_PORT` when outside the table (never panics on
+/// a table whose size does not match the fabric).
+#[inline]
+pub(crate) fn lft_entry(r: &Routing, s: usize, lid: Lid) -> u8 {
+    if lid > r.max_lid {
+        return NO_PORT;
+    }
+    r.lft
+        .get(s * r.stride() + lid as usize)
+        .copied()
+        .unwrap_or(NO_PORT)
+}
+
+/// Walks every pair. See the module documentation.
+pub fn walk_all(f: &Fabric, r: &Routing, mask: Option<&FaultMask>) -> WalkReport {
+    walk_all_with(f, r, mask, WalkOptions::default())
+}
+
+/// Destinations per block (LFT reads of one switch stay within a few cache lines).
+pub(crate) const BLOCK: usize = 64;
+
+struct Acc {
+    fails: [u64; 7],
+    ok: u64,
+    hops_all: Vec<u64>,
+    hops_base: Vec<u64>,
+    load: Vec<u64>,
+    /// Per switch: base destinations delivered from it.
+    okb: Vec<u64>,
+    /// End ports whose own base LID is delivered from their switch.
+    self_ok: Vec<u32>,
+    /// (class, dlid, source end-port index, failure)
+    examples: Vec<(FailureClass, Lid, u32, Failure)>,
+    class_seen: [usize; 4],
+    /// Per class: the LID of the last example taken (examples of one LID are never cut, so
+    /// that keeping the smallest (dlid, source) examples is independent of the thread split).
+    class_lid: [Lid; 4],
+    // scratch
+    outp: Vec<u8>,
+    st: Vec<u32>,
+    stack: Vec<u32>,
+    flow: Vec<u64>,
+    bucket: Vec<u32>,
+    order: Vec<u32>,
+}
+
+fn class_idx(c: FailureClass) -> usize {
+    match c {
+        FailureClass::Unreachable => 0,
+        FailureClass::Loop => 1,
+        FailureClass::BlackHole => 2,
+        FailureClass::Misdelivered => 3,
+    }
+}
+
+fn add_hist(h: &mut Vec<u64>, i: usize, w: u64) {
+    if h.len() <= i {
+        h.resize(i + 1, 0);
+    }
+    h[i] += w;
+}
+
+fn merge_hist(a: &mut Vec<u64>, b: &[u64]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+impl Acc {
+    fn new(net: &Net<'_>, opts: &WalkOptions) -> Acc {
+        let ns = net.num_switches();
+        Acc {
+            fails: [0; 7],
+            ok: 0,
+            hops_all: Vec::new(),
+            hops_base: Vec::new(),
+            load: if opts.loads {
+                vec![0; net.f.links.len() * 2]
+            } else {
+                Vec::new()
+            },
+            okb: if opts.loads { vec![0; ns] } else { Vec::new() },
+            self_ok: Vec::new(),
+            examples: Vec::new(),
+            class_seen: [0; 4],
+            class_lid: [0; 4],
+            outp: Vec::new(),
+            st: vec![ST_UNKNOWN; ns],
+            stack: Vec::new(),
+            flow: vec![0; ns],
+            bucket: Vec::new(),
+            order: Vec::new(),
+        }
+    }
+
+    fn merge(mut self, o: Acc, max_ex: usize) -> Acc {
+        for (a, b) in self.fails.iter_mut().zip(o.fails) {
+            *a += b;
+        }
+        self.ok += o.ok;
+        merge_hist(&mut self.hops_all, &o.hops_all);
+        merge_hist(&mut self.hops_base, &o.hops_base);
+        for (a, b) in self.load.iter_mut().zip(&o.load) {
+            *a += b;
+        }
+        for (a, b) in self.okb.iter_mut().zip(&o.okb) {
+            *a += b;
+        }
+        self.self_ok.extend_from_slice(&o.self_ok);
+        self.examples.extend_from_slice(&o.examples);
+        self.trim_examples(max_ex);
+        self
+    }
+
+    /// Keeps the `max_ex` smallest (dlid, source) examples of each class.
+    fn trim_examples(&mut self, max_ex: usize) {
+        self.examples.sort_unstable();
+        let mut kept = [0usize; 4];
+        self.examples.retain(|e| {
+            let k = &mut kept[class_idx(e.0)];
+            *k += 1;
+            *k <= max_ex
+        });
+        self.class_seen = kept.map(|k| k.min(max_ex));
+    }
+
+    fn example(&mut self, max_ex: usize, k: Failure, lid: Lid, src: u32) {
+        let c = k.class();
+        let i = class_idx(c);
+        if self.class_seen[i] < max_ex || self.class_lid[i] == lid {
+            self.class_seen[i] += 1;
+            self.class_lid[i] = lid;
+            self.examples.push((c, lid, src, k));
+        }
+    }
+
+    /// Charges one resolved destination.
+    fn account(&mut self, net: &Net<'_>, d: &Dest, outp: &[u8], opts: &WalkOptions) {
+        let dport = net.dest_port(d);
+        let sd = net.ep_sw[d.ep as usize];
+        for &s in &net.src_switches {
+            let s = s as usize;
+            let srcs = net.srcs_of(s);
+            let w = srcs.len() as u64 - u64::from(s as u32 == sd);
+            let c = self.st[s];
+            if st_ok(c) {
+                if d.base && opts.loads {
+                    self.okb[s] += 1;
+                }
+                if w == 0 {
+                    continue;
+                }
+                self.ok += w;
+                add_hist(&mut self.hops_all, c as usize, w);
+                if d.base {
+                    add_hist(&mut self.hops_base, c as usize, w);
+                }
+            } else {
+                if w == 0 {
+                    continue;
+                }
+                let k = Failure::from_code(c - ST_FAIL);
+                self.fails[k.code() as usize] += w;
+                if let Some(&src) = srcs.iter().find(|&&e| e != d.ep) {
+                    self.example(opts.max_examples, k, d.lid, src);
+                }
+            }
+        }
+        if d.base && opts.loads && sd != NONE && st_ok(self.st[sd as usize]) {
+            self.self_ok.push(d.ep);
+        }
+        // End ports cabled straight to another end node.
+        for &e in &net.direct_srcs {
+            if e == d.ep {
+                continue;
+            }
+            let c = net.ep_chan[e as usize];
+            if net.f.channel_dst(c) == dport {
+                self.ok += 1;
+                add_hist(&mut self.hops_all, 0, 1);
+                if d.base {
+                    add_hist(&mut self.hops_base, 0, 1);
+                    if opts.loads {
+                        self.load[c.idx()] += 1;
+                    }
+                }
+            } else {
+                self.fails[Failure::Misdelivered.code() as usize] += 1;
+                self.example(opts.max_examples, Failure::Misdelivered, d.lid, e);
+            }
+        }
+        if d.base && opts.loads {
+            self.charge_loads(net, d, outp);
+        }
+    }
+
+    /// Sums flows down the destination tree, farthest switches first.
+    fn charge_loads(&mut self, net: &Net<'_>, d: &Dest, outp: &[u8]) {
+        let ns = net.num_switches();
+        let sd = net.ep_sw[d.ep as usize];
+        let mut maxh = 0usize;
+        self.bucket.clear();
+        for s in 0..ns {
+            let c = self.st[s];
+            if st_ok(c) {
+                let h = c as usize;
+                if self.bucket.len() <= h + 1 {
+                    self.bucket.resize(h + 2, 0);
+                }
+                self.bucket[h + 1] += 1;
+                maxh = maxh.max(h);
+                let w = (net.sw_src_start[s + 1] - net.sw_src_start[s]) as u64
+                    - u64::from(s as u32 == sd);
+                self.flow[s] = w;
+            }
+        }
+        if self.bucket.is_empty() {
+            return;
+        }
+        for h in 0..=maxh {
+            self.bucket[h + 1] += self.bucket[h];
+        }
+        let total = self.bucket[maxh + 1] as usize;
+        self.order.clear();
+        self.order.resize(total, 0);
+        for s in 0..ns {
+            let c = self.st[s];
+            if st_ok(c) {
+                let slot = &mut self.bucket[c as usize];
+                self.order[*slot as usize] = s as u32;
+                *slot += 1;
+            }
+        }
+        for i in (0..total).rev() {
+            let s = self.order[i] as usize;
+            let fl = self.flow[s];
+            self.flow[s] = 0;
+            if fl == 0 {
+                continue;
+            }
+            match net.hop(s, outp[s]) {
+                Hop::Switch { sw, ch } => {
+                    self.load[ch.idx()] += fl;
+                    self.flow[sw as usize] += fl;
+                }
+                Hop::End { ch, .. } => self.load[ch.idx()] += fl,
+                Hop::Fail(_) => {}
+            }
+        }
+    }
+}
+
+/// [`walk_all`] with options.
+pub fn walk_all_with(
+    f: &Fabric,
+    r: &Routing,
+    mask: Option<&FaultMask>,
+    opts: WalkOptions,
+) -> WalkReport {
+    let net = Net::new(f, r, mask);
+    walk_net(&net, opts)
+}
+
+pub(crate) fn walk_net(net: &Net<'_>, opts: WalkOptions) -> WalkReport {
+    let f = net.f;
+    let ns = net.num_switches();
+    let max_ex = opts.max_examples;
+    let acc = net
+        .dests
+        .par_chunks(BLOCK)
+        .fold(
+            || Acc::new(net, &opts),
+            |mut acc, chunk| {
+                let mut outp = std::mem::take(&mut acc.outp);
+                net.gather(chunk.iter().map(|d| d.lid), chunk.len(), &mut outp);
+                for (b, d) in chunk.iter().enumerate() {
+                    let o = &outp[b * ns..(b + 1) * ns];
+                    let mut st = std::mem::take(&mut acc.st);
+                    resolve(net, o, net.dest_port(d), &mut st, &mut acc.stack);
+                    acc.st = st;
+                    acc.account(net, d, o, &opts);
+                }
+                acc.outp = outp;
+                acc
+            },
+        )
+        .reduce_with(|a, b| a.merge(b, max_ex));
+    let mut acc = acc.unwrap_or_else(|| Acc::new(net, &opts));
+    acc.trim_examples(max_ex);
+    if opts.loads {
+        // Injection channels: base destinations delivered from the source's switch, minus
+        // the source's own LID.
+        let mut own = vec![false; net.ep_sw.len()];
+        for &e in &acc.self_ok {
+            own[e as usize] = true;
+        }
+        for (e, &s) in net.ep_sw.iter().enumerate() {
+            if s != NONE && net.ep_live[e] {
+                let c = net.ep_chan[e];
+                acc.load[c.idx()] += acc.okb[s as usize] - u64::from(own[e]);
+            }
+        }
+    }
+
+    let live = net.live_sources();
+    let nd = net.dests.len() as u64;
+    let ne = f.end_ports.len() as u64;
+    let pairs_total = ne * net.all_ep_lids - net.all_ep_lids;
+    let pairs_checked = nd * live.saturating_sub(1);
+    let mut rep = WalkReport {
+        end_ports: f.end_ports.len(),
+        dest_lids: net.dests.len(),
+        pairs_total,
+        pairs_excluded: pairs_total - pairs_checked,
+        pairs_checked,
+        pairs_ok: acc.ok,
+        failures: Failure::ALL
+            .iter()
+            .map(|&k| (k, acc.fails[k.code() as usize]))
+            .filter(|x| x.1 > 0)
+            .collect(),
+        hops_all: acc.hops_all,
+        hops_base: acc.hops_base,
+        channel_load: acc.load,
+        ..Default::default()
+    };
+    for k in Failure::ALL {
+        let n = acc.fails[k.code() as usize];
+        match k.class() {
+            FailureClass::Unreachable => rep.unreachable_pairs.count += n,
+            FailureClass::Loop => rep.loops.count += n,
+            FailureClass::BlackHole => rep.black_holes.count += n,
+            FailureClass::Misdelivered => rep.misdelivered.count += n,
+        }
+    }
+    for &(c, lid, src, _) in &acc.examples {
+        let issue = describe_issue(net, src, lid);
+        match c {
+            FailureClass::Unreachable => rep.unreachable_pairs.examples.push(issue),
+            FailureClass::Loop => rep.loops.examples.push(issue),
+            FailureClass::BlackHole => rep.black_holes.examples.push(issue),
+            FailureClass::Misdelivered => rep.misdelivered.examples.push(issue),
+        }
+    }
+    rep
+}
+
+fn guid_str(g: u64) -> String {
+    format!("{g:#018x}")
+}
+
+fn describe_issue(net: &Net<'_>, src_ep: u32, lid: Lid) -> PairIssue {
+    let f = net.f;
+    let sp = f.end_ports[src_ep as usize];
+    // Re-walk with the same hop table (the mask is folded into it).
+    let w = walk_pair_net(net, sp, lid);
+    let (failure, sw, port) = match w.outcome {
+        Outcome::Failed {
+            failure,
+            switch,
+            port,
+        } => (failure, switch, port),
+        Outcome::Delivered => (Failure::NoRoute, None, 0),
+    };
+    let dest = f
+        .lid_port(lid)
+        .map(|p| f.node(f.port(p).node).name.clone())
+        .unwrap_or_default();
+    PairIssue {
+        src_port_id: sp,
+        src: f.node(f.port(sp).node).name.clone(),
+        src_port: f.port(sp).num,
+        dlid: lid,
+        dest,
+        failure,
+        reason: failure.describe(),
+        at_switch: sw.map(|n| f.node(n).name.clone()),
+        at_guid: sw.map(|n| guid_str(f.node(n).guid)),
+        at_port: port,
+    }
+}
+
+/// [`walk_pair`] using a precomputed hop table (mask already applied).
+pub(crate) fn walk_pair_net(net: &Net<'_>, src: PortId, dlid: Lid) -> PairWalk {
+    let f = net.f;
+    let mut w = PairWalk {
+        src,
+        dlid,
+        channels: Vec::new(),
+        sw_hops: 0,
+        outcome: Outcome::Delivered,
+    };
+    let dest = f.lid_port(dlid);
+    let e = net.ep_index.get(src.idx()).copied().unwrap_or(NONE);
+    if e == NONE || !net.ep_live[e as usize] {
+        w.outcome = Outcome::Failed {
+            failure: Failure::DeadChannel,
+            switch: None,
+            port: 0,
+        };
+        return w;
+    }
+    let c0 = net.ep_chan[e as usize];
+    w.channels.push(c0);
+    let s0 = net.ep_sw[e as usize];
+    if s0 == NONE {
+        if Some(f.channel_dst(c0)) != dest {
+            w.outcome = Outcome::Failed {
+                failure: Failure::Misdelivered,
+                switch: None,
+                port: 0,
+            };
+        }
+        return w;
+    }
+    let mut s = s0 as usize;
+    let mut visits = 0usize;
+    loop {
+        visits += 1;
+        let o = lft_entry(net.r, s, dlid);
+        let node = f.switches[s];
+        if visits > net.num_switches() {
+            w.outcome = Outcome::Failed {
+                failure: Failure::Loop,
+                switch: Some(node),
+                port: o,
+            };
+            return w;
+        }
+        match net.hop(s, o) {
+            Hop::Switch { sw, ch } => {
+                w.channels.push(ch);
+                w.sw_hops += 1;
+                s = sw as usize;
+            }
+            Hop::End { port, ch } => {
+                w.channels.push(ch);
+                if Some(port) != dest {
+                    w.outcome = Outcome::Failed {
+                        failure: Failure::Misdelivered,
+                        switch: Some(node),
+                        port: o,
+                    };
+                }
+                return w;
+            }
+            Hop::Fail(k) => {
+                w.outcome = Outcome::Failed {
+                    failure: k,
+                    switch: Some(node),
+                    port: o,
+                };
+                return w;
+            }
+        }
+    }
+}
