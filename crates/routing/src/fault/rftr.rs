@@ -27,6 +27,7 @@ use crate::tables::{PathSl, Routing, NUM_SLS};
 use fabric::{ChannelId, Fabric, FaultMask, Lid, LinkId, NodeId, NodeKind, NO_PORT};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// Marker in the selection table: source and destination share a switch.
 const SAME: u32 = NONE - 1;
@@ -74,10 +75,12 @@ pub struct FaultReport {
     pub max_transitions: u8,
 }
 
-/// Running state of RFTR over one fabric and one base routing.
+/// Running state of RFTR over one fabric and one base routing. Cloning it is cheap enough to
+/// branch fault scenarios from a common state.
+#[derive(Clone)]
 pub struct Rftr<'f> {
     f: &'f Fabric,
-    rule: Box<dyn TurnRule + 'f>,
+    rule: Arc<dyn TurnRule + 'f>,
     cfg: RftrConfig,
     pub mask: FaultMask,
     pub routing: Routing,
@@ -134,7 +137,7 @@ impl<'f> Rftr<'f> {
     pub fn new(
         f: &'f Fabric,
         base: &Routing,
-        rule: Box<dyn TurnRule + 'f>,
+        rule: Arc<dyn TurnRule + 'f>,
         cfg: RftrConfig,
     ) -> Result<Self, String> {
         if cfg.vls == 0 || cfg.vls > crate::tables::NUM_DATA_VLS {

@@ -1,0 +1,403 @@
+//! Fault sweeps: many scenarios of N inter-switch link faults, each applied in sequence by
+//! RFTR (and, for comparison, handled by full reconfiguration), with verdicts per scenario.
+//!
+//! The scenario space is indexed so that shards can run on separate machines:
+//! - exhaustive: scenario `i` is the `i`-th N-combination of the fabric's inter-switch links in
+//!   lexicographic order (combinatorial number system), faults applied in increasing link order;
+//! - sampled: scenario `i` is drawn from a generator seeded with (seed, i): N distinct links in
+//!   the drawn order.
+//!
+//! Shard `I/N` takes the scenarios whose index is `I mod N`. Only scenarios that keep the
+//! switch graph connected count; the others are skipped (and counted as skipped). Results are
+//! produced in index order, identical whatever the thread count.
+
+use super::reconf::compare;
+use super::rftr::{Fault, Rftr};
+use super::verify::{check_selected, selected_walks};
+use crate::cdg;
+use crate::engines::{Engine, RouteOptions};
+use crate::tables::Routing;
+use fabric::rng::Rng;
+use fabric::{Fabric, FaultMask, LinkId};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// How scenarios are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenarios {
+    Exhaustive,
+    Samples { count: u64, seed: u64 },
+}
+
+/// Sweep parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct SweepSpec {
+    pub faults: usize,
+    pub scenarios: Scenarios,
+    /// (index, count) of this shard.
+    pub shard: (u64, u64),
+    /// Also evaluate full reconfiguration (slower).
+    pub full: bool,
+}
+
+/// RFTR's verdict on one scenario.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RftrVerdict {
+    /// Every remaining pair routed after every fault.
+    pub supported: bool,
+    pub unsupported_pairs: u64,
+    pub sls: u8,
+    pub virtual_lids: u32,
+    pub transitions: u8,
+    /// The migration-union CDG was acyclic after every fault.
+    pub deadlock_free: bool,
+}
+
+/// Full reconfiguration's verdict on the same scenario.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FullVerdict {
+    pub supported: bool,
+    pub deadlock_free: bool,
+    pub changed_pairs: u64,
+    pub lft_blocks: u64,
+}
+
+/// One JSON line of a sweep.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    pub id: u64,
+    /// The failed links as `switch/port-switch/port` names, in application order.
+    pub faults: Vec<String>,
+    pub supported: bool,
+    pub sls: u8,
+    pub virtual_lids: u32,
+    pub transitions: u8,
+    pub deadlock_free: bool,
+    pub unsupported_pairs: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full: Option<FullVerdict>,
+}
+
+/// The inter-switch links of a fabric (the fault candidates), in link order.
+pub fn switch_links(f: &Fabric) -> Vec<LinkId> {
+    (0..f.links.len() as u32)
+        .map(LinkId)
+        .filter(|&l| {
+            let k = f.link(l);
+            let (a, b) = (f.port(k.a).node, f.port(k.b).node);
+            a != b && f.is_switch(a) && f.is_switch(b)
+        })
+        .collect()
+}
+
+/// `name[port]-name[port]` for a link.
+pub fn link_name(f: &Fabric, l: LinkId) -> String {
+    let k = f.link(l);
+    let (a, b) = (f.port(k.a), f.port(k.b));
+    format!(
+        "{}/{}-{}/{}",
+        f.node(a.node).name,
+        a.num,
+        f.node(b.node).name,
+        b.num
+    )
+}
+
+/// Binomial coefficient, saturating at u64::MAX.
+pub fn binomial(n: u64, k: u64) -> u64 {
+    if k > n {
+        return 0;
+    }
+    let k = k.min(n - k);
+    let mut r: u128 = 1;
+    for i in 0..k {
+        r = r * (n - i) as u128 / (i + 1) as u128;
+        if r > u64::MAX as u128 {
+            return u64::MAX;
+        }
+    }
+    r as u64
+}
+
+/// The `idx`-th k-combination of 0..n in lexicographic order.
+pub fn unrank_combination(n: u64, k: u64, mut idx: u64, out: &mut Vec<u64>) {
+    out.clear();
+    let mut start = 0u64;
+    for pos in 0..k {
+        let rest = k - pos - 1;
+        let mut c = start;
+        loop {
+            let cnt = binomial(n - c - 1, rest);
+            if idx < cnt {
+                break;
+            }
+            idx -= cnt;
+            c += 1;
+        }
+        out.push(c);
+        start = c + 1;
+    }
+}
+
+/// Number of scenarios in the space (before the connectivity filter).
+pub fn space_size(f: &Fabric, spec: &SweepSpec) -> u64 {
+    match spec.scenarios {
+        Scenarios::Exhaustive => binomial(switch_links(f).len() as u64, spec.faults as u64),
+        Scenarios::Samples { count, .. } => count,
+    }
+}
+
+/// True when the live switch graph stays connected with `dead` links removed.
+fn connected(f: &Fabric, dead: &[LinkId]) -> bool {
+    let ns = f.num_switches();
+    let mut parent: Vec<u32> = (0..ns as u32).collect();
+    fn find(p: &mut [u32], mut x: u32) -> u32 {
+        while p[x as usize] != x {
+            p[x as usize] = p[p[x as usize] as usize];
+            x = p[x as usize];
+        }
+        x
+    }
+    let mut comps = ns;
+    for (l, k) in f.links.iter().enumerate() {
+        if dead.contains(&LinkId(l as u32)) {
+            continue;
+        }
+        let (a, b) = (
+            f.switch_index[f.port(k.a).node.idx()],
+            f.switch_index[f.port(k.b).node.idx()],
+        );
+        if a == u32::MAX || b == u32::MAX {
+            continue;
+        }
+        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+        if ra != rb {
+            parent[ra as usize] = rb;
+            comps -= 1;
+        }
+    }
+    comps <= 1
+}
+
+/// Shared inputs of a sweep.
+pub struct SweepContext<'f> {
+    pub fabric: &'f Fabric,
+    /// RFTR state on the fault-free fabric (cloned per scenario).
+    pub start: Rftr<'f>,
+    pub base: Routing,
+    pub engine: &'f dyn Engine,
+    pub opts: RouteOptions,
+}
+
+impl std::fmt::Debug for SweepContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SweepContext").finish_non_exhaustive()
+    }
+}
+
+/// The faults of scenario `id`, or None if the space has no such scenario.
+pub fn scenario_faults(f: &Fabric, links: &[LinkId], spec: &SweepSpec, id: u64) -> Vec<LinkId> {
+    match spec.scenarios {
+        Scenarios::Exhaustive => {
+            let mut idx = Vec::new();
+            unrank_combination(links.len() as u64, spec.faults as u64, id, &mut idx);
+            idx.into_iter().map(|i| links[i as usize]).collect()
+        }
+        Scenarios::Samples { seed, .. } => {
+            let mut rng = Rng::new(seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut chosen: Vec<LinkId> = Vec::with_capacity(spec.faults);
+            let n = spec.faults.min(links.len());
+            while chosen.len() < n {
+                let l = links[rng.below(links.len() as u64) as usize];
+                if !chosen.contains(&l) {
+                    chosen.push(l);
+                }
+            }
+            let _ = f;
+            chosen
+        }
+    }
+}
+
+/// Evaluates one scenario; None when its faults disconnect the fabric.
+pub fn evaluate(ctx: &SweepContext<'_>, id: u64, faults: &[LinkId], full: bool) -> Option<ScenarioResult> {
+    let f = ctx.fabric;
+    if !connected(f, faults) {
+        return None;
+    }
+    let mut r = ctx.start.clone();
+    let mut verdict = RftrVerdict {
+        supported: true,
+        deadlock_free: true,
+        ..Default::default()
+    };
+    for &l in faults {
+        let before = selected_walks(&r);
+        let rep = r.apply(Fault::Link(l));
+        verdict.unsupported_pairs += rep.unsupported_pairs;
+        let chk = check_selected(&r, Some(&before));
+        if !chk.deadlock_free {
+            verdict.deadlock_free = false;
+        }
+        if chk.undelivered > 0 {
+            verdict.supported = false;
+        }
+    }
+    verdict.supported &= verdict.unsupported_pairs == 0;
+    let full = if full {
+        let mut mask = FaultMask::none(f);
+        for &l in faults {
+            mask.fail_link(l);
+        }
+        Some(match ctx.engine.route(f, &mask, &ctx.opts) {
+            Ok(routing) => {
+                let rep = compare(f, &mask, &ctx.base, &routing);
+                let chk = cdg::check(f, &routing, Some(&mask));
+                FullVerdict {
+                    supported: rep.unrouted_pairs == 0,
+                    deadlock_free: chk.deadlock_free,
+                    changed_pairs: rep.changed_pairs,
+                    lft_blocks: rep.delta.lft_blocks as u64,
+                }
+            }
+            Err(_) => FullVerdict::default(),
+        })
+    } else {
+        None
+    };
+    Some(ScenarioResult {
+        id,
+        faults: faults.iter().map(|&l| super::sweep::link_name(f, l)).collect(),
+        supported: verdict.supported,
+        sls: r.sls_used(),
+        virtual_lids: r.max_virtual_lids(),
+        transitions: r.max_transitions(),
+        deadlock_free: verdict.deadlock_free,
+        unsupported_pairs: verdict.unsupported_pairs,
+        full,
+    })
+}
+
+/// Progress of a sweep, reported after each chunk.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SweepProgress {
+    pub done: u64,
+    pub total: u64,
+    pub skipped_disconnected: u64,
+}
+
+/// Runs this shard's scenarios in index order; `emit` receives each connected scenario's
+/// result and `progress` is called after every chunk. Returns the final progress.
+pub fn run(
+    ctx: &SweepContext<'_>,
+    spec: &SweepSpec,
+    mut emit: impl FnMut(&ScenarioResult),
+    mut progress: impl FnMut(SweepProgress),
+) -> SweepProgress {
+    let f = ctx.fabric;
+    let links = switch_links(f);
+    let size = space_size(f, spec);
+    let (shard, shards) = spec.shard;
+    let mine: u64 = if size > shard {
+        (size - shard).div_ceil(shards.max(1))
+    } else {
+        0
+    };
+    let mut p = SweepProgress {
+        total: mine,
+        ..Default::default()
+    };
+    let chunk = 4096u64;
+    let mut k = 0u64;
+    while k < mine {
+        let hi = (k + chunk).min(mine);
+        let results: Vec<Option<ScenarioResult>> = (k..hi)
+            .into_par_iter()
+            .map(|j| {
+                let id = shard + j * shards.max(1);
+                let faults = scenario_faults(f, &links, spec, id);
+                evaluate(ctx, id, &faults, spec.full)
+            })
+            .collect();
+        for r in &results {
+            match r {
+                Some(r) => emit(r),
+                None => p.skipped_disconnected += 1,
+            }
+        }
+        p.done = hi;
+        progress(p);
+        k = hi;
+    }
+    p
+}
+
+/// Aggregate of many scenario lines (what the fault-tolerance table shows).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SweepSummary {
+    pub scenarios: u64,
+    pub supported: u64,
+    pub supported_pct: f64,
+    pub deadlock_free: u64,
+    pub max_sls: u8,
+    pub max_virtual_lids: u32,
+    pub max_transitions: u8,
+    pub full_scenarios: u64,
+    pub full_supported: u64,
+    pub full_deadlock_free: u64,
+    pub full_mean_changed_pairs: f64,
+}
+
+impl SweepSummary {
+    pub fn of<'a>(results: impl Iterator<Item = &'a ScenarioResult>) -> SweepSummary {
+        let mut s = SweepSummary::default();
+        let mut changed = 0u64;
+        for r in results {
+            s.scenarios += 1;
+            s.supported += u64::from(r.supported);
+            s.deadlock_free += u64::from(r.deadlock_free);
+            s.max_sls = s.max_sls.max(r.sls);
+            s.max_virtual_lids = s.max_virtual_lids.max(r.virtual_lids);
+            s.max_transitions = s.max_transitions.max(r.transitions);
+            if let Some(fv) = &r.full {
+                s.full_scenarios += 1;
+                s.full_supported += u64::from(fv.supported);
+                s.full_deadlock_free += u64::from(fv.deadlock_free);
+                changed += fv.changed_pairs;
+            }
+        }
+        if s.scenarios > 0 {
+            s.supported_pct = 100.0 * s.supported as f64 / s.scenarios as f64;
+        }
+        if s.full_scenarios > 0 {
+            s.full_mean_changed_pairs = changed as f64 / s.full_scenarios as f64;
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unranking_enumerates_all_combinations_in_order() {
+        let (n, k) = (7u64, 3u64);
+        let total = binomial(n, k);
+        assert_eq!(total, 35);
+        let mut prev: Option<Vec<u64>> = None;
+        let mut v = Vec::new();
+        for i in 0..total {
+            unrank_combination(n, k, i, &mut v);
+            assert_eq!(v.len(), 3);
+            assert!(v.windows(2).all(|w| w[0] < w[1]) && v[2] < n);
+            if let Some(p) = &prev {
+                assert!(p < &v, "lexicographic order");
+            }
+            prev = Some(v.clone());
+        }
+        assert_eq!(prev.unwrap(), vec![4, 5, 6]);
+        assert_eq!(binomial(128, 4), 10_668_000);
+        assert_eq!(binomial(200, 100), u64::MAX);
+    }
+}

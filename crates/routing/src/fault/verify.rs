@@ -1,0 +1,140 @@
+//! Independent verification of an RFTR state from its tables: every selected
+//! (source end port, DLID, SL) is walked through the LFTs and SL2VL tables, and the channel
+//! dependency graph over (channel, VL) of those walks — optionally together with the
+//! surviving prefixes of the paths in use before the last fault (the migration union) — is
+//! searched for cycles with the checker's SCC routine.
+
+use super::rftr::Rftr;
+use crate::cdg::cyclic_sccs;
+use crate::tables::{Routing, NUM_SLS};
+use fabric::{ChannelId, Fabric, FaultMask, Lid, NO_PORT};
+use rayon::prelude::*;
+use serde::Serialize;
+
+/// A walk: the inter-switch hops with their VLs, and whether it reached the destination.
+pub type Hops = Vec<(ChannelId, u8)>;
+
+/// Verdict on one state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SelectedCheck {
+    /// Selected pairs walked.
+    pub pairs: u64,
+    /// Selected pairs whose walk does not arrive (must be 0).
+    pub undelivered: u64,
+    /// Largest VL seen on an inter-switch hop, plus one.
+    pub vls_used: u8,
+    /// Cyclic strongly connected components in the dependency graph.
+    pub cyclic_sccs: usize,
+    pub deadlock_free: bool,
+}
+
+/// Walks source end port `src` to `dlid` with its SL; hops up to the first failure.
+pub fn walk_vl(
+    f: &Fabric,
+    r: &Routing,
+    mask: &FaultMask,
+    src: usize,
+    dst: usize,
+    dlid: Lid,
+    out: &mut Hops,
+) -> bool {
+    out.clear();
+    let sp = f.end_ports[src];
+    let target = f.end_ports[dst];
+    let sl = r.path_sl.get(src, dlid);
+    let Some(first) = f.attached_switch(sp) else {
+        return false;
+    };
+    let mut node = f.port(first).node;
+    let mut inp = f.port(first).num;
+    for _ in 0..=f.num_switches() {
+        let s = f.switch_index[node.idx()] as usize;
+        let port = r.out_port(s, dlid);
+        if port == NO_PORT || port == 0 || port > f.node(node).nports {
+            return false;
+        }
+        let Some(c) = f.out_channel(f.port_id(node, port)) else {
+            return false;
+        };
+        if !mask.channel_alive(f, c) {
+            return false;
+        }
+        let far = f.channel_dst(c);
+        if far == target {
+            return true;
+        }
+        let nn = f.port(far).node;
+        if !f.is_switch(nn) {
+            return false;
+        }
+        out.push((c, r.sl2vl.vl(node, inp, port, sl)));
+        node = nn;
+        inp = f.port(far).num;
+    }
+    false
+}
+
+/// The walks of every selected pair of `r` (in pair order).
+pub fn selected_walks(r: &Rftr<'_>) -> Vec<(bool, Hops)> {
+    let f = r.fabric();
+    r.selected_pairs()
+        .par_iter()
+        .map(|&(s, d, l)| {
+            let mut h = Vec::new();
+            let ok = walk_vl(f, &r.routing, &r.mask, s as usize, d as usize, l, &mut h);
+            (ok, h)
+        })
+        .collect()
+}
+
+/// Checks the current state; `before` are walks taken before the last fault (their prefixes
+/// up to the first dead channel are added to the dependency graph).
+pub fn check_selected(r: &Rftr<'_>, before: Option<&[(bool, Hops)]>) -> SelectedCheck {
+    let f = r.fabric();
+    let walks = selected_walks(r);
+    let mut out = SelectedCheck {
+        pairs: walks.len() as u64,
+        ..Default::default()
+    };
+    let nv = f.links.len() * 2 * NUM_SLS;
+    let v = |c: ChannelId, vl: u8| (c.idx() * NUM_SLS + vl as usize) as u32;
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    let add = |hops: &[(ChannelId, u8)], edges: &mut Vec<(u32, u32)>, vmax: &mut u8| {
+        for w in hops.windows(2) {
+            edges.push((v(w[0].0, w[0].1), v(w[1].0, w[1].1)));
+        }
+        for &(_, vl) in hops {
+            *vmax = (*vmax).max(vl + 1);
+        }
+    };
+    let mut vmax = 0u8;
+    for (ok, h) in &walks {
+        if !ok {
+            out.undelivered += 1;
+        }
+        add(h, &mut edges, &mut vmax);
+    }
+    if let Some(prev) = before {
+        for (_, h) in prev {
+            let live = h
+                .iter()
+                .take_while(|&&(c, _)| r.mask.channel_alive(f, c))
+                .count();
+            add(&h[..live], &mut edges, &mut vmax);
+        }
+    }
+    edges.par_sort_unstable();
+    edges.dedup();
+    let mut offsets = vec![0usize; nv + 1];
+    for &(a, _) in &edges {
+        offsets[a as usize + 1] += 1;
+    }
+    for i in 0..nv {
+        offsets[i + 1] += offsets[i];
+    }
+    let targets: Vec<u32> = edges.iter().map(|&(_, b)| b).collect();
+    out.cyclic_sccs = cyclic_sccs(nv, &offsets, &targets).len();
+    out.deadlock_free = out.cyclic_sccs == 0;
+    out.vls_used = vmax;
+    out
+}
