@@ -375,10 +375,8 @@ fn assign_lids(f: &mut Fabric, lmc: u8) -> Result<(), BuildError> {
             continue;
         }
         let base = port.lid as usize;
+        // A LID not aligned to its LMC block is kept as given (OpenSM would report it).
         let n = 1usize << port.lmc;
-        if base % n != 0 {
-            // A LID that is not aligned to its LMC block: keep it, as OpenSM would report it.
-        }
         let end = base + n;
         if end - 1 > MAX_UNICAST_LID as usize {
             return err(format!(
