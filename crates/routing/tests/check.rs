@@ -1023,3 +1023,165 @@ fn ebb_equals_orcs_reference_on_fixed_patterns() {
         Err(e) => eprintln!("python3 not runnable ({e}); compared with committed values only"),
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Generated fabrics, real engines, and the shared lft_stats.py reference
+// ---------------------------------------------------------------------------------------------
+
+fn generated(spec: &str, engine: &str) -> (Fabric, Routing) {
+    let f = spec
+        .parse::<fabric::gen::TopoSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
+    let e = routing::engines::by_name(engine).unwrap();
+    let r = e
+        .route(
+            &f,
+            &FaultMask::none(&f),
+            &routing::engines::RouteOptions::default(),
+        )
+        .unwrap();
+    (f, r)
+}
+
+#[test]
+fn generated_fabrics_with_engines() {
+    // Up*/Down* is deadlock-free by construction; DOR on a torus without datelines is not.
+    let (f, r) = generated("torus 4x4 hcas=2", "updn");
+    let rep = check(&f, &r, None);
+    assert!(rep.ok(), "updn on a torus: {:?}", rep.cycles.first());
+    let (f, r) = generated("torus 4x4 hcas=2", "dor");
+    let rep = check(&f, &r, None);
+    assert!(rep.pairs.ok == rep.pairs.checked);
+    assert!(!rep.deadlock_free, "DOR on a 4x4 torus has credit loops");
+    // One loop per ring direction at least: 4 rows + 4 columns, 2 directions each.
+    assert!(rep.cycles.len() >= 1);
+    for c in &rep.cycles {
+        assert!(c.witness.len() >= 2);
+        assert!(c.witness.iter().all(|h| h.example.is_some()));
+    }
+    // DOR on a mesh is deadlock-free.
+    let (f, r) = generated("mesh 4x4 hcas=2", "dor");
+    assert!(check(&f, &r, None).ok());
+    // ftree on a k-ary n-tree: deadlock-free and every link of a level equally loaded.
+    let (f, r) = generated("ktree 4 3", "ftree");
+    assert!(check(&f, &r, None).ok());
+    let m = route_metrics(&f, &r, None);
+    assert!(m.classes.len() >= 4, "{:?}", m.classes);
+    for c in &m.classes {
+        assert_eq!(
+            c.stats.min, c.stats.max,
+            "ftree class {} unbalanced",
+            c.class
+        );
+    }
+}
+
+/// Runs `shared/tools/lft_stats.py --cdg --json` on our dumps; None when unavailable.
+fn lft_stats(f: &Fabric, r: &Routing, tag: &str) -> Option<serde_json::Value> {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/lft_stats.py");
+    if !script.exists() {
+        eprintln!("lft_stats.py not found at {}", script.display());
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("fabroute-check-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    std::fs::write(dir.join("subnet.lst"), subnet_lst(f)).ok()?;
+    std::fs::write(dir.join("lfts.dump"), lfts_dump(f, r)).ok()?;
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg("--lfts")
+        .arg(dir.join("lfts.dump"))
+        .arg("--subnet")
+        .arg(dir.join("subnet.lst"))
+        .arg("--cdg")
+        .arg("--json")
+        .arg(dir.join("out.json"))
+        .output()
+        .ok()?;
+    let text = std::fs::read_to_string(dir.join("out.json"));
+    let _ = std::fs::remove_dir_all(&dir);
+    match text {
+        Ok(t) => Some(serde_json::from_str(&t).unwrap()),
+        Err(_) => panic!(
+            "lft_stats.py failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+#[test]
+fn agrees_with_lft_stats_reference() {
+    let cases = [
+        ("torus 4x4 hcas=2", "dor"),
+        ("torus 4x4 hcas=2", "updn"),
+        ("ktree 4 3", "ftree"),
+        ("dragonfly 4 2 2", "minhop"),
+        ("leafspine leaves=6 spines=3 hosts=4", "minhop"),
+    ];
+    for (i, (spec, engine)) in cases.iter().enumerate() {
+        let (f, r) = generated(spec, engine);
+        let Some(py) = lft_stats(&f, &r, &i.to_string()) else {
+            return;
+        };
+        let m = route_metrics(&f, &r, None);
+        let rep = check(&f, &r, None);
+        let what = format!("{spec} / {engine}");
+        assert_eq!(py["pairs_total"].as_u64(), Some(m.pairs), "{what}");
+        assert_eq!(py["pairs_ok"].as_u64(), Some(m.pairs_ok), "{what}");
+        let hist: BTreeMap<String, u64> = m
+            .hop_histogram
+            .iter()
+            .enumerate()
+            .filter(|x| *x.1 > 0)
+            .map(|(h, &c)| (h.to_string(), c))
+            .collect();
+        let py_hist: BTreeMap<String, u64> =
+            serde_json::from_value(py["sw_hops_hist"].clone()).unwrap();
+        assert_eq!(py_hist, hist, "{what}");
+        assert_eq!(
+            py["directed_sw_links"].as_u64(),
+            Some(m.link_load.links as u64),
+            "{what}"
+        );
+        assert_eq!(
+            py["link_load_max"].as_u64(),
+            Some(m.link_load.max),
+            "{what}"
+        );
+        assert_eq!(
+            py["link_load_min"].as_u64(),
+            Some(m.link_load.min),
+            "{what}"
+        );
+        assert_eq!(
+            py["links_unused"].as_u64(),
+            Some(m.link_load.unused as u64),
+            "{what}"
+        );
+        let close = |k: &str, v: f64| {
+            let p = py[k].as_f64().unwrap();
+            assert!((p - v).abs() <= 5e-4, "{what}: {k} python {p} ours {v}");
+        };
+        close("link_load_mean", m.link_load.mean);
+        close("link_load_stddev", m.link_load.stddev);
+        // Single-VL CDG (no path SLs given to the script): same verdict and size.
+        assert_eq!(
+            py["cdg_acyclic"].as_bool(),
+            Some(rep.deadlock_free),
+            "{what}"
+        );
+        assert_eq!(
+            py["cdg_nodes"].as_u64(),
+            Some(rep.cdg.vertices as u64),
+            "{what}"
+        );
+        assert_eq!(
+            py["cdg_edges"].as_u64(),
+            Some(rep.cdg.edges as u64),
+            "{what}"
+        );
+    }
+}
