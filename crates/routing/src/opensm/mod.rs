@@ -37,7 +37,7 @@ mod psl;
 mod sl2vl;
 mod subnet_lst;
 
-pub use fdbs::{read_fdbs, route_hops, write_fdbs, write_mcfdbs, HopTable};
+pub use fdbs::{read_fdbs, route_hops, write_fdbs, write_mcfdbs, HopTable, HOPS_NONE};
 pub use lfts::{read_lfts, write_lfts, LftLoad};
 pub use psl::{collapse_path_sl, read_psl, write_psl, PslLoad};
 pub use sl2vl::{read_sl2vl, write_sl2vl, Sl2VlLoad};
