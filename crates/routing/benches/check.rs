@@ -133,6 +133,20 @@ fn bench(c: &mut Criterion) {
     g.bench_function("check", |b| {
         b.iter(|| black_box(routing::cdg::check(&f, &r, None)))
     });
+    g.bench_function("ebb_bisect_100_runs", |b| {
+        b.iter(|| {
+            black_box(routing::metrics::ebb(
+                &f,
+                &r,
+                None,
+                routing::metrics::EbbOptions {
+                    pattern: routing::metrics::EbbPattern::Bisect,
+                    runs: 100,
+                    seed: 1,
+                },
+            ))
+        })
+    });
     g.finish();
 }
 

@@ -1185,3 +1185,52 @@ fn agrees_with_lft_stats_reference() {
         );
     }
 }
+
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    let (f, r) = generated("torus 4x4 hcas=2 lmc=1", "dor");
+    let (mut f2, mut r2) = random_case(7);
+    r2.path_sl = PathSl::PerPair {
+        stride: r2.stride(),
+        sl: (0..r2.stride() * f2.end_ports.len())
+            .map(|i| (i % 3) as u8)
+            .collect(),
+    };
+    f2.hints.level.clear();
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let opts = WalkOptions {
+                max_examples: 2,
+                loads: true,
+            };
+            (
+                walk_all_with(&f, &r, None, opts),
+                check(&f, &r, None),
+                walk_all_with(&f2, &r2, None, opts),
+                check(&f2, &r2, None),
+                ebb(
+                    &f,
+                    &r,
+                    None,
+                    EbbOptions {
+                        pattern: EbbPattern::BisectFbSym,
+                        runs: 20,
+                        seed: 3,
+                    },
+                )
+                .unwrap(),
+            )
+        })
+    };
+    let one = run(1);
+    let two = run(2);
+    let four = run(4);
+    assert_eq!(one, two);
+    assert_eq!(one, four);
+    assert!(!one.1.deadlock_free);
+    assert!(one.2.unreachable_pairs.count + one.2.loops.count + one.2.black_holes.count > 0);
+}
