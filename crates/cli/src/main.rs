@@ -28,6 +28,8 @@ enum Command {
     Info(cmd::info::Args),
     /// Convert a fabric between formats (input format detected from the content).
     Convert(cmd::convert::Args),
+    /// Fail links or switches and repair with RFTR (full reconfiguration beside it).
+    Fault(cmd::fault::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Command::Gen(a) => cmd::gen::run(a),
         Command::Info(a) => cmd::info::run(a),
         Command::Convert(a) => cmd::convert::run(a),
+        Command::Fault(a) => cmd::fault::run(a),
     };
     match result {
         Ok(code) => code,

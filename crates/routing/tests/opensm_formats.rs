@@ -315,6 +315,7 @@ fn lmc_and_failed_link_runs_rewrite_byte_identically() {
         let opts = SubnetLstOptions {
             sm_node: Some(sm_node(&f)),
             revision: 0xA1,
+            ..Default::default()
         };
         assert_same(&write_subnet_lst(&f, &opts), s(&lst), run);
         let lfts = read(&dir.join("opensm-lfts.dump"));
@@ -977,6 +978,7 @@ fn write_set_emits_the_sl_files_only_when_needed() {
         subnet_lst: SubnetLstOptions {
             sm_node: Some(sm_node(&f)),
             revision: 0xA1,
+            ..Default::default()
         },
         ..SetOptions::default()
     };

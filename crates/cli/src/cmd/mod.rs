@@ -1,3 +1,4 @@
 pub mod convert;
+pub mod fault;
 pub mod gen;
 pub mod info;

@@ -102,10 +102,19 @@ pub struct Rftr<'f> {
     /// Everything pushed since the start.
     pub delta: Delta,
     pub reports: Vec<FaultReport>,
+    // Caches valid during one `apply` (dead hops do not change inside it): best prefixes per
+    // source switch, and suffix tables per (end, LID offset).
+    pre_cache: FxHashMap<u32, PrefixMap>,
+    suf_cache: FxHashMap<(u32, u32), Vec<Option<Suffix>>>,
     // scratch
     stamp: Vec<u32>,
     stamp_gen: u32,
 }
+
+/// Best prefix per (join switch, input channel): (VL at the join, hops, path, hops taken).
+type PrefixMap = FxHashMap<(u32, u32), (u8, u32, PathId, u32)>;
+/// From a switch toward an end: (hops, transitions inside, first channel).
+type Suffix = (u32, u8, ChannelId);
 
 impl std::fmt::Debug for Rftr<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -208,6 +217,8 @@ impl<'f> Rftr<'f> {
             lmc,
             delta: Delta::default(),
             reports: Vec::new(),
+            pre_cache: FxHashMap::default(),
+            suf_cache: FxHashMap::default(),
             stamp: vec![0; ns],
             stamp_gen: 0,
         };
@@ -339,6 +350,8 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
+        self.pre_cache.clear();
+        self.suf_cache.clear();
         let mut report = FaultReport::default();
         // Drop pairs of end ports on a failed switch.
         for &e in &dropped_ends {
@@ -405,32 +418,32 @@ impl<'f> Rftr<'f> {
         report
     }
 
-    /// Best prefixes from switch `s`: per (join switch, input channel) the fewest transitions,
-    /// then fewest hops. Returns (switch, in channel or NONE, vl at join, hops, path, len).
-    fn prefixes(&self, s: u32) -> Vec<(u32, u32, u8, u32, PathId, u32)> {
+    /// Adds the live prefixes of path `p` to a prefix map.
+    fn add_prefixes(&self, p: PathId, best: &mut PrefixMap) {
         let f = self.f;
-        let mut best: FxHashMap<(u32, u32), (u8, u32, PathId, u32)> = FxHashMap::default();
-        best.insert((s, NONE), (0, 0, NONE, 0));
-        for &p in &self.paths.by_src[s as usize] {
-            let live = self.paths.live_prefix(p);
-            let hops = self.paths.hops_of(p);
-            let vls = self.paths.vls_of(p);
-            for i in 0..live {
-                let c = hops[i];
-                let v = f.switch_index[f.port(f.channel_dst(c)).node.idx()];
-                let cand = (vls[i], i as u32 + 1, p, i as u32 + 1);
-                let e = best.entry((v, c.0)).or_insert(cand);
-                if (cand.0, cand.1) < (e.0, e.1) {
-                    *e = cand;
-                }
+        let live = self.paths.live_prefix(p);
+        let hops = self.paths.hops_of(p);
+        let vls = self.paths.vls_of(p);
+        for i in 0..live {
+            let c = hops[i];
+            let v = f.switch_index[f.port(f.channel_dst(c)).node.idx()];
+            let cand = (vls[i], i as u32 + 1, p, i as u32 + 1);
+            let e = best.entry((v, c.0)).or_insert(cand);
+            if (cand.0, cand.1) < (e.0, e.1) {
+                *e = cand;
             }
         }
-        let mut v: Vec<_> = best
-            .into_iter()
-            .map(|((c, inch), (vl, h, p, len))| (c, inch, vl, h, p, len))
-            .collect();
-        v.sort_unstable();
-        v
+    }
+
+    /// Best prefixes from switch `s`: per (join switch, input channel) the fewest transitions,
+    /// then fewest hops (the empty prefix at `s` itself included).
+    fn prefixes(&self, s: u32) -> PrefixMap {
+        let mut best = PrefixMap::default();
+        best.insert((s, NONE), (0, 0, NONE, 0));
+        for &p in &self.paths.by_src[s as usize] {
+            self.add_prefixes(p, &mut best);
+        }
+        best
     }
 
     /// For LID offset `off` of end `e`: per switch, (hops to e, transitions inside the
@@ -520,14 +533,24 @@ impl<'f> Rftr<'f> {
         let s = self.slot_switch[slot as usize];
         let t = self.end_sw[e as usize];
         let max_trans = self.cfg.vls - 1;
-        let pre = self.prefixes(s);
+        if !self.pre_cache.contains_key(&s) {
+            let m = self.prefixes(s);
+            self.pre_cache.insert(s, m);
+        }
         let offs: Vec<u32> = (0..128u32)
             .filter(|&k| self.lid_used[e as usize] >> k & 1 == 1)
             .collect();
-        let sufs: Vec<(u32, Vec<Option<(u32, u8, ChannelId)>>)> =
-            offs.iter().map(|&k| (k, self.suffixes(e, k))).collect();
+        for &k in &offs {
+            if !self.suf_cache.contains_key(&(e, k)) {
+                let v = self.suffixes(e, k);
+                self.suf_cache.insert((e, k), v);
+            }
+        }
+        let pre = &self.pre_cache[&s];
+        let sufs: Vec<(u32, &Vec<Option<Suffix>>)> =
+            offs.iter().map(|&k| (k, &self.suf_cache[&(e, k)])).collect();
         let mut cands: Vec<Cand> = Vec::new();
-        for &(c, inch, vl, h, p, len) in &pre {
+        for (&(c, inch), &(vl, h, p, len)) in pre {
             if c == t {
                 cands.push(Cand {
                     trans: vl,
@@ -539,7 +562,7 @@ impl<'f> Rftr<'f> {
                 });
                 continue;
             }
-            for (k, suf) in &sufs {
+            for &(k, suf) in &sufs {
                 let Some((sh, st, first)) = suf[c as usize] else {
                     continue;
                 };
@@ -558,37 +581,58 @@ impl<'f> Rftr<'f> {
                     c,
                     pre_path: p,
                     pre_len: len,
-                    suf_off: *k,
+                    suf_off: k,
                 });
             }
         }
-        cands.sort_unstable_by_key(|c| (c.trans, c.hops, c.c, c.suf_off, c.pre_path));
+        let key = |c: &Cand| (c.trans, c.hops, c.c, c.suf_off, c.pre_path, c.pre_len);
         let mut hops: Vec<ChannelId> = Vec::new();
         let mut vls: Vec<u8> = Vec::new();
+        // Fast path: the best candidate usually works.
+        if let Some(best) = cands.iter().min_by_key(|c| key(c)).copied() {
+            if let Some(tr) = self.try_candidate(slot, s, e, &best, false, &mut hops, &mut vls) {
+                return Some(tr);
+            }
+        }
+        cands.sort_unstable_by_key(key);
         // Pass 0: an SL already in use; pass 1: open a new SL.
         for pass in 0..2 {
             for cand in &cands {
-                if !self.materialise(s, e, cand, &mut hops, &mut vls) {
-                    continue;
+                if let Some(tr) = self.try_candidate(slot, s, e, cand, pass == 1, &mut hops, &mut vls) {
+                    return Some(tr);
                 }
-                let Some(off) = self.free_offset(e, s, &hops) else {
-                    continue;
-                };
-                let trans = vls.last().copied().unwrap_or(0);
-                let sl = if trans == 0 {
-                    0
-                } else {
-                    match self.pick_sl(s, &hops, &vls, pass == 1) {
-                        Some(sl) => sl,
-                        None => continue,
-                    }
-                };
-                self.commit(slot, s, e, off, sl, &hops, &vls);
-                return Some(trans);
             }
         }
-        let _ = t;
         None
+    }
+
+    /// Materialises a candidate, finds a LID offset and an SL for it and commits it.
+    #[allow(clippy::too_many_arguments)]
+    fn try_candidate(
+        &mut self,
+        slot: u32,
+        s: u32,
+        e: u32,
+        cand: &Cand,
+        new_sl: bool,
+        hops: &mut Vec<ChannelId>,
+        vls: &mut Vec<u8>,
+    ) -> Option<u8> {
+        if !self.materialise(s, e, cand, hops, vls) {
+            return None;
+        }
+        let off = self.free_offset(e, s, hops)?;
+        let trans = vls.last().copied().unwrap_or(0);
+        let sl = if trans == 0 {
+            0
+        } else {
+            self.pick_sl(s, hops, vls, new_sl)?
+        };
+        let (h, v) = (std::mem::take(hops), std::mem::take(vls));
+        self.commit(slot, s, e, off, sl, &h, &v);
+        *hops = h;
+        *vls = v;
+        Some(trans)
     }
 
     /// Builds the joined path of `cand` into `hops`/`vls`; false when it revisits a switch.
@@ -745,6 +789,11 @@ impl<'f> Rftr<'f> {
         }
         self.lid_used[e as usize] |= 1u128 << off;
         let id = self.paths.push(s, e, off as u8, sl, hops, vls);
+        self.suf_cache.remove(&(e, off));
+        if let Some(mut m) = self.pre_cache.remove(&s) {
+            self.add_prefixes(id, &mut m);
+            self.pre_cache.insert(s, m);
+        }
         self.sel[slot as usize * ne + e as usize] = id;
         if let PathSl::PerPair { stride, sl: table } = &mut self.routing.path_sl {
             for (src, &x) in self.end_sw.iter().enumerate() {

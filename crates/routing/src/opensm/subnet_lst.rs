@@ -23,6 +23,8 @@ pub struct SubnetLstOptions {
     /// The `Rev:` field of every node. Default 0xA1, what ibsim reports, so dumps of simulated
     /// fabrics compare equal with the reference runs.
     pub revision: u32,
+    /// Failed links and switches: left out, as a subnet manager would not see them.
+    pub dead: Option<fabric::FaultMask>,
 }
 
 impl Default for SubnetLstOptions {
@@ -30,6 +32,7 @@ impl Default for SubnetLstOptions {
         SubnetLstOptions {
             sm_node: None,
             revision: 0xA1,
+            dead: None,
         }
     }
 }
@@ -106,6 +109,11 @@ pub fn write_subnet_lst(f: &Fabric, opts: &SubnetLstOptions) -> String {
             let Some(c) = f.out_channel(p) else {
                 continue;
             };
+            if let Some(m) = &opts.dead {
+                if !m.channel_alive(f, c) {
+                    continue;
+                }
+            }
             let r = f.channel_dst(c);
             let link = f.link(c.link());
             node_block(&mut out, f, p, false, opts);

@@ -1,0 +1,356 @@
+//! `fabroute fault FABRIC --engine updn [--lmc N] [--vls N] --fail link:SW/PORT
+//! --fail switch:SW ... -o DIR`: RFTR repairs, with full reconfiguration beside it.
+
+use crate::util::{load_fabric, write_atomic};
+use anyhow::{bail, Context, Result};
+use fabric::{BuildOptions, Fabric, NodeId, NodeKind};
+use routing::engines::{by_name, RouteOptions};
+use routing::fault::reconf::full_reconfiguration;
+use routing::fault::sweep::link_name;
+use routing::fault::verify::{check_selected, selected_walks};
+use routing::fault::{base_rule, Fault, Rftr, RftrConfig};
+use routing::opensm::{write_set, SetOptions};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Fabric file.
+    pub fabric: PathBuf,
+    /// Base routing engine (updn; dor on meshes).
+    #[arg(long, default_value = "updn")]
+    pub engine: String,
+    /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for new paths.
+    #[arg(long, default_value_t = 2)]
+    pub lmc: u8,
+    /// Data VLs available (transitions allowed = VLs - 1).
+    #[arg(long, default_value_t = 2)]
+    pub vls: u8,
+    /// Service levels available.
+    #[arg(long, default_value_t = 16)]
+    pub sls: u8,
+    /// A fault: `link:SWITCH/PORT` or `switch:SWITCH` (name or 0x GUID). Repeat for a
+    /// sequence; faults are applied in order.
+    #[arg(long = "fail", required = true)]
+    pub fail: Vec<String>,
+    /// Root switch GUID file for updn.
+    #[arg(long)]
+    pub roots: Option<PathBuf>,
+    /// Output directory.
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+/// Finds a switch by name or GUID.
+pub fn find_switch(f: &Fabric, s: &str) -> Result<NodeId> {
+    let by_guid = s
+        .strip_prefix("0x")
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .and_then(|g| f.node_by_guid(g));
+    let n = by_guid
+        .or_else(|| f.node_by_name(s))
+        .with_context(|| format!("no node named {s:?} (or with that GUID) in the fabric"))?;
+    if f.node(n).kind != NodeKind::Switch {
+        bail!("{s:?} is not a switch");
+    }
+    Ok(n)
+}
+
+/// Parses `link:SW/PORT` or `switch:SW`.
+pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
+    if let Some(rest) = spec.strip_prefix("link:") {
+        let (sw, port) = rest
+            .rsplit_once('/')
+            .with_context(|| format!("{spec:?}: expected link:SWITCH/PORT"))?;
+        let n = find_switch(f, sw)?;
+        let port: u8 = port
+            .parse()
+            .with_context(|| format!("{spec:?}: port {port:?} is not a number"))?;
+        if port == 0 || port > f.node(n).nports {
+            bail!("{spec:?}: {sw} has ports 1..={}", f.node(n).nports);
+        }
+        let p = f.port_id(n, port);
+        let l = f
+            .port(p)
+            .link
+            .with_context(|| format!("{spec:?}: port {port} of {sw} is not cabled"))?;
+        let far = f.port(f.remote(p).unwrap_or(p)).node;
+        if !f.is_switch(far) || far == n {
+            bail!("{spec:?}: only links between two switches can fail (this one leads to {:?})", f.node(far).name);
+        }
+        Ok(Fault::Link(l))
+    } else if let Some(sw) = spec.strip_prefix("switch:") {
+        Ok(Fault::Switch(find_switch(f, sw)?))
+    } else {
+        bail!("{spec:?}: expected link:SWITCH/PORT or switch:SWITCH")
+    }
+}
+
+pub fn read_guid_file(path: &std::path::Path) -> Result<Vec<u64>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut v = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let tok = t.split_whitespace().next().unwrap_or("");
+        let g = tok
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .with_context(|| {
+                format!("{}:{}: expected a GUID like 0x0002c90300a1b2c4, found {tok:?}", path.display(), i + 1)
+            })?;
+        v.push(g);
+    }
+    Ok(v)
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let loaded = load_fabric(&a.fabric, BuildOptions::default())?;
+    let f = loaded
+        .fabric
+        .with_lmc(a.lmc)
+        .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {}: {e}", a.lmc))?;
+    let engine = by_name(&a.engine).with_context(|| format!("unknown engine {:?}", a.engine))?;
+    let mut opts = RouteOptions::default();
+    if let Some(r) = &a.roots {
+        opts.root_guids = read_guid_file(r)?;
+    }
+    let faults: Vec<Fault> = a
+        .fail
+        .iter()
+        .map(|s| parse_fault(&f, s))
+        .collect::<Result<_>>()?;
+    let none = fabric::FaultMask::none(&f);
+    let t0 = Instant::now();
+    let base = engine
+        .route(&f, &none, &opts)
+        .with_context(|| format!("{} could not route the fault-free fabric", a.engine))?;
+    let base_s = t0.elapsed().as_secs_f64();
+    let rule = base_rule(&f, &a.engine, &opts).map_err(anyhow::Error::msg)?;
+    let cfg = RftrConfig {
+        vls: a.vls,
+        max_sls: a.sls,
+    };
+    let mut r = Rftr::new(&f, &base, rule, cfg).map_err(anyhow::Error::msg)?;
+    let mut steps = Vec::new();
+    let mut repair_s = 0.0;
+    let mut all_ok = true;
+    for (fault, text) in faults.iter().zip(&a.fail) {
+        let before = selected_walks(&r);
+        let t = Instant::now();
+        let rep = r.apply(*fault);
+        let dt = t.elapsed().as_secs_f64();
+        repair_s += dt;
+        let chk = check_selected(&r, Some(&before));
+        all_ok &= chk.deadlock_free && chk.undelivered == 0 && rep.unsupported_pairs == 0;
+        let unsupported: Vec<_> = rep
+            .unsupported
+            .iter()
+            .take(100)
+            .map(|&(s, d)| {
+                let n = |e: u32| f.node(f.port(f.end_ports[e as usize]).node).name.clone();
+                json!([n(s), n(d)])
+            })
+            .collect();
+        let what = match fault {
+            Fault::Link(l) => link_name(&f, *l),
+            Fault::Switch(n) => f.node(*n).name.clone(),
+        };
+        eprintln!(
+            "{text}: {} pairs affected, {} repaired, {} unsupported, {} dropped; {} with a VL transition; {:.3} ms; union CDG {}",
+            rep.affected_pairs,
+            rep.repaired_pairs,
+            rep.unsupported_pairs,
+            rep.dropped_pairs,
+            rep.transition_paths,
+            dt * 1e3,
+            if chk.deadlock_free { "acyclic" } else { "HAS CYCLES" }
+        );
+        steps.push(json!({
+            "fault": text, "element": what,
+            "affected_pairs": rep.affected_pairs, "repaired_pairs": rep.repaired_pairs,
+            "unsupported_pairs": rep.unsupported_pairs, "dropped_pairs": rep.dropped_pairs,
+            "transition_paths": rep.transition_paths, "max_transitions": rep.max_transitions,
+            "repair_seconds": dt, "union_deadlock_free": chk.deadlock_free,
+            "undelivered_selected_pairs": chk.undelivered,
+            "unsupported_examples": unsupported,
+        }));
+    }
+    // Full reconfiguration of the same faults.
+    let t = Instant::now();
+    let full = full_reconfiguration(&f, engine.as_ref(), &opts, &r.mask, &base);
+    let full_s = t.elapsed().as_secs_f64();
+    let full_json = match &full {
+        Ok(fr) => {
+            let chk = routing::cdg::check(&f, &fr.routing, Some(&r.mask));
+            json!({
+                "supported": fr.report.unrouted_pairs == 0,
+                "routed_pairs": fr.report.routed_pairs,
+                "unrouted_pairs": fr.report.unrouted_pairs,
+                "changed_pairs": fr.report.changed_pairs,
+                "lft_entries": fr.report.delta.lft_entries,
+                "lft_blocks": fr.report.delta.lft_blocks,
+                "switches_touched": fr.report.delta.switches,
+                "sl2vl_entries": 0,
+                "deadlock_free": chk.deadlock_free,
+                "seconds": full_s,
+            })
+        }
+        Err(e) => json!({ "error": e.to_string(), "seconds": full_s }),
+    };
+    // Outputs.
+    std::fs::create_dir_all(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
+    let set_opts = SetOptions {
+        subnet_lst: routing::opensm::SubnetLstOptions {
+            dead: Some(r.mask.clone()),
+            ..Default::default()
+        },
+        sl2vl: routing::opensm::Emit::Always,
+        psl: routing::opensm::Emit::Always,
+    };
+    for (name, text) in write_set(&f, &r.routing, &set_opts) {
+        write_atomic(&a.output.join(name), text.as_bytes())?;
+    }
+    let delta = r.delta.counts();
+    let delta_json = delta_listing(&f, &r);
+    write_atomic(
+        &a.output.join("delta.json"),
+        serde_json::to_string_pretty(&delta_json)?.as_bytes(),
+    )?;
+    write_atomic(&a.output.join("delta.txt"), delta_text(&f, &r).as_bytes())?;
+    let pairs_changed: u64 = r.delta.sources.len() as u64;
+    let summary = json!({
+        "fabric": a.fabric.display().to_string(),
+        "engine": a.engine, "lmc": a.lmc, "vls": a.vls, "sls_available": a.sls,
+        "faults": a.fail,
+        "rftr": {
+            "supported": all_ok,
+            "affected_pairs": steps.iter().map(|s| s["affected_pairs"].as_u64().unwrap_or(0)).sum::<u64>(),
+            "repaired_pairs": steps.iter().map(|s| s["repaired_pairs"].as_u64().unwrap_or(0)).sum::<u64>(),
+            "unsupported_pairs": steps.iter().map(|s| s["unsupported_pairs"].as_u64().unwrap_or(0)).sum::<u64>(),
+            "sls_used": r.sls_used(),
+            "max_virtual_lids_per_destination": r.max_virtual_lids(),
+            "max_transitions": r.max_transitions(),
+            "changed_pairs": pairs_changed,
+            "lft_entries": delta.lft_entries,
+            "lft_blocks": delta.lft_blocks,
+            "switches_touched": delta.switches,
+            "sl2vl_entries": delta.sl2vl_entries,
+            "source_updates": delta.source_updates,
+            "repair_seconds": repair_s,
+            "reachability_paths": r.table_size().0,
+            "reachability_hops": r.table_size().1,
+            "steps": steps,
+        },
+        "full_reconfiguration": full_json,
+        "base_route_seconds": base_s,
+    });
+    write_atomic(
+        &a.output.join("summary.json"),
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )?;
+    println!(
+        "RFTR: {} | SLs {} | virtual LIDs/dest ≤ {} | transitions ≤ {} | LFT entries {} in {} blocks, SL2VL entries {} | {:.3} ms",
+        if all_ok { "all pairs repaired, deadlock-free" } else { "NOT fully supported (see summary.json)" },
+        r.sls_used(),
+        r.max_virtual_lids(),
+        r.max_transitions(),
+        delta.lft_entries,
+        delta.lft_blocks,
+        delta.sl2vl_entries,
+        repair_s * 1e3
+    );
+    if let Ok(fr) = &full {
+        println!(
+            "full reconfiguration: {} pairs changed | LFT entries {} in {} blocks | {:.3} ms",
+            fr.report.changed_pairs,
+            fr.report.delta.lft_entries,
+            fr.report.delta.lft_blocks,
+            full_s * 1e3
+        );
+    }
+    println!("wrote {}", a.output.display());
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn delta_listing(f: &Fabric, r: &Rftr<'_>) -> serde_json::Value {
+    let sw = |s: u32| {
+        let n = f.switches[s as usize];
+        json!({"name": f.node(n).name, "guid": format!("{:#018x}", f.node(n).guid)})
+    };
+    let mut lft: std::collections::BTreeMap<u32, Vec<serde_json::Value>> = Default::default();
+    for (&(s, lid), &(old, new)) in &r.delta.lft {
+        if old != new {
+            lft.entry(s).or_default().push(json!({"lid": lid, "block": lid / 64, "old": old, "new": new}));
+        }
+    }
+    let lft: Vec<_> = lft
+        .into_iter()
+        .map(|(s, e)| json!({"switch": sw(s), "entries": e}))
+        .collect();
+    let sl2vl: Vec<_> = r
+        .delta
+        .sl2vl
+        .iter()
+        .filter(|(_, (o, n))| o != n)
+        .map(|(&(s, i, o, sl), &(old, new))| {
+            json!({"switch": sw(s), "in": i, "out": o, "sl": sl, "old_vl": old, "new_vl": new})
+        })
+        .collect();
+    let name = |e: u32| f.node(f.port(f.end_ports[e as usize]).node).name.clone();
+    let sources: Vec<_> = r
+        .delta
+        .sources
+        .iter()
+        .map(|(&(s, d), &(dlid, sl))| json!({"source": name(s), "destination": name(d), "dlid": dlid, "sl": sl}))
+        .collect();
+    json!({"lft": lft, "sl2vl": sl2vl, "sources": sources})
+}
+
+fn delta_text(f: &Fabric, r: &Rftr<'_>) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let c = r.delta.counts();
+    let _ = writeln!(
+        out,
+        "# RFTR delta: {} LFT entries in {} blocks on {} switches, {} SL2VL entries, {} source updates",
+        c.lft_entries, c.lft_blocks, c.switches, c.sl2vl_entries, c.source_updates
+    );
+    let _ = writeln!(out, "# 1. LFT blocks (push first)");
+    let mut last = (u32::MAX, u16::MAX);
+    for (&(s, lid), &(old, new)) in &r.delta.lft {
+        if old == new {
+            continue;
+        }
+        let n = f.switches[s as usize];
+        if (s, lid / 64) != last {
+            let _ = writeln!(out, "switch {} guid {:#018x} block {}", f.node(n).name, f.node(n).guid, lid / 64);
+            last = (s, lid / 64);
+        }
+        let show = |p: u8| if p == fabric::NO_PORT { "-".to_string() } else { p.to_string() };
+        let _ = writeln!(out, "  lid {lid:#06x}: port {} -> {}", show(old), show(new));
+    }
+    let _ = writeln!(out, "# 2. SL2VL entries");
+    for (&(s, i, o, sl), &(old, new)) in &r.delta.sl2vl {
+        if old != new {
+            let n = f.switches[s as usize];
+            let _ = writeln!(out, "switch {} in {i} out {o} sl {sl}: vl {old} -> {new}", f.node(n).name);
+        }
+    }
+    let _ = writeln!(out, "# 3. New (DLID, SL) per source (after every switch confirmed)");
+    for (&(s, d), &(dlid, sl)) in &r.delta.sources {
+        let name = |e: u32| f.node(f.port(f.end_ports[e as usize]).node).name.clone();
+        let _ = writeln!(out, "{} -> {}: dlid {dlid:#06x} sl {sl}", name(s), name(d));
+    }
+    out
+}
