@@ -30,6 +30,10 @@ enum Command {
     Convert(cmd::convert::Args),
     /// Fail links or switches and repair with RFTR (full reconfiguration beside it).
     Fault(cmd::fault::Args),
+    /// Sweep fault scenarios (exhaustive or sampled, sharded) with RFTR and full reconfiguration.
+    Sweep(cmd::sweep::Args),
+    /// Merge sweep shards (idempotent).
+    Merge(cmd::sweep::MergeArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +47,8 @@ fn main() -> ExitCode {
         Command::Info(a) => cmd::info::run(a),
         Command::Convert(a) => cmd::convert::run(a),
         Command::Fault(a) => cmd::fault::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
+        Command::Merge(a) => cmd::sweep::merge(a),
     };
     match result {
         Ok(code) => code,

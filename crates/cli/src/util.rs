@@ -50,3 +50,14 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     }
     Ok(())
 }
+
+/// A progress bar on stderr (hidden when stderr is not a terminal).
+pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&format!(
+        "{{elapsed_precise}} [{{bar:40}}] {{pos}}/{{len}} {what} ({{eta}} left)"
+    )) {
+        bar.set_style(style);
+    }
+    bar
+}

@@ -2,3 +2,4 @@ pub mod convert;
 pub mod fault;
 pub mod gen;
 pub mod info;
+pub mod sweep;

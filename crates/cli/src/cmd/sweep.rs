@@ -1,0 +1,229 @@
+//! `fabroute sweep` (fault scenarios, sharded) and `fabroute merge` (join shard outputs).
+
+use crate::cmd::fault::read_guid_file;
+use crate::util::{load_fabric, progress_bar, write_atomic};
+use anyhow::{bail, Context, Result};
+use fabric::BuildOptions;
+use routing::engines::{by_name, RouteOptions};
+use routing::fault::sweep::{self, ScenarioResult, Scenarios, SweepContext, SweepSpec, SweepSummary};
+use routing::fault::{base_rule, Rftr, RftrConfig};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Shards split the scenario space deterministically (scenario i belongs to shard \
+i mod N), so they can run as separate jobs and be joined with `fabroute merge`. A Slurm job array:
+
+  #SBATCH --array=0-15
+  fabroute sweep torus.net --engine updn --faults 4 --samples 100000 --seed 1 \\
+      --shard $SLURM_ARRAY_TASK_ID/16 -o sweep.$SLURM_ARRAY_TASK_ID.jsonl
+  # afterwards, once:
+  fabroute merge sweep.*.jsonl -o sweep.jsonl")]
+pub struct Args {
+    /// Fabric file.
+    pub fabric: PathBuf,
+    /// Base routing engine (updn; dor on meshes).
+    #[arg(long, default_value = "updn")]
+    pub engine: String,
+    /// Data VLs available to RFTR.
+    #[arg(long, default_value_t = 2)]
+    pub vls: u8,
+    /// LMC of the end ports (virtual LIDs for new paths).
+    #[arg(long, default_value_t = 2)]
+    pub lmc: u8,
+    /// Link faults per scenario, applied in sequence.
+    #[arg(long)]
+    pub faults: usize,
+    /// Every combination of `faults` inter-switch links.
+    #[arg(long, conflicts_with = "samples")]
+    pub exhaustive: bool,
+    /// Number of random scenarios.
+    #[arg(long)]
+    pub samples: Option<u64>,
+    /// Seed of the random scenarios.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// This job's shard: I/N.
+    #[arg(long, default_value = "0/1")]
+    pub shard: String,
+    /// Skip full reconfiguration (faster).
+    #[arg(long)]
+    pub no_full: bool,
+    /// Root switch GUID file for updn.
+    #[arg(long)]
+    pub roots: Option<PathBuf>,
+    /// Output JSON-lines file (a summary goes to FILE.summary.json).
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64)> {
+    let (i, n) = s
+        .split_once('/')
+        .with_context(|| format!("--shard {s:?}: expected I/N, e.g. 0/4"))?;
+    let (i, n): (u64, u64) = (
+        i.parse().with_context(|| format!("--shard {s:?}: bad index"))?,
+        n.parse().with_context(|| format!("--shard {s:?}: bad count"))?,
+    );
+    if n == 0 || i >= n {
+        bail!("--shard {s:?}: need 0 <= I < N");
+    }
+    Ok((i, n))
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let shard = parse_shard(&a.shard)?;
+    let scenarios = match (a.exhaustive, a.samples) {
+        (true, _) => Scenarios::Exhaustive,
+        (false, Some(count)) => Scenarios::Samples {
+            count,
+            seed: a.seed,
+        },
+        (false, None) => bail!("give --exhaustive or --samples K"),
+    };
+    let loaded = load_fabric(&a.fabric, BuildOptions::default())?;
+    let f = loaded
+        .fabric
+        .with_lmc(a.lmc)
+        .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {}: {e}", a.lmc))?;
+    let engine = by_name(&a.engine).with_context(|| format!("unknown engine {:?}", a.engine))?;
+    let mut opts = RouteOptions::default();
+    if let Some(r) = &a.roots {
+        opts.root_guids = read_guid_file(r)?;
+    }
+    let base = engine.route(&f, &fabric::FaultMask::none(&f), &opts)?;
+    let rule = base_rule(&f, &a.engine, &opts).map_err(anyhow::Error::msg)?;
+    let start = Rftr::new(
+        &f,
+        &base,
+        rule,
+        RftrConfig {
+            vls: a.vls,
+            ..Default::default()
+        },
+    )
+    .map_err(anyhow::Error::msg)?;
+    let spec = SweepSpec {
+        faults: a.faults,
+        scenarios,
+        shard,
+        full: !a.no_full,
+    };
+    if a.faults == 0 || a.faults > sweep::switch_links(&f).len() {
+        bail!(
+            "--faults must be 1..={} (the fabric's inter-switch links)",
+            sweep::switch_links(&f).len()
+        );
+    }
+    let ctx = SweepContext {
+        fabric: &f,
+        start,
+        base,
+        engine: engine.as_ref(),
+        opts,
+    };
+    let space = sweep::space_size(&f, &spec);
+    eprintln!(
+        "{} scenarios in the space, shard {}/{}",
+        space, shard.0, shard.1
+    );
+    let tmp = a.output.with_extension("jsonl.partial");
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?,
+    );
+    let mut results: Vec<ScenarioResult> = Vec::new();
+    let mut werr: Option<std::io::Error> = None;
+    let bar = progress_bar(0, "scenarios");
+    let p = sweep::run(
+        &ctx,
+        &spec,
+        |r| {
+            if werr.is_none() {
+                if let Err(e) = serde_json::to_writer(&mut out, r).map_err(std::io::Error::from).and_then(|_| out.write_all(b"\n")) {
+                    werr = Some(e);
+                }
+            }
+            results.push(r.clone());
+        },
+        |p| {
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+        },
+    );
+    bar.finish_and_clear();
+    if let Some(e) = werr {
+        return Err(e).context("cannot write the sweep output");
+    }
+    out.flush()?;
+    drop(out);
+    std::fs::rename(&tmp, &a.output)?;
+    let summary = SweepSummary::of(results.iter());
+    let sj = serde_json::json!({
+        "fabric": a.fabric.display().to_string(), "engine": a.engine, "vls": a.vls, "lmc": a.lmc,
+        "faults": a.faults, "space": space, "shard": a.shard,
+        "skipped_disconnected": p.skipped_disconnected, "summary": summary,
+    });
+    let mut sp = a.output.as_os_str().to_owned();
+    sp.push(".summary.json");
+    write_atomic(&PathBuf::from(sp), serde_json::to_string_pretty(&sj)?.as_bytes())?;
+    println!(
+        "{} scenarios ({} disconnected skipped): RFTR supported {:.2}% , deadlock-free {}, max SLs {}, max virtual LIDs {}, max transitions {}; full reconfiguration supported {}/{}",
+        summary.scenarios,
+        p.skipped_disconnected,
+        summary.supported_pct,
+        summary.deadlock_free,
+        summary.max_sls,
+        summary.max_virtual_lids,
+        summary.max_transitions,
+        summary.full_supported,
+        summary.full_scenarios
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// Shard outputs (JSON lines).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Merged output: scenarios sorted by id, duplicates dropped.
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+pub fn merge(a: MergeArgs) -> Result<ExitCode> {
+    let mut all: BTreeMap<u64, ScenarioResult> = BTreeMap::new();
+    for p in &a.inputs {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let r: ScenarioResult = serde_json::from_str(line)
+                .with_context(|| format!("{}:{}: not a sweep line", p.display(), i + 1))?;
+            if let Some(prev) = all.get(&r.id) {
+                if prev != &r {
+                    bail!(
+                        "{}:{}: scenario {} differs from an earlier copy (shards of different sweeps?)",
+                        p.display(),
+                        i + 1,
+                        r.id
+                    );
+                }
+            }
+            all.insert(r.id, r);
+        }
+    }
+    let mut text = String::new();
+    for r in all.values() {
+        text.push_str(&serde_json::to_string(r)?);
+        text.push('\n');
+    }
+    write_atomic(&a.output, text.as_bytes())?;
+    let s = SweepSummary::of(all.values());
+    println!("{}", serde_json::to_string_pretty(&s)?);
+    Ok(ExitCode::SUCCESS)
+}
