@@ -28,6 +28,12 @@ enum Command {
     Info(cmd::info::Args),
     /// Convert a fabric between formats (input format detected from the content).
     Convert(cmd::convert::Args),
+    /// Route a fabric with an engine (or a chain) and write OpenSM's files plus summary.json.
+    Route(cmd::route::Args),
+    /// Verify tables: every pair delivered, no credit loops (exit 0 only then).
+    Check(cmd::check::CheckArgs),
+    /// Route metrics of given tables: hops, link loads, effective bisection bandwidth.
+    Stats(cmd::check::StatsArgs),
     /// Fail links or switches and repair with RFTR (full reconfiguration beside it).
     Fault(cmd::fault::Args),
     /// Sweep fault scenarios (exhaustive or sampled, sharded) with RFTR and full reconfiguration.
@@ -46,6 +52,9 @@ fn main() -> ExitCode {
         Command::Gen(a) => cmd::gen::run(a),
         Command::Info(a) => cmd::info::run(a),
         Command::Convert(a) => cmd::convert::run(a),
+        Command::Route(a) => cmd::route::run(a),
+        Command::Check(a) => cmd::check::check(a),
+        Command::Stats(a) => cmd::check::stats(a),
         Command::Fault(a) => cmd::fault::run(a),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Merge(a) => cmd::sweep::merge(a),

@@ -61,3 +61,11 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     }
     bar
 }
+
+/// A spinner on stderr for work without a known length.
+pub fn spinner(msg: &str) -> indicatif::ProgressBar {
+    let sp = indicatif::ProgressBar::new_spinner();
+    sp.set_message(msg.to_string());
+    sp.enable_steady_tick(std::time::Duration::from_millis(120));
+    sp
+}

@@ -1,0 +1,160 @@
+//! `fabroute route FABRIC --engine NAME[,NAME...] [options] -o DIR`: route, verify, measure,
+//! and write OpenSM's file set plus `summary.json`.
+
+use crate::cmd::check::print_report;
+use crate::cmd::fault::read_guid_file;
+use crate::util::{load_fabric, spinner, write_atomic};
+use anyhow::{Context, Result};
+use fabric::BuildOptions;
+use routing::engines::{route_chain, RouteOptions, ENGINE_NAMES};
+use routing::opensm::{write_set, SetOptions};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Fabric file.
+    pub fabric: PathBuf,
+    /// Engine, or a comma-separated chain tried in order (e.g. ftree,updn). Never a silent
+    /// fallback: the summary says which engine routed and why earlier ones failed.
+    #[arg(short = 'R', long)]
+    pub engine: String,
+    /// LMC: 2^LMC LIDs per end port (reassigns LIDs when given).
+    #[arg(long)]
+    pub lmc: Option<u8>,
+    /// root_guid_file: switch node GUIDs of the roots (updn, ftree).
+    #[arg(short = 'a', long)]
+    pub roots: Option<PathBuf>,
+    /// cn_guid_file: port GUIDs of compute nodes (ftree, sssp).
+    #[arg(short = 'u', long)]
+    pub cn_guids: Option<PathBuf>,
+    /// io_guid_file: port GUIDs of I/O nodes (ftree, sssp).
+    #[arg(short = 'G', long)]
+    pub io_guids: Option<PathBuf>,
+    /// guid_routing_order_file: port GUIDs routed first.
+    #[arg(short = 'X', long)]
+    pub guid_routing_order: Option<PathBuf>,
+    /// port_shifting.
+    #[arg(long)]
+    pub port_shifting: bool,
+    /// scatter_ports SEED (0 = off).
+    #[arg(long, default_value_t = 0)]
+    pub scatter_ports: u64,
+    /// Output directory.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Print the check report in full (witness cycles, bad pairs).
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let opts_build = BuildOptions::default();
+    let mut f = load_fabric(&a.fabric, opts_build)?.fabric;
+    if let Some(l) = a.lmc {
+        f = f
+            .with_lmc(l)
+            .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {l}: {e}"))?;
+    }
+    let mut opts = RouteOptions {
+        port_shifting: a.port_shifting,
+        scatter_ports: a.scatter_ports,
+        ..Default::default()
+    };
+    if let Some(p) = &a.roots {
+        opts.root_guids = read_guid_file(p)?;
+    }
+    if let Some(p) = &a.cn_guids {
+        opts.cn_guids = read_guid_file(p)?;
+    }
+    if let Some(p) = &a.io_guids {
+        opts.io_guids = read_guid_file(p)?;
+    }
+    if let Some(p) = &a.guid_routing_order {
+        opts.guid_routing_order = read_guid_file(p)?;
+    }
+    let names: Vec<&str> = a
+        .engine
+        .split([',', ' '])
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mask = fabric::FaultMask::none(&f);
+    let sp = spinner(&format!("routing with {}", a.engine));
+    let t0 = Instant::now();
+    let res = route_chain(&names, &f, &mask, &opts);
+    let route_s = t0.elapsed().as_secs_f64();
+    sp.finish_and_clear();
+    let chain = res.map_err(|e| {
+        anyhow::anyhow!("{e} (engines: {})", ENGINE_NAMES.join(", "))
+    })?;
+    for (n, e) in &chain.attempts {
+        eprintln!("fabroute: {n} failed: {e}; trying the next engine");
+    }
+    for n in &chain.notes {
+        eprintln!("fabroute: {}: {n}", chain.engine_used);
+    }
+    let sp = spinner("checking: all pairs and the channel dependency graph");
+    let t1 = Instant::now();
+    let rep = routing::cdg::check(&f, &chain.routing, None);
+    let m = routing::metrics::route_metrics(&f, &chain.routing, None);
+    let check_s = t1.elapsed().as_secs_f64();
+    sp.finish_and_clear();
+    std::fs::create_dir_all(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
+    for (name, text) in write_set(&f, &chain.routing, &SetOptions::default()) {
+        write_atomic(&a.output.join(name), text.as_bytes())?;
+    }
+    let unreachable = rep.pairs.checked - rep.pairs.ok;
+    let summary = json!({
+        "fabric": a.fabric.display().to_string(),
+        "engine_requested": a.engine,
+        "engine_used": chain.engine_used,
+        "failed_engines": chain.attempts.iter().map(|(n, e)| json!({"engine": n, "error": e.to_string()})).collect::<Vec<_>>(),
+        "notes": chain.notes,
+        "switches": f.num_switches(),
+        "end_ports": f.end_ports.len(),
+        "pairs": rep.pairs.checked,
+        "unreachable_pairs": unreachable,
+        "loops": rep.loops.count,
+        "max_link_load": m.link_load.max,
+        "mean_link_load": m.link_load.mean,
+        "link_load_stddev": m.link_load.stddev,
+        "link_classes": m.classes,
+        "avg_hops": m.sw_hops_avg,
+        "max_hops": m.sw_hops_max,
+        "hop_histogram": m.hop_histogram,
+        "vls": m.vls_used.len(),
+        "sls": m.sls_used.len(),
+        "vls_used": m.vls_used,
+        "sls_used": m.sls_used,
+        "deadlock_free": rep.deadlock_free,
+        "credit_loops": rep.cycles.len(),
+        "route_seconds": route_s,
+        "check_seconds": check_s,
+    });
+    write_atomic(
+        &a.output.join("summary.json"),
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )?;
+    println!(
+        "{} routed {} switches / {} end ports in {:.3} s: {} pairs, {} unreachable, avg {:.2} hops, link load max {} mean {:.1}, {} VL(s), {}",
+        chain.engine_used,
+        f.num_switches(),
+        f.end_ports.len(),
+        route_s,
+        rep.pairs.checked,
+        unreachable,
+        m.sw_hops_avg,
+        m.link_load.max,
+        m.link_load.mean,
+        m.vls_used.len().max(1),
+        if rep.deadlock_free { "deadlock-free".to_string() } else { format!("{} CREDIT LOOP(S)", rep.cycles.len()) }
+    );
+    if a.verbose || !rep.ok() {
+        print_report(&rep);
+    }
+    println!("wrote {}", a.output.display());
+    Ok(ExitCode::SUCCESS)
+}
