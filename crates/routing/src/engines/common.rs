@@ -372,7 +372,18 @@ where
             let mut cand: Vec<Cand> = Vec::with_capacity(t.links(s).len());
             let mut cached_t = usize::MAX;
             let mut unreached = 0usize;
+            // Cursor over the cached candidate list for the plain least-loaded rule: every
+            // candidate before `pos` has a count above `m`, none has a count below `m` (counts
+            // only grow), so the first candidate from `pos` on with count `m` is exactly the
+            // first least-loaded one in scan order.
+            let mut cursor: Option<(u32, usize)> = None;
             for off in 0..max_off {
+                let plain = !params.port_shifting
+                    && if off == 0 {
+                        params.scatter_seed == 0
+                    } else {
+                        !params.lmc_diversity
+                    };
                 for &ei in order {
                     let e = &t.ends[ei as usize];
                     if off >= e.nlids as usize || e.sw as usize == s {
@@ -387,12 +398,34 @@ where
                         cand.clear();
                         cands(s, tsw, &mut cand);
                         cached_t = tsw;
+                        cursor = None;
                     }
                     if cand.is_empty() {
                         unreached += 1;
                         continue;
                     }
-                    let port = if off == 0 || !params.lmc_diversity {
+                    let port = if plain {
+                        let (mut m, mut pos) = cursor.unwrap_or_else(|| {
+                            let m = cand
+                                .iter()
+                                .map(|&(q, _)| count[q as usize])
+                                .min()
+                                .unwrap_or(0);
+                            (m, 0)
+                        });
+                        loop {
+                            if let Some(i) =
+                                (pos..cand.len()).find(|&i| count[cand[i].0 as usize] == m)
+                            {
+                                pos = i;
+                                break;
+                            }
+                            m += 1;
+                            pos = 0;
+                        }
+                        cursor = Some((m, pos + 1));
+                        cand[pos].0
+                    } else if off == 0 || !params.lmc_diversity {
                         pick_base(&cand, &count, params, &mut rng, off == 0)
                     } else {
                         pick_lmc(t, &cand, &count, &port_peer, &row[e.base as usize..lid])

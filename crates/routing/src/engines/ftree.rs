@@ -44,11 +44,12 @@
 
 use super::common::{eccentricities, hop_matrix, transpose_rect, unreached_note, Topo, INF};
 use super::updn::{
-    bfs_levels, codes_matrix, components, count_illegal, updown_cands, UpDownRanking,
+    bfs_levels, code_is_legal, codes_matrix, components, count_illegal, updown_cands, UpDownRanking,
 };
 use super::{Engine, EngineError, RouteOptions, Routed};
 use crate::tables::Routing;
 use fabric::{Fabric, FaultMask, NodeKind, NO_PORT};
+use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 /// The `ftree` engine.
@@ -95,6 +96,8 @@ struct Ft<'a> {
     min_down: Vec<u32>,
     has_cn: Vec<bool>,
     by_rank: Vec<u32>,
+    rank: Vec<u32>,
+    max_rank: u32,
     // per-target scratch
     stamp: Vec<u32>,
     epoch: u32,
@@ -105,9 +108,10 @@ struct Ft<'a> {
     is_down: Vec<bool>,
     touched: Vec<u32>,
     sort_bufs: Vec<Vec<(u32, u32)>>,
-    q_a: Vec<u32>,
-    q_b: Vec<u32>,
-    seq: u64,
+    /// Per switch and port number: remote switch and channel (`u32::MAX` = none).
+    pp_start: Vec<u32>,
+    pp_peer: Vec<u32>,
+    pp_ch: Vec<u32>,
 }
 
 impl<'a> Ft<'a> {
@@ -177,6 +181,22 @@ impl<'a> Ft<'a> {
         let mut by_rank: Vec<u32> = (0..n as u32).filter(|&s| t.alive[s as usize]).collect();
         by_rank.sort_by_key(|&s| (rk.rank[s as usize], rk.pos[s as usize]));
         let ng = groups.len();
+        let mut pp_start = Vec::with_capacity(n + 1);
+        let mut total = 0u32;
+        for s in 0..n {
+            pp_start.push(total);
+            total += t.f.node(t.f.switches[s]).nports as u32 + 1;
+        }
+        pp_start.push(total);
+        let mut pp_peer = vec![u32::MAX; total as usize];
+        let mut pp_ch = vec![u32::MAX; total as usize];
+        for s in 0..n {
+            for a in t.links(s) {
+                let i = (pp_start[s] + a.port as u32) as usize;
+                pp_peer[i] = a.peer;
+                pp_ch[i] = a.ch;
+            }
+        }
         Ft {
             t,
             groups,
@@ -189,6 +209,12 @@ impl<'a> Ft<'a> {
             min_down: vec![0; n],
             has_cn,
             by_rank,
+            rank: rk.rank.clone(),
+            max_rank: (0..n)
+                .filter(|&s| t.alive[s])
+                .map(|s| rk.rank[s])
+                .max()
+                .unwrap_or(0),
             stamp: vec![0; n],
             epoch: 0,
             next: vec![NO_PORT; n],
@@ -197,9 +223,29 @@ impl<'a> Ft<'a> {
             is_down: vec![false; n],
             touched: Vec::new(),
             sort_bufs: Vec::new(),
-            q_a: Vec::new(),
-            q_b: Vec::new(),
-            seq: 0,
+            pp_start,
+            pp_peer,
+            pp_ch,
+        }
+    }
+
+    /// Remote switch behind port `p` of switch `s` (`u32::MAX` = none).
+    #[inline]
+    fn peer_of(&self, s: usize, p: u8) -> u32 {
+        let i = self.pp_start[s] as usize + p as usize;
+        if i >= self.pp_start[s + 1] as usize {
+            return u32::MAX;
+        }
+        self.pp_peer[i]
+    }
+
+    /// Channel out of port `p` of switch `s` (0 if none: only used for load look-ups).
+    #[inline]
+    fn ch_of(&self, s: usize, p: u8) -> u32 {
+        let i = self.pp_start[s] as usize + p as usize;
+        match self.pp_ch.get(i) {
+            Some(&c) if c != u32::MAX && i < self.pp_start[s + 1] as usize => c,
+            _ => 0,
         }
     }
 
@@ -215,7 +261,6 @@ impl<'a> Ft<'a> {
             self.epoch = 1;
         }
         self.touched.clear();
-        self.seq += 1;
     }
 
     fn set(&mut self, s: usize, port: u8, ch: u32, hops: u16, down: bool) {
@@ -388,99 +433,223 @@ impl<'a> Ft<'a> {
         self.sort_bufs[depth] = buf;
         created
     }
+}
 
-    /// Completes the target's entries with up*/down*-consistent paths. Returns false if some
-    /// live switch is still without an entry.
-    fn complete(&mut self) -> bool {
-        let n = self.t.n;
-        // Pass 1: down entries propagate upward from down-labelled switches, by hops.
-        let mut a = std::mem::take(&mut self.q_a);
-        let mut b = std::mem::take(&mut self.q_b);
-        a.clear();
-        b.clear();
-        for &s in &self.touched {
-            if self.is_down[s as usize] {
-                a.push(s);
-            }
+/// Per-thread scratch for [`complete_column`].
+#[derive(Debug, Default)]
+struct CompScratch {
+    /// 0 = no entry, 1 = being resolved, 2 = entry with known hops/label
+    state: Vec<u8>,
+    hops: Vec<u16>,
+    down: Vec<bool>,
+    stack: Vec<u32>,
+    a: Vec<u32>,
+    b: Vec<u32>,
+    cand: Vec<(u8, u32)>,
+    /// per rank: fewest hops of a switch with an entry
+    minh: Vec<u16>,
+}
+
+/// Completes one destination column (`col[s]` = output port of switch `s`, `NO_PORT` = none
+/// yet; `col[d]` set) with up*/down*-consistent entries, using the final link loads for
+/// tie-breaking. Returns (fell back to the up*/down* BFS, entries left unreachable).
+fn complete_column(
+    ft: &Ft,
+    rk: &UpDownRanking,
+    codes_row: &[u16],
+    d: usize,
+    rot: usize,
+    col: &mut [u8],
+    sc: &mut CompScratch,
+) -> (bool, usize) {
+    let t = ft.t;
+    let n = t.n;
+    sc.state.clear();
+    sc.state.resize(n, 0);
+    sc.hops.resize(n, 0);
+    sc.down.resize(n, false);
+    sc.state[d] = 2;
+    sc.hops[d] = 0;
+    sc.down[d] = true;
+    // Hops and labels of the entries the fat-tree pass made (follow the next pointers).
+    for s0 in 0..n {
+        if !t.alive[s0] || sc.state[s0] != 0 || col[s0] == NO_PORT {
+            continue;
         }
-        a.sort_unstable_by_key(|&s| (self.hops[s as usize], s));
-        let (mut ia, mut ib) = (0, 0);
-        loop {
-            let take_a = match (a.get(ia), b.get(ib)) {
-                (Some(&x), Some(&y)) => self.hops[x as usize] <= self.hops[y as usize],
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            let u = if take_a {
-                ia += 1;
-                a[ia - 1]
+        sc.stack.clear();
+        let mut x = s0;
+        let ok = loop {
+            match sc.state[x] {
+                2 => break true,
+                1 => break false,
+                _ => {}
+            }
+            if col[x] == NO_PORT {
+                break false;
+            }
+            sc.state[x] = 1;
+            sc.stack.push(x as u32);
+            let nx = ft.peer_of(x, col[x]);
+            if nx == u32::MAX {
+                break false;
+            }
+            x = nx as usize;
+        };
+        while let Some(y) = sc.stack.pop() {
+            let y = y as usize;
+            if ok {
+                let ny = ft.peer_of(y, col[y]) as usize;
+                sc.hops[y] = sc.hops[ny].saturating_add(1);
+                sc.down[y] = !rk.is_up_sw(y, ny) && sc.down[ny];
+                sc.state[y] = 2;
             } else {
-                ib += 1;
-                b[ib - 1]
-            } as usize;
-            if !self.is_down[u] {
-                continue;
-            }
-            let nh = self.hops[u].saturating_add(1);
-            for g in self.up[u]..self.down[u] {
-                let gr = self.groups[g as usize];
-                let p = gr.remote as usize;
-                if self.is_set(p) || gr.mirror == u32::MAX {
-                    continue;
-                }
-                // p forwards down to u: pick p's least-loaded link of its group toward u
-                let pg = gr.mirror as usize;
-                let pgr = self.groups[pg];
-                let mut best = self.gch[pgr.start as usize];
-                for i in pgr.start + 1..pgr.end {
-                    let x = self.gch[i as usize];
-                    if self.load[x.ch as usize] < self.load[best.ch as usize] {
-                        best = x;
-                    }
-                }
-                self.set(p, best.port, best.ch, nh, true);
-                b.push(p as u32);
+                sc.state[y] = 0;
+                col[y] = NO_PORT;
             }
         }
-        self.q_a = a;
-        self.q_b = b;
-        // Pass 2: top-down, unset switches go up to a parent with an entry (fewest hops).
-        let mut missing = false;
-        let rot = self.seq as usize;
-        for i in 0..self.by_rank.len() {
-            let s = self.by_rank[i] as usize;
-            if self.is_set(s) {
-                continue;
-            }
-            let (u0, u1) = (self.up[s] as usize, self.down[s] as usize);
-            let ng = u1 - u0;
-            let mut best: Option<(u16, usize)> = None;
-            for k in 0..ng {
-                let g = u0 + (rot + k) % ng;
-                let p = self.groups[g].remote as usize;
-                if self.is_set(p) && best.is_none_or(|(h, _)| self.hops[p] < h) {
-                    best = Some((self.hops[p], g));
-                }
-            }
-            match best {
-                Some((h, g)) => {
-                    let gr = self.groups[g];
-                    let mut l = self.gch[gr.start as usize];
-                    for j in gr.start + 1..gr.end {
-                        let x = self.gch[j as usize];
-                        if self.load[x.ch as usize] < self.load[l.ch as usize] {
-                            l = x;
-                        }
-                    }
-                    self.set(s, l.port, l.ch, h.saturating_add(1), false);
-                }
-                None => missing = true,
-            }
-        }
-        let _ = n;
-        !missing
     }
+    // Pass 1: down entries propagate upward from down-labelled switches, by hops.
+    sc.a.clear();
+    sc.b.clear();
+    for s in 0..n {
+        if sc.state[s] == 2 && sc.down[s] {
+            sc.a.push(s as u32);
+        }
+    }
+    {
+        let hops = &sc.hops;
+        sc.a.sort_unstable_by_key(|&s| (hops[s as usize], s));
+    }
+    let (mut ia, mut ib) = (0, 0);
+    loop {
+        let take_a = match (sc.a.get(ia), sc.b.get(ib)) {
+            (Some(&x), Some(&y)) => sc.hops[x as usize] <= sc.hops[y as usize],
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let u = if take_a {
+            ia += 1;
+            sc.a[ia - 1]
+        } else {
+            ib += 1;
+            sc.b[ib - 1]
+        } as usize;
+        let nh = sc.hops[u].saturating_add(1);
+        for g in ft.up[u]..ft.down[u] {
+            let gr = ft.groups[g as usize];
+            let p = gr.remote as usize;
+            if sc.state[p] != 0 || gr.mirror == u32::MAX {
+                continue;
+            }
+            // p forwards down to u on its least-loaded link toward u
+            let pgr = ft.groups[gr.mirror as usize];
+            let mut best = ft.gch[pgr.start as usize];
+            for i in pgr.start + 1..pgr.end {
+                let x = ft.gch[i as usize];
+                if ft.load[x.ch as usize] < ft.load[best.ch as usize] {
+                    best = x;
+                }
+            }
+            col[p] = best.port;
+            sc.state[p] = 2;
+            sc.hops[p] = nh;
+            sc.down[p] = true;
+            sc.b.push(p as u32);
+        }
+    }
+    // Pass 2: top-down, switches without an entry go up to a parent with one (fewest hops).
+    // A parent (rank r - 1) cannot have fewer hops than the fewest of its rank: stop the scan
+    // there.
+    let mut missing = false;
+    sc.minh.clear();
+    sc.minh.resize(ft.max_rank as usize + 1, u16::MAX);
+    for s in 0..n {
+        if sc.state[s] == 2 && t.alive[s] {
+            let r = ft.rank[s] as usize;
+            if r < sc.minh.len() {
+                sc.minh[r] = sc.minh[r].min(sc.hops[s]);
+            }
+        }
+    }
+    for &s in &ft.by_rank {
+        let s = s as usize;
+        if sc.state[s] == 2 {
+            continue;
+        }
+        let (u0, u1) = (ft.up[s] as usize, ft.down[s] as usize);
+        let ng = u1 - u0;
+        let r = ft.rank[s] as usize;
+        let bound = if r > 0 && r <= sc.minh.len() {
+            sc.minh[r - 1]
+        } else {
+            0
+        };
+        let mut best: Option<(u16, usize)> = None;
+        for k in 0..ng {
+            let g = u0 + (rot + k) % ng;
+            let p = ft.groups[g].remote as usize;
+            if sc.state[p] == 2 && best.is_none_or(|(h, _)| sc.hops[p] < h) {
+                best = Some((sc.hops[p], g));
+                if sc.hops[p] <= bound {
+                    break;
+                }
+            }
+        }
+        if let (Some((h, _)), true) = (best, r < sc.minh.len()) {
+            sc.minh[r] = sc.minh[r].min(h.saturating_add(1));
+        }
+        match best {
+            Some((h, g)) => {
+                let gr = ft.groups[g];
+                let mut l = ft.gch[gr.start as usize];
+                for j in gr.start + 1..gr.end {
+                    let x = ft.gch[j as usize];
+                    if ft.load[x.ch as usize] < ft.load[l.ch as usize] {
+                        l = x;
+                    }
+                }
+                col[s] = l.port;
+                sc.state[s] = 2;
+                sc.hops[s] = h.saturating_add(1);
+                sc.down[s] = false;
+            }
+            None => missing = true,
+        }
+    }
+    if !missing {
+        return (false, 0);
+    }
+    // Switches still without an entry: if one of them has an up*/down* path under the ranking,
+    // route the whole column by the up*/down* BFS; otherwise only those get BFS entries
+    // (escapes, as they have no legal path).
+    let fallback = (0..n).any(|s| {
+        t.alive[s] && sc.state[s] != 2 && codes_row[s] != INF && code_is_legal(codes_row[s])
+    });
+    let mut unreached = 0;
+    for s in 0..n {
+        if !t.alive[s] || s == d || (sc.state[s] == 2 && !fallback) {
+            continue;
+        }
+        sc.cand.clear();
+        updown_cands(t, rk, codes_row, s, &mut sc.cand);
+        if sc.cand.is_empty() {
+            col[s] = NO_PORT;
+            unreached += 1;
+            continue;
+        }
+        let mut best = sc.cand[0].0;
+        let mut bl = u32::MAX;
+        for &(p, _) in sc.cand.iter() {
+            let l = ft.load[ft.ch_of(s, p) as usize];
+            if l < bl {
+                bl = l;
+                best = p;
+            }
+        }
+        col[s] = best;
+    }
+    (fallback, unreached)
 }
 
 /// CN flags per end (index into `t.ends`).
@@ -653,80 +822,28 @@ impl Engine for FatTree {
         }
         let (_, esc) = count_illegal(&t, &codes, &vec![false; n]);
 
-        // Targets
+        // Phase 1 (sequential, counters): the fat-tree pass per target writes its entries.
         let mut r = Routing::empty(f);
         let stride = r.stride();
         let mut cols = vec![NO_PORT; stride * n];
+        let mut lid_dest = vec![u32::MAX; stride];
         let mut ft = Ft::new(&t, &rk, has_cn);
-        let mut fallbacks = 0usize;
-        let mut unreached = 0usize;
         let max_off = t.ends.iter().map(|e| e.nlids).max().unwrap_or(1) as usize;
         let maxcn = (0..n)
             .map(|s| t.ends_on(s).iter().filter(|&&i| is_cn[i as usize]).count())
             .max()
             .unwrap_or(0);
-        let mut cand = Vec::new();
-        let mut route_one = |ft: &mut Ft,
-                             sw: usize,
-                             port: u8,
-                             lid: Option<usize>,
-                             count: bool,
-                             fallbacks: &mut usize,
-                             unreached: &mut usize| {
+        let mut route_one = |ft: &mut Ft, sw: usize, port: u8, lid: Option<usize>| {
             ft.begin();
             ft.set(sw, port, u32::MAX, 0, true);
-            ft.go_up(sw, usize::MAX, true, count);
-            let ok = ft.complete();
-            let Some(lid) = lid else { return };
-            if lid >= stride {
+            ft.go_up(sw, usize::MAX, true, true);
+            let Some(lid) = lid.filter(|&l| l < stride) else {
                 return;
-            }
+            };
+            lid_dest[lid] = sw as u32;
             let col = &mut cols[lid * n..(lid + 1) * n];
-            let row = &codes[sw * n..(sw + 1) * n];
-            let need_fallback = !ok
-                && (0..n).any(|s| {
-                    t.alive[s]
-                        && !ft.is_set(s)
-                        && row[s] != INF
-                        && super::updn::code_is_legal(row[s])
-                });
-            if need_fallback {
-                *fallbacks += 1;
-            }
-            for (s, slot) in col.iter_mut().enumerate() {
-                if !t.alive[s] {
-                    continue;
-                }
-                if s == sw {
-                    *slot = port;
-                    continue;
-                }
-                if ft.is_set(s) && !need_fallback {
-                    *slot = ft.next[s];
-                    continue;
-                }
-                // up*/down* BFS entry (legal, or an escape for switches without a legal path)
-                cand.clear();
-                updown_cands(&t, &rk, row, s, &mut cand);
-                if cand.is_empty() {
-                    *unreached += 1;
-                    continue;
-                }
-                let mut best = cand[0];
-                let mut bl = u32::MAX;
-                for &(p, peer) in cand.iter() {
-                    let ch = t
-                        .links(s)
-                        .iter()
-                        .find(|a| a.port == p && a.peer == peer)
-                        .map_or(0, |a| a.ch);
-                    let l = ft.load[ch as usize];
-                    if l < bl {
-                        bl = l;
-                        best = (p, peer);
-                    }
-                }
-                *slot = best.0;
+            for &s in &ft.touched {
+                col[s as usize] = ft.next[s as usize];
             }
         };
         for off in 0..max_off {
@@ -748,26 +865,10 @@ impl Engine for FatTree {
                     let ei = cn_here[(j + off) % k];
                     let e = t.ends[ei as usize];
                     let lid = (off < e.nlids as usize).then_some(e.base as usize + off);
-                    route_one(
-                        &mut ft,
-                        s,
-                        e.sw_port,
-                        lid,
-                        true,
-                        &mut fallbacks,
-                        &mut unreached,
-                    );
+                    route_one(&mut ft, s, e.sw_port, lid);
                 }
                 for _ in k..maxcn {
-                    route_one(
-                        &mut ft,
-                        s,
-                        NO_PORT,
-                        None,
-                        true,
-                        &mut fallbacks,
-                        &mut unreached,
-                    );
+                    route_one(&mut ft, s, NO_PORT, None);
                 }
             }
             // other end ports
@@ -777,32 +878,34 @@ impl Engine for FatTree {
                     if is_cn[ei as usize] || off >= e.nlids as usize {
                         continue;
                     }
-                    route_one(
-                        &mut ft,
-                        s,
-                        e.sw_port,
-                        Some(e.base as usize + off),
-                        true,
-                        &mut fallbacks,
-                        &mut unreached,
-                    );
+                    route_one(&mut ft, s, e.sw_port, Some(e.base as usize + off));
                 }
             }
         }
-        // switch LIDs, not counted
+        // switch LIDs: no fat-tree pass (counters untouched); completed below like the rest
         for s in 0..n {
-            if t.alive[s] && t.sw_lid[s] != 0 {
-                route_one(
-                    &mut ft,
-                    s,
-                    0,
-                    Some(t.sw_lid[s] as usize),
-                    false,
-                    &mut fallbacks,
-                    &mut unreached,
-                );
+            let l = t.sw_lid[s] as usize;
+            if t.alive[s] && l != 0 && l < stride {
+                lid_dest[l] = s as u32;
+                cols[l * n + s] = 0;
             }
         }
+        // Phase 2 (parallel over destination LIDs, read-only counters): completion.
+        let ft = &ft;
+        let (fallbacks, unreached) = cols
+            .par_chunks_mut(n.max(1))
+            .enumerate()
+            .map_init(CompScratch::default, |sc, (lid, col)| {
+                let d = lid_dest.get(lid).copied().unwrap_or(u32::MAX);
+                if d == u32::MAX {
+                    return (0usize, 0usize);
+                }
+                let d = d as usize;
+                let row = &codes[d * n..(d + 1) * n];
+                let (fb, un) = complete_column(ft, &rk, row, d, lid, col, sc);
+                (fb as usize, un)
+            })
+            .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         r.lft = transpose_rect(&cols, stride, n);
         if fallbacks > 0 {
             notes.push(format!(

@@ -17,7 +17,6 @@ use crate::tables::Routing;
 use fabric::{Fabric, FaultMask, NO_PORT};
 use rustc_hash::FxHashSet;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// The `sssp` engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,71 +56,71 @@ impl Engine for Sssp {
             let s = t.ends[i].sw as usize;
             (class(i), Reverse(num_hca[s]), s, i)
         });
-        // in-adjacency: for each switch u, entries (s, channel s->u, port at s)
+        // in-adjacency of each switch u as parallel arrays (source switch, weight of the
+        // channel source -> u, output port at the source), so relaxations stream through
+        // memory; a channel's weight lives at its in-edge index.
         let mut in_start = vec![0u32; n + 1];
-        let mut in_adj: Vec<(u32, u32, u8)> = Vec::with_capacity(t.adj.len());
+        let mut in_src: Vec<u32> = Vec::with_capacity(t.adj.len());
+        let mut in_port: Vec<u8> = Vec::with_capacity(t.adj.len());
         for (u, st) in in_start.iter_mut().enumerate().take(n) {
-            *st = in_adj.len() as u32;
+            *st = in_src.len() as u32;
             for a in t.links(u) {
-                let rc = a.ch ^ 1;
-                let rport = f.port(f.channel_src(fabric::ChannelId(rc))).num;
-                in_adj.push((a.peer, rc, rport));
+                let rport = f.port(f.channel_dst(fabric::ChannelId(a.ch))).num;
+                in_src.push(a.peer);
+                in_port.push(rport);
             }
         }
-        in_start[n] = in_adj.len() as u32;
-        let mut w = vec![1u64; f.links.len() * 2];
+        in_start[n] = in_src.len() as u32;
+        let mut in_w = vec![1u64; in_src.len()];
         let mut dist = vec![u64::MAX; n];
-        let mut next_ch = vec![u32::MAX; n];
+        // per switch: in-edge index of its next hop
+        let mut via = vec![u32::MAX; n];
         let mut next_sw = vec![u32::MAX; n];
-        let mut next_port = vec![NO_PORT; n];
-        let mut done = vec![false; n];
         let mut acc = vec![0u64; n];
         let mut popped: Vec<u32> = Vec::with_capacity(n);
-        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(n);
+        let mut heap = RadixHeap::default();
         let mut r = Routing::empty(f);
         let stride = r.stride();
         let mut cols = vec![NO_PORT; stride * n];
         let mut unreached = 0usize;
         let mut route = |d: usize, lid: usize, local_port: u8, cols: &mut [u8]| {
             dist.fill(u64::MAX);
-            done.fill(false);
             popped.clear();
             heap.clear();
             dist[d] = 0;
-            next_ch[d] = u32::MAX;
-            heap.push(Reverse((0, d as u32)));
-            while let Some(Reverse((du, u))) = heap.pop() {
+            via[d] = u32::MAX;
+            heap.push(0, d as u32);
+            while let Some((du, u)) = heap.pop() {
                 let u = u as usize;
-                if done[u] || du != dist[u] {
+                // stale entry (a switch is pushed once per strict improvement, so it is
+                // popped exactly once with its final distance)
+                if du != dist[u] {
                     continue;
                 }
-                done[u] = true;
                 popped.push(u as u32);
-                for &(s, c, p) in &in_adj[in_start[u] as usize..in_start[u + 1] as usize] {
+                let (i0, i1) = (in_start[u] as usize, in_start[u + 1] as usize);
+                for (k, (&s, &w)) in in_src[i0..i1].iter().zip(&in_w[i0..i1]).enumerate() {
                     let s = s as usize;
-                    if done[s] {
-                        continue;
-                    }
-                    let nd = du.saturating_add(w[c as usize]);
+                    // positive weights: a finished switch never improves
+                    let nd = du.saturating_add(w);
                     if nd < dist[s] {
                         dist[s] = nd;
-                        next_ch[s] = c;
+                        via[s] = (i0 + k) as u32;
                         next_sw[s] = u as u32;
-                        next_port[s] = p;
-                        heap.push(Reverse((nd, s as u32)));
+                        heap.push(nd, s as u32);
                     }
                 }
             }
             if lid < stride {
                 let col = &mut cols[lid * n..(lid + 1) * n];
-                for s in 0..n {
+                for (s, slot) in col.iter_mut().enumerate() {
                     if !t.alive[s] {
                         continue;
                     }
                     if s == d {
-                        col[s] = local_port;
-                    } else if done[s] {
-                        col[s] = next_port[s];
+                        *slot = local_port;
+                    } else if dist[s] != u64::MAX {
+                        *slot = in_port[via[s] as usize];
                     } else {
                         unreached += 1;
                     }
@@ -138,7 +137,7 @@ impl Engine for Sssp {
                 }
                 let a = acc[s];
                 if a > 0 {
-                    w[next_ch[s] as usize] += a;
+                    in_w[via[s] as usize] += a;
                     acc[next_sw[s] as usize] += a;
                 }
             }
@@ -158,5 +157,60 @@ impl Engine for Sssp {
         let mut notes = Vec::new();
         unreached_note(&t, unreached, &mut notes);
         Ok(Routed { routing: r, notes })
+    }
+}
+
+/// Monotone priority queue for Dijkstra (radix heap): keys popped never decrease, so an
+/// entry only moves to lower buckets, each at most 64 times; pops are amortised O(1).
+/// Deterministic (no hashing, fixed bucket order).
+#[derive(Debug, Default)]
+struct RadixHeap {
+    last: u64,
+    len: usize,
+    buckets: Vec<Vec<(u64, u32)>>,
+}
+
+impl RadixHeap {
+    fn clear(&mut self) {
+        if self.buckets.len() != 65 {
+            self.buckets = (0..65).map(|_| Vec::new()).collect();
+        }
+        for b in &mut self.buckets {
+            b.clear();
+        }
+        self.last = 0;
+        self.len = 0;
+    }
+    #[inline]
+    fn bucket(x: u64) -> usize {
+        if x == 0 {
+            0
+        } else {
+            64 - x.leading_zeros() as usize
+        }
+    }
+    #[inline]
+    fn push(&mut self, key: u64, v: u32) {
+        let b = Self::bucket(key ^ self.last);
+        self.buckets[b].push((key, v));
+        self.len += 1;
+    }
+    fn pop(&mut self) -> Option<(u64, u32)> {
+        if self.len == 0 {
+            return None;
+        }
+        if self.buckets[0].is_empty() {
+            let i = (1..65).find(|&i| !self.buckets[i].is_empty())?;
+            let mut moved = std::mem::take(&mut self.buckets[i]);
+            self.last = moved.iter().map(|&(k, _)| k).min().unwrap_or(self.last);
+            for &(k, v) in &moved {
+                let b = Self::bucket(k ^ self.last);
+                self.buckets[b].push((k, v));
+            }
+            moved.clear();
+            self.buckets[i] = moved;
+        }
+        self.len -= 1;
+        self.buckets[0].pop()
     }
 }

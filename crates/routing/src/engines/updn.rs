@@ -372,6 +372,7 @@ pub(crate) fn dest_codes(
     t: &Topo,
     rk: &UpDownRanking,
     d: usize,
+    full: usize,
     code: &mut [u16],
     sc: &mut CodeScratch,
 ) {
@@ -380,10 +381,17 @@ pub(crate) fn dest_codes(
         return;
     }
     let ng = greedy_codes(t, rk, d, code, &mut sc.q);
-    sc.alt.resize(code.len(), INF);
-    let nc = complete_codes(t, rk, d, &mut sc.alt, &mut sc.q2, &mut sc.q);
-    if nc > ng {
-        code.copy_from_slice(&sc.alt);
+    if ng < full {
+        sc.alt.resize(code.len(), INF);
+        let nc = complete_codes(t, rk, d, &mut sc.alt, &mut sc.q2, &mut sc.q);
+        if nc > ng {
+            code.copy_from_slice(&sc.alt);
+        }
+        if nc == full {
+            return;
+        }
+    } else {
+        return;
     }
     // Escape distances for switches of the same component without a legal path: BFS layers
     // from the legally routed switches (which count as distance 0).
@@ -477,11 +485,23 @@ pub(crate) fn codes_matrix(t: &Topo, rk: &UpDownRanking) -> Vec<u16> {
     if n == 0 {
         return codes;
     }
+    let comp = components(t);
+    let mut size = vec![0usize; n];
+    for &c in &comp {
+        if c != u32::MAX {
+            size[c as usize] += 1;
+        }
+    }
     codes
         .par_chunks_mut(n)
         .enumerate()
         .for_each_init(CodeScratch::default, |sc, (d, row)| {
-            dest_codes(t, rk, d, row, sc)
+            let full = if comp[d] == u32::MAX {
+                0
+            } else {
+                size[comp[d] as usize]
+            };
+            dest_codes(t, rk, d, full, row, sc)
         });
     codes
 }
