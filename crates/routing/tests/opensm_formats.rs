@@ -169,6 +169,7 @@ fn subnet_lst_is_byte_identical_with_opensm() {
     let opts = SubnetLstOptions {
         sm_node: Some(sm_node(&f)),
         revision: 0xA1,
+        ..Default::default()
     };
     assert_same(
         &write_subnet_lst(&f, &opts),
@@ -178,6 +179,32 @@ fn subnet_lst_is_byte_identical_with_opensm() {
     // Without an SM node the only difference is the suffix.
     let plain = write_subnet_lst(&f, &SubnetLstOptions::default());
     assert_eq!(plain, s(&theirs).replace("CA-SM", "CA"));
+}
+
+#[test]
+fn subnet_lst_leaves_out_dead_links_and_switches() {
+    let f = torus();
+    let full = write_subnet_lst(&f, &SubnetLstOptions::default());
+    let mut m = fabric::FaultMask::none(&f);
+    m.fail_link(fabric::LinkId(0));
+    let opts = SubnetLstOptions {
+        dead: Some(m.clone()),
+        ..Default::default()
+    };
+    let one = write_subnet_lst(&f, &opts);
+    assert_eq!(one.lines().count(), full.lines().count() - 2);
+    assert!(one.lines().all(|l| full.contains(l)));
+    // A dead switch: its 6 ports' lines and the 6 lines of its neighbours go.
+    let s00 = f.node_by_guid(0x200000).unwrap();
+    let mut m = fabric::FaultMask::none(&f);
+    m.fail_node(s00);
+    let opts = SubnetLstOptions {
+        dead: Some(m),
+        ..Default::default()
+    };
+    let sw = write_subnet_lst(&f, &opts);
+    assert_eq!(sw.lines().count(), full.lines().count() - 12);
+    assert!(!sw.contains("{S_0_0}"));
 }
 
 #[test]
