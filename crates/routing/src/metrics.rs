@@ -432,8 +432,8 @@ fn summarize(pattern: &str, hosts: usize, res: Vec<(f64, Vec<(u32, u64)>)>) -> E
         runs: per_run.len(),
         mean,
         sd: (ss / n).sqrt(),
-        min: per_run.iter().copied().fold(f64::INFINITY, f64::min),
-        max: per_run.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        min: per_run.iter().copied().reduce(f64::min).unwrap_or(0.0),
+        max: per_run.iter().copied().reduce(f64::max).unwrap_or(0.0),
         per_run,
         maxcong_hist: hist.into_iter().collect(),
     }
