@@ -349,13 +349,13 @@ mod sweeps {
         let opts = RouteOptions::default();
         let base = engine.route(f, &FaultMask::none(f), &opts).unwrap();
         let rule = routing::fault::base_rule(f, "updn", &opts).unwrap();
-        SweepContext {
-            fabric: f,
-            start: Rftr::new(f, &base, rule, RftrConfig::default()).unwrap(),
+        SweepContext::new(
+            f,
+            Rftr::new(f, &base, rule, RftrConfig::default()).unwrap(),
             base,
             engine,
             opts,
-        }
+        )
     }
 
     #[test]

@@ -117,13 +117,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             sweep::switch_links(&f).len()
         );
     }
-    let ctx = SweepContext {
-        fabric: &f,
-        start,
-        base,
-        engine: engine.as_ref(),
-        opts,
-    };
+    let ctx = SweepContext::new(&f, start, base, engine.as_ref(), opts);
     let space = sweep::space_size(&f, &spec);
     eprintln!(
         "{} scenarios in the space, shard {}/{}",

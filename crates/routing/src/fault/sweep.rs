@@ -13,7 +13,7 @@
 
 use super::reconf::compare;
 use super::rftr::{Fault, Rftr};
-use super::verify::{check_selected, selected_walks};
+use super::verify::{check_walks, selected_walks};
 use crate::cdg;
 use crate::engines::{Engine, RouteOptions};
 use crate::tables::Routing;
@@ -184,9 +184,31 @@ pub struct SweepContext<'f> {
     pub fabric: &'f Fabric,
     /// RFTR state on the fault-free fabric (cloned per scenario).
     pub start: Rftr<'f>,
+    /// Walks of `start` (computed once by [`SweepContext::new`]).
+    pub start_walks: super::verify::WalkSet,
     pub base: Routing,
     pub engine: &'f dyn Engine,
     pub opts: RouteOptions,
+}
+
+impl<'f> SweepContext<'f> {
+    pub fn new(
+        fabric: &'f Fabric,
+        start: Rftr<'f>,
+        base: Routing,
+        engine: &'f dyn Engine,
+        opts: RouteOptions,
+    ) -> Self {
+        let start_walks = selected_walks(&start);
+        SweepContext {
+            fabric,
+            start,
+            start_walks,
+            base,
+            engine,
+            opts,
+        }
+    }
 }
 
 impl std::fmt::Debug for SweepContext<'_> {
@@ -231,11 +253,13 @@ pub fn evaluate(ctx: &SweepContext<'_>, id: u64, faults: &[LinkId], full: bool) 
         deadlock_free: true,
         ..Default::default()
     };
+    let mut before = ctx.start_walks.clone();
     for &l in faults {
-        let before = selected_walks(&r);
         let rep = r.apply(Fault::Link(l));
         verdict.unsupported_pairs += rep.unsupported_pairs;
-        let chk = check_selected(&r, Some(&before));
+        let cur = selected_walks(&r);
+        let chk = check_walks(&r, &cur, Some(&before));
+        before = cur;
         if !chk.deadlock_free {
             verdict.deadlock_free = false;
         }

@@ -74,53 +74,99 @@ pub fn walk_vl(
     false
 }
 
-/// The walks of every selected pair of `r` (in pair order).
-pub fn selected_walks(r: &Rftr<'_>) -> Vec<(bool, Hops)> {
-    let f = r.fabric();
-    r.selected_pairs()
-        .par_iter()
-        .map(|&(s, d, l)| {
-            let mut h = Vec::new();
-            let ok = walk_vl(f, &r.routing, &r.mask, s as usize, d as usize, l, &mut h);
-            (ok, h)
-        })
-        .collect()
+/// The walks of every selected pair, flat: walk `i` is `hops[offsets[i]..offsets[i + 1]]`.
+#[derive(Clone, Debug, Default)]
+pub struct WalkSet {
+    pub offsets: Vec<u32>,
+    pub hops: Vec<(ChannelId, u8)>,
+    /// Selected pairs whose walk does not arrive.
+    pub undelivered: u64,
 }
 
-/// Checks the current state; `before` are walks taken before the last fault (their prefixes
-/// up to the first dead channel are added to the dependency graph).
-pub fn check_selected(r: &Rftr<'_>, before: Option<&[(bool, Hops)]>) -> SelectedCheck {
+impl WalkSet {
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn walk(&self, i: usize) -> &[(ChannelId, u8)] {
+        &self.hops[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+}
+
+/// Walks every selected pair of `r` through its tables (parallel, in pair order).
+pub fn selected_walks(r: &Rftr<'_>) -> WalkSet {
     let f = r.fabric();
-    let walks = selected_walks(r);
+    let pairs = r.selected_pairs();
+    let chunks: Vec<(Vec<u32>, Hops, u64)> = pairs
+        .par_chunks(1024)
+        .map(|chunk| {
+            let mut lens = Vec::with_capacity(chunk.len());
+            let mut all: Hops = Vec::new();
+            let mut bad = 0u64;
+            let mut h = Vec::new();
+            for &(s, d, l) in chunk {
+                if !walk_vl(f, &r.routing, &r.mask, s as usize, d as usize, l, &mut h) {
+                    bad += 1;
+                }
+                lens.push(h.len() as u32);
+                all.extend_from_slice(&h);
+            }
+            (lens, all, bad)
+        })
+        .collect();
+    let mut ws = WalkSet {
+        offsets: Vec::with_capacity(pairs.len() + 1),
+        hops: Vec::new(),
+        undelivered: 0,
+    };
+    ws.offsets.push(0);
+    for (lens, hops, bad) in chunks {
+        let mut at = ws.hops.len() as u32;
+        for l in lens {
+            at += l;
+            ws.offsets.push(at);
+        }
+        ws.hops.extend_from_slice(&hops);
+        ws.undelivered += bad;
+    }
+    ws
+}
+
+/// Checks walks `cur` of the current state; `before` are walks taken before the last fault
+/// (their prefixes up to the first dead channel are added to the dependency graph: what is
+/// still in flight during the migration).
+pub fn check_walks(r: &Rftr<'_>, cur: &WalkSet, before: Option<&WalkSet>) -> SelectedCheck {
+    let f = r.fabric();
     let mut out = SelectedCheck {
-        pairs: walks.len() as u64,
+        pairs: cur.len() as u64,
+        undelivered: cur.undelivered,
         ..Default::default()
     };
     let nv = f.links.len() * 2 * NUM_SLS;
     let v = |c: ChannelId, vl: u8| (c.idx() * NUM_SLS + vl as usize) as u32;
-    let mut edges: Vec<(u32, u32)> = Vec::new();
-    let add = |hops: &[(ChannelId, u8)], edges: &mut Vec<(u32, u32)>, vmax: &mut u8| {
+    let mut edges: Vec<(u32, u32)> = Vec::with_capacity(cur.hops.len());
+    let mut vmax = 0u8;
+    let mut add = |hops: &[(ChannelId, u8)], edges: &mut Vec<(u32, u32)>| {
         for w in hops.windows(2) {
             edges.push((v(w[0].0, w[0].1), v(w[1].0, w[1].1)));
         }
         for &(_, vl) in hops {
-            *vmax = (*vmax).max(vl + 1);
+            vmax = vmax.max(vl + 1);
         }
     };
-    let mut vmax = 0u8;
-    for (ok, h) in &walks {
-        if !ok {
-            out.undelivered += 1;
-        }
-        add(h, &mut edges, &mut vmax);
+    for i in 0..cur.len() {
+        add(cur.walk(i), &mut edges);
     }
     if let Some(prev) = before {
-        for (_, h) in prev {
+        for i in 0..prev.len() {
+            let h = prev.walk(i);
             let live = h
                 .iter()
                 .take_while(|&&(c, _)| r.mask.channel_alive(f, c))
                 .count();
-            add(&h[..live], &mut edges, &mut vmax);
+            add(&h[..live], &mut edges);
         }
     }
     edges.par_sort_unstable();
@@ -137,4 +183,10 @@ pub fn check_selected(r: &Rftr<'_>, before: Option<&[(bool, Hops)]>) -> Selected
     out.deadlock_free = out.cyclic_sccs == 0;
     out.vls_used = vmax;
     out
+}
+
+/// Walks the current state and checks it (see [`check_walks`]).
+pub fn check_selected(r: &Rftr<'_>, before: Option<&WalkSet>) -> SelectedCheck {
+    let cur = selected_walks(r);
+    check_walks(r, &cur, before)
 }
