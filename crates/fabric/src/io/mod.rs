@@ -78,44 +78,108 @@ impl Format {
 /// the bytes and a display name, or an error message.
 pub type IncludeResolver<'a> = dyn FnMut(&str) -> Result<(String, Vec<u8>), String> + 'a;
 
-/// Guesses the format from the content (never from the file name).
+/// Guesses the format from the content (never from the file name), looking at the first
+/// 64 KiB:
+/// - a line `{ SW|CA|Rt … NodeGUID:… PortGUID:… }` → opensm-subnet.lst;
+/// - a file whose first non-blank byte opens a JSON object (`{`, or `[` followed by `{`) →
+///   JSON;
+/// - `# Topology file`, a `switchguid=0x…(…)` line, a node id of the form `"S-<hex>"`,
+///   `"H-<hex>"`, `"R-<hex>"`, or a CA port line `[1](<hex>)` → ibnetdiscover;
+/// - otherwise `Switch`/`Hca`/`Ca`/`Rt` headers (or `include`) → ibsim net file.
+///
+/// Stray lines (shell prompts, tool warnings) do not decide anything.
 pub fn detect(bytes: &[u8]) -> Option<Format> {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(64 * 1024)]);
-    let mut saw_ibnd_guid = false;
-    let mut saw_node = false;
-    for raw in text.lines() {
-        let line = raw.trim_start();
-        if line.is_empty() {
-            continue;
-        }
-        if line.starts_with('{') && line.contains("Ports:") && line.contains("PortGUID:") {
-            return Some(Format::SubnetLst);
-        }
-        if line.starts_with('{') || line.starts_with('[') && !saw_node {
-            if line.starts_with('{') {
-                return Some(Format::Json);
-            }
-        }
-        if line.starts_with("# Topology file") {
-            return Some(Format::Ibnetdiscover);
-        }
-        if (line.starts_with("switchguid=") || line.starts_with("caguid=") || line.starts_with("rtguid="))
-            && line.contains('(')
-        {
-            saw_ibnd_guid = true;
-        }
-        if line.starts_with("Switch") || line.starts_with("Ca") || line.starts_with("Hca") || line.starts_with("Rt") {
-            if line.contains("\"S-") || line.contains("\"H-") || line.contains("\"R-") || saw_ibnd_guid {
-                return Some(Format::Ibnetdiscover);
-            }
-            saw_node = true;
+    let head = &bytes[..bytes.len().min(64 * 1024)];
+    let text = lines::decode(head);
+    let first = text.trim_start();
+    if first.starts_with('{') && !looks_like_lst(first.lines().next().unwrap_or("")) {
+        return Some(Format::Json);
+    }
+    if let Some(after) = first.strip_prefix('[') {
+        if after.trim_start().starts_with('{') || after.trim_start().starts_with(']') {
+            return Some(Format::Json);
         }
     }
-    if saw_node {
+    let mut headers = 0usize;
+    let mut ibsim_only = false;
+    for line in lines::Lines::new(&text) {
+        let t = lines::trim(line.text);
+        if t.is_empty() {
+            continue;
+        }
+        if t.starts_with('{') {
+            if looks_like_lst(t) {
+                return Some(Format::SubnetLst);
+            }
+            continue;
+        }
+        if t.starts_with('#') {
+            if t.contains("Topology file:") {
+                return Some(Format::Ibnetdiscover);
+            }
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("switchguid=") {
+            if rest.contains('(') {
+                return Some(Format::Ibnetdiscover);
+            }
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix('[') {
+            // ibnetdiscover CA port line: [1](2c90300a1b2c5)
+            let mut c = lines::Cursor::new(rest);
+            if c.number().is_some()
+                && c.eat(b']')
+                && c.eat(b'(')
+                && c.hex().is_some()
+                && c.eat(b')')
+            {
+                return Some(Format::Ibnetdiscover);
+            }
+            continue;
+        }
+        let word = t.split([' ', '\t', '=', '"']).next().unwrap_or("");
+        match word {
+            "Switch" | "Ca" | "Hca" | "Rt" => {
+                if let Some(q) = t.find('"') {
+                    let id = t.get(q + 1..).unwrap_or("");
+                    let id = id.split('"').next().unwrap_or("");
+                    if is_ibnd_id(id) {
+                        return Some(Format::Ibnetdiscover);
+                    }
+                }
+                headers += 1;
+                if word == "Hca" {
+                    ibsim_only = true;
+                }
+                if headers >= 8 {
+                    break;
+                }
+            }
+            "include" | "hcaguids" => ibsim_only = true,
+            _ => {}
+        }
+    }
+    if headers > 0 || ibsim_only {
         Some(Format::IbsimNet)
     } else {
         None
     }
+}
+
+fn looks_like_lst(line: &str) -> bool {
+    let t = line.trim_start().trim_start_matches('{').trim_start();
+    (t.starts_with("SW") || t.starts_with("CA") || t.starts_with("Rt") || t.starts_with("RT"))
+        && line.contains("NodeGUID:")
+        && line.contains("PN:")
+}
+
+/// ibnetdiscover node ids: `S-`, `H-` or `R-` and 16 hex digits.
+fn is_ibnd_id(id: &str) -> bool {
+    let Some((p, h)) = id.split_once('-') else {
+        return false;
+    };
+    matches!(p, "S" | "H" | "R") && h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Reads a fabric in any supported format, detected from the content.

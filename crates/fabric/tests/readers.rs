@@ -1,0 +1,1470 @@
+//! Tests of the line readers (ibnetdiscover, ibsim net, opensm-subnet.lst) and format detection:
+//! the shared topology corpus, hand-written realistic dumps, contradictory input with exact
+//! messages and lines, and a property test feeding random and mutated bytes to every reader.
+
+use fabric::io::{
+    self, detect, ibnetdiscover, ibsim, lines, subnet_lst, Format, Loaded, ParseError,
+};
+use fabric::{BuildOptions, Fabric, NodeId, NodeKind, Speed, Width};
+use proptest::prelude::*;
+use rustc_hash::FxHashMap;
+use std::path::{Path, PathBuf};
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+}
+
+fn data(name: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/fabrics")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn no_include(name: &str) -> Result<(String, Vec<u8>), String> {
+    Err(format!("no include support in this test ({name})"))
+}
+
+fn ibsim_str(text: &str) -> Result<Loaded, ParseError> {
+    ibsim::read(
+        text.as_bytes(),
+        "t.net",
+        &mut no_include,
+        BuildOptions::default(),
+    )
+}
+
+fn ibnd_str(text: &str) -> Result<Loaded, ParseError> {
+    ibnetdiscover::read(text.as_bytes(), "t.ibnd", BuildOptions::default())
+}
+
+fn lst_str(text: &str) -> Result<Loaded, ParseError> {
+    subnet_lst::read(text.as_bytes(), "t.lst", BuildOptions::default())
+}
+
+fn node(f: &Fabric, name: &str) -> NodeId {
+    f.node_by_name(name)
+        .unwrap_or_else(|| panic!("no node {name:?}"))
+}
+
+/// (name, port) at the other end of `name[port]`.
+fn peer(f: &Fabric, name: &str, port: u8) -> Option<(String, u8)> {
+    let n = node(f, name);
+    let r = f.remote(f.port_id(n, port))?;
+    let rp = f.port(r);
+    Some((f.node(rp.node).name.clone(), rp.num))
+}
+
+fn link_of<'a>(f: &'a Fabric, name: &str, port: u8) -> &'a fabric::Link {
+    let n = node(f, name);
+    let l = f.port(f.port_id(n, port)).link.expect("cabled");
+    f.link(l)
+}
+
+fn lid(f: &Fabric, name: &str, port: u8) -> u16 {
+    let n = node(f, name);
+    f.port(f.port_id(n, port)).lid
+}
+
+fn port_guid(f: &Fabric, name: &str, port: u8) -> u64 {
+    let n = node(f, name);
+    f.port(f.port_id(n, port)).guid
+}
+
+/// Every link as a sorted pair of (name, port), sorted.
+fn link_set(f: &Fabric) -> Vec<((String, u8), (String, u8))> {
+    let mut v: Vec<_> = f
+        .links
+        .iter()
+        .map(|l| {
+            let (a, b) = (f.port(l.a), f.port(l.b));
+            let x = (f.node(a.node).name.clone(), a.num);
+            let y = (f.node(b.node).name.clone(), b.num);
+            if x <= y {
+                (x, y)
+            } else {
+                (y, x)
+            }
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn sw_links(f: &Fabric) -> usize {
+    f.links
+        .iter()
+        .filter(|l| {
+            let (a, b) = (f.port(l.a).node, f.port(l.b).node);
+            a != b && f.is_switch(a) && f.is_switch(b)
+        })
+        .count()
+}
+
+fn expect_err(r: Result<Loaded, ParseError>) -> ParseError {
+    match r {
+        Ok(l) => panic!(
+            "expected an error, got a fabric with {} nodes (warnings {:?})",
+            l.fabric.nodes.len(),
+            l.warnings
+        ),
+        Err(e) => e,
+    }
+}
+
+fn assert_err(r: Result<Loaded, ParseError>, line: usize, needle: &str) -> ParseError {
+    let e = expect_err(r);
+    assert!(
+        e.message.contains(needle),
+        "message {:?} does not contain {needle:?}",
+        e.message
+    );
+    assert_eq!(e.line, line, "wrong line in {e}");
+    e
+}
+
+// ---------------------------------------------------------------------------------------------
+// ibsim: the shared corpus
+
+#[test]
+fn ibsim_corpus_matches_meta() {
+    let dir = shared().join("topologies");
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        eprintln!("skipping: {} is missing", dir.display());
+        return;
+    };
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "net"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no .net files in {}", dir.display());
+    for p in &files {
+        let bytes = std::fs::read(p).unwrap();
+        let name = p.display().to_string();
+        assert_eq!(detect(&bytes), Some(Format::IbsimNet), "{name}");
+        let loaded = ibsim::read(&bytes, &name, &mut no_include, BuildOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(loaded.warnings.is_empty(), "{name}: {:?}", loaded.warnings);
+        let f = &loaded.fabric;
+        let meta_path = PathBuf::from(format!("{}.meta.json", p.display()));
+        let meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+        assert_eq!(
+            f.num_switches() as u64,
+            meta["num_switches"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            f.count(NodeKind::Ca) as u64,
+            meta["num_hcas"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            sw_links(f) as u64,
+            meta["num_sw_links"].as_u64().unwrap(),
+            "{name}"
+        );
+        // Every HCA is cabled (one port each) → links = sw links + hcas.
+        assert_eq!(f.links.len(), sw_links(f) + f.count(NodeKind::Ca), "{name}");
+        for s in meta["switches"].as_array().unwrap() {
+            let sname = s["name"].as_str().unwrap();
+            let want =
+                u64::from_str_radix(s["guid"].as_str().unwrap().trim_start_matches("0x"), 16)
+                    .unwrap();
+            let n = node(f, sname);
+            assert_eq!(f.node(n).guid, want, "{name}: GUID of {sname}");
+            assert_eq!(
+                f.node(n).nports as u64,
+                s["nports"].as_u64().unwrap(),
+                "{name}: {sname}"
+            );
+            assert_eq!(
+                port_guid(f, sname, 0),
+                want,
+                "{name}: port 0 GUID of {sname}"
+            );
+            assert_eq!(f.node(n).desc, sname, "ibsim uses the id as description");
+        }
+        // ibsim CA GUIDs: 0x100000 advancing by ports + 1, port GUID = node GUID + port.
+        let mut next = 0x100000u64;
+        for nd in f.nodes.iter().filter(|n| n.kind == NodeKind::Ca) {
+            assert_eq!(nd.guid, next, "{name}: CA {}", nd.name);
+            let n = node(f, &nd.name);
+            for p in 1..=nd.nports {
+                assert_eq!(port_guid(f, &nd.name, p), nd.guid + p as u64);
+            }
+            assert_eq!(f.node(n).sys_guid, nd.guid);
+            next += nd.nports as u64 + 1;
+        }
+        // ibsim links come up 4x SDR.
+        assert!(f
+            .links
+            .iter()
+            .all(|l| l.width == Width::X4 && l.speed == Speed::Sdr));
+        assert_eq!(
+            meta["first_hca"].as_str(),
+            f.nodes
+                .iter()
+                .find(|n| n.kind == NodeKind::Ca)
+                .map(|n| n.name.as_str())
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// opensm-subnet.lst from the OpenSM runs, against the ibsim view of the same net
+
+#[test]
+fn subnet_lst_runs_match_ibsim() {
+    let runs = shared().join("opensm-runs");
+    let net = shared().join("topologies/torus2d_4x4_h2.net");
+    let (Ok(rd), Ok(net_bytes)) = (std::fs::read_dir(&runs), std::fs::read(&net)) else {
+        eprintln!(
+            "skipping: {} or {} is missing",
+            runs.display(),
+            net.display()
+        );
+        return;
+    };
+    let sim = ibsim::read(
+        &net_bytes,
+        "torus2d_4x4_h2.net",
+        &mut no_include,
+        BuildOptions::default(),
+    )
+    .unwrap()
+    .fabric;
+    let mut dirs: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    dirs.sort();
+    let mut seen = 0;
+    let mut lids_by_name: Option<FxHashMap<(String, u8), u16>> = None;
+    for d in dirs {
+        let p = d.join("opensm-subnet.lst");
+        let Ok(bytes) = std::fs::read(&p) else {
+            continue;
+        };
+        seen += 1;
+        let name = p.display().to_string();
+        assert_eq!(detect(&bytes), Some(Format::SubnetLst), "{name}");
+        let loaded = subnet_lst::read(&bytes, &name, BuildOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(loaded.warnings.is_empty(), "{name}: {:?}", loaded.warnings);
+        let f = &loaded.fabric;
+        assert_eq!(f.num_switches(), 16, "{name}");
+        assert_eq!(f.count(NodeKind::Ca), 32, "{name}");
+        // Same nodes, GUIDs, port GUIDs and cabling as ibsim's view of the net file.
+        for nd in &sim.nodes {
+            let n = node(f, &nd.name);
+            assert_eq!(f.node(n).guid, nd.guid, "{name}: {}", nd.name);
+            assert_eq!(f.node(n).kind, nd.kind);
+            assert_eq!(f.node(n).nports, nd.nports);
+            assert_eq!(
+                f.node(n).sys_guid,
+                nd.guid,
+                "SystemGUID = node GUID under ibsim"
+            );
+            let ports: Vec<u8> = if nd.kind == NodeKind::Switch {
+                vec![0]
+            } else {
+                (1..=nd.nports).collect()
+            };
+            for p in ports {
+                assert_eq!(
+                    port_guid(f, &nd.name, p),
+                    port_guid(&sim, &nd.name, p),
+                    "{name}: {}[{p}]",
+                    nd.name
+                );
+            }
+        }
+        assert_eq!(link_set(f), link_set(&sim), "{name}");
+        assert!(f
+            .links
+            .iter()
+            .all(|l| l.width == Width::X4 && l.speed == Speed::Sdr));
+        // LIDs: all from the file (OpenSM assigned them), unique, and the same in every run.
+        let mut lids: FxHashMap<(String, u8), u16> = FxHashMap::default();
+        for nd in &f.nodes {
+            let ports: Vec<u8> = if nd.kind == NodeKind::Switch {
+                vec![0]
+            } else {
+                (1..=nd.nports).collect()
+            };
+            for p in ports {
+                let l = lid(f, &nd.name, p);
+                assert!(l > 0, "{name}: {}[{p}] has no LID", nd.name);
+                lids.insert((nd.name.clone(), p), l);
+            }
+        }
+        let mut uniq: Vec<u16> = lids.values().copied().collect();
+        uniq.sort_unstable();
+        uniq.dedup();
+        assert_eq!(uniq.len(), lids.len(), "{name}: LIDs are not unique");
+        if let Some(prev) = &lids_by_name {
+            assert_eq!(prev, &lids, "{name}: LIDs differ from the other runs");
+        }
+        lids_by_name = Some(lids);
+    }
+    if seen == 0 {
+        eprintln!("skipping: no opensm-subnet.lst under {}", runs.display());
+    } else {
+        // The first line of every run: H_0_0_0 holds LID 1, S_0_0 LID 2.
+        let lids = lids_by_name.unwrap();
+        assert_eq!(lids[&("H_0_0_0".to_string(), 1)], 1);
+        assert_eq!(lids[&("S_0_0".to_string(), 0)], 2);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ibnetdiscover: realistic dumps
+
+const L01: &str = "S-248a070300f0c0de";
+const L02: &str = "S-248a070300f0c1de";
+const SP: &str = "S-248a070300f0aaaa";
+const N1: &str = "H-0002c90300a1b2c4";
+const N2: &str = "H-0002c90300a1b3d0";
+const N3: &str = "H-0002c90300a1b4e0";
+const R1: &str = "R-0002c90300a1b5f0";
+
+fn check_cluster_edr(l: &Loaded) {
+    let f = &l.fabric;
+    assert_eq!(f.num_switches(), 3);
+    assert_eq!(f.count(NodeKind::Ca), 3);
+    assert_eq!(f.count(NodeKind::Router), 1);
+    assert_eq!(f.links.len(), 10);
+    // GUIDs from switchguid=/caguid=/rtguid= and the parentheses.
+    assert_eq!(f.node(node(f, L01)).guid, 0x248a070300f0c0de);
+    assert_eq!(port_guid(f, L01, 0), 0x248a070300f0c0de);
+    assert_eq!(f.node(node(f, N1)).guid, 0x2c90300a1b2c4);
+    assert_eq!(f.node(node(f, N1)).sys_guid, 0x2c90300a1b2c7);
+    assert_eq!(port_guid(f, N1, 1), 0x2c90300a1b2c5);
+    assert_eq!(port_guid(f, N1, 2), 0x2c90300a1b2c6);
+    assert_eq!(f.node(node(f, R1)).kind, NodeKind::Router);
+    assert_eq!(port_guid(f, R1, 1), 0x2c90300a1b5f1);
+    assert_eq!(f.node(node(f, L01)).vendor_id, 0x2c9);
+    assert_eq!(f.node(node(f, L01)).device_id, 0xcf08);
+    assert_eq!(f.node(node(f, SP)).device_id, 0xd2f0);
+    // Header attributes.
+    assert!(f.node(node(f, L01)).enhanced_sp0);
+    assert!(!f.node(node(f, SP)).enhanced_sp0);
+    assert_eq!(f.node(node(f, L01)).desc, "MF0;leaf01:MSB7700/U1");
+    assert_eq!(f.node(node(f, N2)).desc, "node02 # rack 7 HCA-1  ");
+    assert_eq!(f.node(node(f, N3)).desc, "node03 \"spare\" HCA-1");
+    // LIDs: switch from the header, CA from its port-line comment; 65535 = none.
+    assert_eq!(lid(f, SP, 0), 2);
+    assert_eq!(lid(f, L01, 0), 3);
+    assert_eq!(lid(f, L02, 0), 4);
+    assert_eq!(lid(f, N1, 1), 5);
+    assert_eq!(lid(f, N1, 2), 6);
+    assert_eq!(lid(f, N2, 1), 7);
+    assert_eq!(lid(f, R1, 1), 9);
+    let fresh = lid(f, N3, 1);
+    assert!(
+        fresh != 0 && fresh != 0xFFFF && ![2, 3, 4, 5, 6, 7, 9].contains(&fresh),
+        "LID {fresh}"
+    );
+    // Cabling, from both ends.
+    assert_eq!(peer(f, N1, 1), Some((L01.into(), 1)));
+    assert_eq!(
+        peer(f, N1, 2),
+        Some((L02.into(), 1)),
+        "both HCA ports cabled"
+    );
+    assert_eq!(peer(f, L01, 36), Some((SP.into(), 2)));
+    assert_eq!(peer(f, SP, 39), Some((SP.into(), 40)), "loopback cable");
+    assert_eq!(peer(f, L02, 3), Some((R1.into(), 1)));
+    // Width and speed from the comment tokens.
+    assert_eq!(
+        (link_of(f, L01, 1).width, link_of(f, L01, 1).speed),
+        (Width::X4, Speed::Edr)
+    );
+    assert_eq!(link_of(f, L02, 35).speed, Speed::Hdr);
+    assert_eq!(link_of(f, L02, 36).speed, Speed::Fdr10);
+    assert_eq!(link_of(f, L02, 2).speed, Speed::Unknown);
+    assert_eq!(link_of(f, L02, 2).width, Width::X4);
+    assert_eq!(
+        (link_of(f, R1, 1).width, link_of(f, R1, 1).speed),
+        (Width::X1, Speed::Sdr)
+    );
+    assert_eq!(link_of(f, SP, 40).speed, Speed::Edr);
+    // The shell prompts and the ibwarn line were skipped with warnings.
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.contains("stray lines before the topology")),
+        "{:?}",
+        l.warnings
+    );
+    assert!(
+        l.warnings.iter().any(|w| w.contains("ignored tool output")),
+        "{:?}",
+        l.warnings
+    );
+}
+
+#[test]
+fn ibnetdiscover_cluster_with_quirks() {
+    let bytes = data("cluster_edr.ibnd");
+    assert_eq!(detect(&bytes), Some(Format::Ibnetdiscover));
+    let l = ibnetdiscover::read(&bytes, "cluster_edr.ibnd", BuildOptions::default()).unwrap();
+    check_cluster_edr(&l);
+}
+
+#[test]
+fn ibnetdiscover_crlf_and_spaces_give_the_same_fabric() {
+    let a = ibnetdiscover::read(&data("cluster_edr.ibnd"), "a", BuildOptions::default()).unwrap();
+    let bytes = data("cluster_crlf_spaces.ibnd");
+    assert!(bytes.windows(2).any(|w| w == b"\r\n") && !bytes.contains(&b'\t'));
+    assert_eq!(detect(&bytes), Some(Format::Ibnetdiscover));
+    let b = ibnetdiscover::read(&bytes, "b", BuildOptions::default()).unwrap();
+    check_cluster_edr(&b);
+    assert_eq!(a.fabric.nodes, b.fabric.nodes);
+    assert_eq!(a.fabric.ports, b.fabric.ports);
+    assert_eq!(a.fabric.links, b.fabric.links);
+}
+
+#[test]
+fn ibnetdiscover_chassis_grouping() {
+    let bytes = data("chassis_grouped.ibnd");
+    assert_eq!(detect(&bytes), Some(Format::Ibnetdiscover));
+    let l = ibnetdiscover::read(&bytes, "chassis_grouped.ibnd", BuildOptions::default()).unwrap();
+    let f = &l.fabric;
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    assert_eq!(f.num_switches(), 5);
+    assert_eq!(f.count(NodeKind::Ca), 3);
+    assert_eq!(f.links.len(), 8);
+    assert_eq!(
+        peer(f, "S-0008f104003f10b1", 1),
+        Some(("H-0002c9020020e4a4".into(), 1))
+    );
+    assert_eq!(
+        peer(f, "S-0008f104003f10b2", 2),
+        Some(("S-0008f10500201234".into(), 24))
+    );
+    assert_eq!(lid(f, "S-0008f104003f10a2", 0), 11);
+    assert_eq!(lid(f, "H-0002c9020020e6c4", 1), 22);
+    assert_eq!(
+        f.node(node(f, "S-0008f104003f10a1")).sys_guid,
+        0x8f104003f1000
+    );
+    assert!(f
+        .links
+        .iter()
+        .all(|l| l.width == Width::X4 && l.speed == Speed::Ddr));
+}
+
+#[test]
+fn ibnetdiscover_truncated_dump_loads_with_warnings() {
+    let l = ibnetdiscover::read(
+        &data("truncated.ibnd"),
+        "truncated.ibnd",
+        BuildOptions::default(),
+    )
+    .unwrap();
+    let f = &l.fabric;
+    assert_eq!(f.num_switches(), 3);
+    assert_eq!(f.count(NodeKind::Ca), 2);
+    assert_eq!(
+        f.links.len(),
+        8,
+        "the links to node03 and the router are dropped"
+    );
+    let dropped: Vec<_> = l
+        .warnings
+        .iter()
+        .filter(|w| w.contains("has no record"))
+        .collect();
+    assert_eq!(dropped.len(), 2, "{:?}", l.warnings);
+    assert!(
+        dropped[0].starts_with("truncated.ibnd:24: "),
+        "{}",
+        dropped[0]
+    );
+    assert!(dropped[0].contains(N3));
+}
+
+#[test]
+fn ibnetdiscover_link_to_a_record_without_that_port_is_kept_with_a_warning() {
+    // The CA record lists no port line (dump cut right after its header).
+    let text = "switchguid=0x10(10)\nSwitch\t4 \"S-0000000000000010\"\t# \"sw\" base port 0 lid 1 lmc 0\n\
+                [1]\t\"H-0000000000000020\"[1](21) \t# \"h\" lid 2 4xQDR\n\ncaguid=0x20\nCa\t1 \"H-0000000000000020\"\t# \"h\"\n";
+    let l = ibnd_str(text).unwrap();
+    assert_eq!(l.fabric.links.len(), 1);
+    assert_eq!(
+        port_guid(&l.fabric, "H-0000000000000020", 1),
+        0x21,
+        "GUID from the switch side"
+    );
+    assert!(
+        l.warnings.iter().any(|w| w.contains("only one end")),
+        "{:?}",
+        l.warnings
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// ibnetdiscover: contradictions
+
+const SW_A: &str =
+    "switchguid=0xa(a)\nSwitch\t8 \"S-000000000000000a\"\t\t# \"A\" base port 0 lid 1 lmc 0\n";
+const SW_B: &str =
+    "switchguid=0xb(b)\nSwitch\t8 \"S-000000000000000b\"\t\t# \"B\" base port 0 lid 2 lmc 0\n";
+const SW_C: &str =
+    "switchguid=0xc(c)\nSwitch\t8 \"S-000000000000000c\"\t\t# \"C\" base port 0 lid 3 lmc 0\n";
+
+#[test]
+fn ibnetdiscover_contradictory_ends() {
+    let text = format!(
+        "{SW_A}[1]\t\"S-000000000000000b\"[2]\t\t# \"B\" lid 2 4xEDR\n\n\
+         {SW_B}[2]\t\"S-000000000000000c\"[1]\t\t# \"C\" lid 3 4xEDR\n\n\
+         {SW_C}[1]\t\"S-000000000000000b\"[2]\t\t# \"B\" lid 2 4xEDR\n"
+    );
+    let e = assert_err(ibnd_str(&text), 3, "the two ends of a link disagree");
+    assert!(
+        e.message
+            .contains("line 7 cables \"S-000000000000000b\"[2] to \"S-000000000000000c\"[1]"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.file, "t.ibnd");
+}
+
+#[test]
+fn ibnetdiscover_ends_disagree_on_speed() {
+    let text = format!(
+        "{SW_A}[1]\t\"S-000000000000000b\"[2]\t\t# \"B\" lid 2 4xEDR\n\n\
+         {SW_B}[2]\t\"S-000000000000000a\"[1]\t\t# \"A\" lid 1 4xHDR\n"
+    );
+    assert_err(
+        ibnd_str(&text),
+        7,
+        "disagree on the link speed (EDR vs HDR)",
+    );
+}
+
+#[test]
+fn ibnetdiscover_port_beyond_count() {
+    let text = format!("{SW_A}[1]\t\"S-000000000000000b\"[2]\n[9]\t\"S-000000000000000b\"[3]\n");
+    assert_err(
+        ibnd_str(&text),
+        4,
+        "port 9 is beyond the port count 8 of \"S-000000000000000a\"",
+    );
+    let text = format!("{SW_A}[1]\t\"S-000000000000000b\"[12]\t# \"B\" lid 2 4xEDR\n\n{SW_B}");
+    assert_err(ibnd_str(&text), 3, "which has only 8 ports");
+    let text = "switchguid=0xa(a)\nSwitch\t300 \"S-000000000000000a\"\n";
+    assert_err(
+        ibnd_str(text),
+        2,
+        "port count 300 of this Switch is out of range 1..=254",
+    );
+}
+
+#[test]
+fn ibnetdiscover_duplicate_guid_and_node() {
+    let text = "caguid=0x20\nCa\t1 \"H-0000000000000020\"\t# \"h1\"\n[1](77) \t\"S-000000000000000a\"[1]\t# lid 5 lmc 0 \"A\" lid 1 4xEDR\n\n\
+                caguid=0x30\nCa\t1 \"H-0000000000000030\"\t# \"h2\"\n[1](77) \t\"S-000000000000000a\"[2]\t# lid 6 lmc 0 \"A\" lid 1 4xEDR\n";
+    let e = assert_err(ibnd_str(text), 7, "duplicate GUID 0x0000000000000077");
+    assert!(e.message.contains("(line 3)"), "{}", e.message);
+    let text = format!("{SW_A}\n{SW_A}");
+    assert_err(
+        ibnd_str(&text),
+        5,
+        "duplicate node \"S-000000000000000a\": it already has a record at line 2",
+    );
+    let text = "caguid=0x20\nCa\t1 \"H-0000000000000021\"\n";
+    assert_err(ibnd_str(text), 2, "does not match caguid=0x20 at line 1");
+    // Two nodes claiming one LID.
+    let text = format!("{SW_A}\n{}", SW_B.replace("lid 2", "lid 1"));
+    assert_err(ibnd_str(&text), 5, "LID 1 of \"S-000000000000000b\" port 0 is already used by \"S-000000000000000a\" port 0 (line 2)");
+}
+
+#[test]
+fn ibnetdiscover_record_cut_short() {
+    let text = format!(
+        "{SW_A}[1]\t\"S-000000000000000b\"[2]\n\nswitchguid=0xb(b)\nSwitch\t8 \"S-00000000"
+    );
+    assert_err(
+        ibnd_str(&text),
+        6,
+        "record cut short: the node id has no closing quote",
+    );
+    let text = format!("{SW_A}[1]\t\"S-000000000000000b\"[");
+    assert_err(
+        ibnd_str(&text),
+        3,
+        "record cut short: expected the remote port number",
+    );
+    let text = format!("{SW_A}[1]\t\"S-0000");
+    assert_err(
+        ibnd_str(&text),
+        3,
+        "record cut short: the remote node id has no closing quote",
+    );
+    let text = "vendid=0x2c9\ndevid=0xcf08\nvendid=0x2c9\n";
+    assert_err(
+        ibnd_str(text),
+        3,
+        "record cut short: the record begun by vendid= at line 1",
+    );
+    let text = format!("{SW_A}\nswitchguid=0xb(b)\n[1]\t\"S-000000000000000a\"[1]\n");
+    assert_err(ibnd_str(&text), 5, "port line outside a node record");
+    let text = "switchguid=0xb(b\n";
+    assert_err(
+        ibnd_str(text),
+        1,
+        "record cut short: expected switchguid=0x<node guid>(<port guid>)",
+    );
+    // A dump that ends right after the id lines of a record loads, with a warning.
+    let text = format!("{SW_A}\nvendid=0x2c9\n");
+    let l = ibnd_str(&text).unwrap();
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.contains("t.ibnd:4: the file ends inside a record")),
+        "{:?}",
+        l.warnings
+    );
+}
+
+#[test]
+fn ibnetdiscover_garbage_empty_binary() {
+    let text =
+        format!("{SW_A}[1]\t\"S-000000000000000b\"[2]\n\nthis is not a topology line\n{SW_B}");
+    assert_err(
+        ibnd_str(&text),
+        5,
+        "unexpected line \"this is not a topology line\"",
+    );
+    assert_err(ibnd_str(""), 0, "no nodes");
+    assert_err(ibnd_str("\n \r\n\t\n"), 0, "no nodes");
+    let bin: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let e = expect_err(ibnetdiscover::read(&bin, "bin", BuildOptions::default()));
+    assert!(e.line <= lines::line_count(&lines::decode(&bin)));
+    // Binary after a valid start: an error on the first binary line.
+    let mut bytes = format!("{SW_A}\n").into_bytes();
+    bytes.extend_from_slice(b"\x00\x01\xff\xfe garbage\n");
+    let e = expect_err(ibnetdiscover::read(
+        &bytes,
+        "mixed",
+        BuildOptions::default(),
+    ));
+    assert_eq!(e.line, 4);
+    assert!(e.message.contains("unexpected line"), "{}", e.message);
+}
+
+#[test]
+fn ibnetdiscover_lid_65535_and_reassign() {
+    let text = format!("{}\n", SW_A.replace("lid 1", "lid 65535"));
+    let l = ibnd_str(&text).unwrap();
+    assert_eq!(
+        lid(&l.fabric, "S-000000000000000a", 0),
+        1,
+        "assigned afresh"
+    );
+    let text = format!("{}\n", SW_A.replace("lid 1", "lid 50000"));
+    assert_err(ibnd_str(&text), 2, "LID 50000 is not a unicast LID");
+    let opts = BuildOptions {
+        lmc: 0,
+        reassign_lids: true,
+    };
+    let l = ibnetdiscover::read(text.as_bytes(), "t", opts).unwrap();
+    assert_eq!(lid(&l.fabric, "S-000000000000000a", 0), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ibsim
+
+#[test]
+fn ibsim_guid_rules_options_and_syntax() {
+    let text = "\
+# comment at the top
+vendid=0x2c9
+devid=0x1003
+switchguid=0x500000
+Switch\t8 \"sw1\"\t# \"leaf one\" enhanced port 0 lid 7 lmc 0
+[1]\t\"hca1\"[1]
+# comment inside a record
+[2]\t\"hca1\"[2]\tw=1 s=2
+[3]\t\"sw2\"[3]\tw=0x8 s=4
+[5]\t\"sw1\"[6]
+[6]\t\"sw1\"[5]
+
+switchguid+0x10
+Switch\t8 \"sw2\"
+[3]\t\"sw1\"[3]\tw=8 s=4
+[4]\t\"hca2\"
+
+do Dump
+pdebug=0
+hcaguids=0x9000
+Hca\t2 \"hca1\"
+[1]\t\"sw1\"[1]
+[2]\t\"sw1\"[2]\ts=3 w=3
+
+Ca\t1 \"hca2\"\t# desc with spaces lid 12
+[1]\t\"sw2\"[4]\t# lid 12 lmc 0 \"sw2\" lid 9 4xQDR
+
+rtguid=0x7000
+Rt\t2 \"rt1\"
+";
+    let l = ibsim_str(text).unwrap();
+    let f = &l.fabric;
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    assert_eq!(f.node(node(f, "sw1")).guid, 0x500000);
+    assert_eq!(
+        f.node(node(f, "sw2")).guid,
+        0x500010,
+        "+ is relative to the base"
+    );
+    assert_eq!(f.node(node(f, "hca1")).guid, 0x9000);
+    assert_eq!(port_guid(f, "hca1", 2), 0x9002);
+    assert_eq!(
+        f.node(node(f, "hca2")).guid,
+        0x9003,
+        "CAs advance by ports + 1"
+    );
+    assert_eq!(f.node(node(f, "rt1")).guid, 0x7000);
+    assert_eq!(f.node(node(f, "sw1")).vendor_id, 0x2c9);
+    assert_eq!(
+        f.node(node(f, "sw2")).vendor_id,
+        0,
+        "vendid= applies to one node"
+    );
+    assert_eq!(
+        f.node(node(f, "hca2")).device_id,
+        0x1003,
+        "devid= is sticky"
+    );
+    assert_eq!(f.node(node(f, "sw1")).desc, "leaf one");
+    assert_eq!(f.node(node(f, "sw2")).desc, "sw2");
+    assert_eq!(f.node(node(f, "hca2")).desc, "desc with spaces");
+    assert!(f.node(node(f, "sw1")).enhanced_sp0);
+    assert_eq!(lid(f, "sw1", 0), 7);
+    assert_eq!(lid(f, "hca2", 1), 12);
+    assert_eq!(
+        peer(f, "sw2", 4),
+        Some(("hca2".into(), 1)),
+        "remote port defaults to 1"
+    );
+    assert_eq!(peer(f, "sw1", 5), Some(("sw1".into(), 6)));
+    assert_eq!(link_of(f, "sw1", 1).width, Width::X4);
+    assert_eq!(
+        (link_of(f, "sw1", 2).width, link_of(f, "sw1", 2).speed),
+        (Width::X1, Speed::Ddr)
+    );
+    assert_eq!(
+        (link_of(f, "sw1", 3).width, link_of(f, "sw1", 3).speed),
+        (Width::X12, Speed::Qdr)
+    );
+    // hca2's comment enables 4xQDR but sw2[4] keeps the default SDR: SDR is common.
+    assert_eq!(link_of(f, "sw2", 4).speed, Speed::Sdr);
+    assert_eq!(f.links.len(), 5);
+}
+
+#[test]
+fn ibsim_include_with_names_and_cycles() {
+    let files: FxHashMap<&str, &str> = [
+        ("cas.net", "Hca\t1 \"h1\"\n[1]\t\"s1\"[1]\n"),
+        ("bad.net", "Hca\t1 \"h2\"\n[1]\t\"s1\"[2]\nbogus line\n"),
+        ("loop1.net", "include \"loop2.net\"\n"),
+        ("loop2.net", "\ninclude \"loop1.net\"\n"),
+    ]
+    .into_iter()
+    .collect();
+    let mut resolver = |name: &str| -> Result<(String, Vec<u8>), String> {
+        files
+            .get(name)
+            .map(|t| (format!("inc/{name}"), t.as_bytes().to_vec()))
+            .ok_or_else(|| "no such file".to_string())
+    };
+    let main = "Switch\t4 \"s1\"\n[1]\t\"h1\"[1]\n\ninclude \"cas.net\"\n";
+    let l = ibsim::read(
+        main.as_bytes(),
+        "main.net",
+        &mut resolver,
+        BuildOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(l.fabric.links.len(), 1);
+    assert_eq!(l.fabric.node(node(&l.fabric, "h1")).guid, 0x100000);
+
+    let main = "Switch\t4 \"s1\"\n\ninclude \"bad.net\"\n";
+    let e = expect_err(ibsim::read(
+        main.as_bytes(),
+        "main.net",
+        &mut resolver,
+        BuildOptions::default(),
+    ));
+    assert_eq!((e.file.as_str(), e.line), ("inc/bad.net", 3), "{e}");
+    assert!(
+        e.message.contains("unexpected line \"bogus line\""),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message.contains("(included from main.net:3)"),
+        "{}",
+        e.message
+    );
+
+    let main = "include \"loop1.net\"\n";
+    let e = expect_err(ibsim::read(
+        main.as_bytes(),
+        "main.net",
+        &mut resolver,
+        BuildOptions::default(),
+    ));
+    assert_eq!((e.file.as_str(), e.line), ("inc/loop2.net", 2), "{e}");
+    assert!(
+        e.message
+            .contains("include cycle: main.net -> inc/loop1.net -> inc/loop2.net -> inc/loop1.net"),
+        "{}",
+        e.message
+    );
+
+    let main = "include \"missing.net\"\n";
+    let e = expect_err(ibsim::read(
+        main.as_bytes(),
+        "main.net",
+        &mut resolver,
+        BuildOptions::default(),
+    ));
+    assert_eq!(e.line, 1);
+    assert!(
+        e.message
+            .contains("cannot include \"missing.net\": no such file"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn ibsim_contradictions() {
+    // A says [1] -> B[2] but B[2] -> C[1].
+    let text = "Switch 4 \"A\"\n[1] \"B\"[2]\n\nSwitch 4 \"B\"\n[2] \"C\"[1]\n\nSwitch 4 \"C\"\n[1] \"B\"[2]\n";
+    let e = assert_err(ibsim_str(text), 2, "the two ends of a link disagree");
+    assert!(
+        e.message.contains("line 5 cables \"B\"[2] to \"C\"[1]"),
+        "{}",
+        e.message
+    );
+    // Port beyond the count, locally and remotely.
+    assert_err(
+        ibsim_str("Switch 4 \"A\"\n[5] \"B\"[1]\n"),
+        2,
+        "port 5 is beyond the port count 4 of \"A\"",
+    );
+    assert_err(
+        ibsim_str("Switch 4 \"A\"\n[1] \"B\"[9]\n\nHca 2 \"B\"\n"),
+        2,
+        "is cabled to port 9 of \"B\", which has only 2 ports",
+    );
+    assert_err(
+        ibsim_str("Switch 255 \"A\"\n"),
+        1,
+        "port count 255 of this Switch is out of range",
+    );
+    assert_err(
+        ibsim_str("Switch 99999999999999999999999 \"A\"\n"),
+        1,
+        "expected the port count",
+    );
+    // Duplicate GUID: the CA base is reset onto an earlier CA.
+    let text = "Hca 1 \"h1\"\n\nHca 1 \"h2\"\n\ncaguid=0x100000\nHca 1 \"h3\"\n";
+    assert_err(ibsim_str(text), 6, "duplicate GUID 0x0000000000100000");
+    let text = "Hca 2 \"h1\"\n\ncaguid=0x100002\nHca 1 \"h2\"\n";
+    let e = assert_err(ibsim_str(text), 4, "duplicate GUID 0x0000000000100002");
+    assert!(
+        e.message.contains("\"h1\" already has it (line 1)"),
+        "{}",
+        e.message
+    );
+    assert_err(
+        ibsim_str("Switch 4 \"A\"\n\nSwitch 4 \"A\"\n"),
+        3,
+        "duplicate node \"A\"",
+    );
+    // Options.
+    assert_err(
+        ibsim_str("Switch 4 \"A\"\n[1] \"B\"[1] w=0\n"),
+        2,
+        "bad port option w=0",
+    );
+    assert_err(
+        ibsim_str("Switch 4 \"A\"\n[1] \"B\"[1] s=9\n"),
+        2,
+        "bad port option s=9",
+    );
+    assert_err(
+        ibsim_str("Switch 4 \"A\"\n[1] \"B\"[1] w=1\n\nSwitch 4 \"B\"\n[1] \"A\"[1] w=2\n"),
+        5,
+        "no link width in common (w=1 vs w=2)",
+    );
+    // Cut short, garbage, empty.
+    assert_err(ibsim_str("Switch 4 \"A\"\n[1] \"B"), 2, "record cut short");
+    assert_err(
+        ibsim_str("Switch 4 \"A\n"),
+        1,
+        "record cut short: the node id has no closing quote",
+    );
+    assert_err(
+        ibsim_str("Switch 4 \"A\"\n\nwhatever = 3\n"),
+        3,
+        "unexpected line \"whatever = 3\"",
+    );
+    assert_err(
+        ibsim_str("[1] \"A\"[1]\n"),
+        1,
+        "port line outside a node record",
+    );
+    assert_err(
+        ibsim_str("Switch 4 \"A\"\n[1] \"B\"[1] junk\n"),
+        2,
+        "unexpected text \"junk\"",
+    );
+    assert_err(ibsim_str(""), 0, "no nodes");
+    assert_err(ibsim_str("# only a comment\n"), 0, "no nodes");
+    // A link to a node without a record: dropped with a warning.
+    let l = ibsim_str("Switch 4 \"A\"\n[1] \"ghost\"[1]\n").unwrap();
+    assert!(l.fabric.links.is_empty());
+    assert!(
+        l.warnings[0].starts_with("t.net:2: link \"A\"[1] - \"ghost\"[1] dropped"),
+        "{:?}",
+        l.warnings
+    );
+}
+
+#[test]
+fn byte_order_mark_and_invalid_utf8_are_tolerated() {
+    let mut bytes = b"\xEF\xBB\xBFSwitch 4 \"A\"\t# \"caf\xe9 leaf\"\n[1] \"B\"[1]\n\nHca 1 \"B\"\n[1] \"A\"[1]\n".to_vec();
+    assert_eq!(detect(&bytes), Some(Format::IbsimNet));
+    let l = ibsim::read(&bytes, "bom.net", &mut no_include, BuildOptions::default()).unwrap();
+    assert_eq!(l.fabric.node(node(&l.fabric, "A")).desc, "caf\u{fffd} leaf");
+    assert_eq!(l.fabric.links.len(), 1);
+    // Line numbers still count raw lines after a replaced byte.
+    bytes.extend_from_slice(b"\xff\xfe junk\n");
+    let e = expect_err(ibsim::read(
+        &bytes,
+        "bom.net",
+        &mut no_include,
+        BuildOptions::default(),
+    ));
+    assert_eq!(e.line, 6, "{e}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// opensm-subnet.lst
+
+fn lst_line(
+    a: (&str, u8, u64, u64, &str, u16, u8),
+    b: (&str, u8, u64, u64, &str, u16, u8),
+    trailer: &str,
+) -> String {
+    let blk = |(ty, np, node, pg, desc, lid, pn): (&str, u8, u64, u64, &str, u16, u8),
+               ven: &str,
+               dev: &str| {
+        format!(
+            "{{ {ty} Ports:{np:02X} SystemGUID:{node:016x} NodeGUID:{node:016x} PortGUID:{pg:016x} VenID:{ven} DevID:{dev} Rev:000000A0 {{{desc}}} LID:{lid:04X} PN:{pn:02X} }}"
+        )
+    };
+    format!(
+        "{} {} {trailer}\n",
+        blk(a, "0002C9", "B924"),
+        blk(b, "000002C9", "B9240000")
+    )
+}
+
+#[test]
+fn subnet_lst_quirks() {
+    let sw1 = (
+        "SW",
+        36u8,
+        0x10u64,
+        0x10u64,
+        "MF0;leaf01 {rack 3}",
+        2u16,
+        1u8,
+    );
+    let ca = ("CA-SM", 2u8, 0x20u64, 0x21u64, "node01 HCA-1", 5u16, 1u8);
+    let ca2 = ("CA", 2u8, 0x20u64, 0x22u64, "node01 HCA-1", 6u16, 2u8);
+    let sw2 = (
+        "SW",
+        36u8,
+        0x30u64,
+        0x30u64,
+        "Quantum Mellanox Technologies",
+        3u16,
+        7u8,
+    );
+    let sw3 = (
+        "SW",
+        36u8,
+        0x40u64,
+        0x40u64,
+        "Quantum Mellanox Technologies",
+        4u16,
+        9u8,
+    );
+    let mut text = String::new();
+    text += &lst_line(sw1, ca, "PHY=4x LOG=ACT SPD=25");
+    text += &lst_line(ca, sw1, "PHY=4x LOG=ACT SPD=25");
+    text += &lst_line(
+        (sw2.0, sw2.1, sw2.2, sw2.3, sw2.4, sw2.5, 2),
+        ca2,
+        "PHY=4x LOG=ACT SPD=FDR10",
+    );
+    text += &lst_line(
+        ca2,
+        (sw2.0, sw2.1, sw2.2, sw2.3, sw2.4, sw2.5, 2),
+        "PHY=4x LOG=ACT SPD=FDR10",
+    );
+    text += &lst_line(sw2, sw3, "PHY=12x LOG=ACT SPD=14");
+    text += &lst_line(sw3, sw2, "PHY=12x LOG=ACT SPD=14");
+    text += &lst_line(
+        (sw1.0, sw1.1, sw1.2, sw1.3, sw1.4, sw1.5, 3),
+        (sw3.0, sw3.1, sw3.2, sw3.3, sw3.4, sw3.5, 3),
+        "PHY=4x LOG=DWN SPD=2.5",
+    );
+    let text = text.replace("\n", "\r\n");
+    assert_eq!(detect(text.as_bytes()), Some(Format::SubnetLst));
+    let l = lst_str(&text).unwrap();
+    let f = &l.fabric;
+    assert_eq!(f.num_switches(), 3);
+    assert_eq!(f.count(NodeKind::Ca), 1);
+    assert_eq!(f.links.len(), 3, "the DWN link is skipped");
+    assert!(
+        l.warnings.iter().any(|w| w.contains("skipped 1 LOG=DWN")),
+        "{:?}",
+        l.warnings
+    );
+    // Names: unique descriptions as they are, duplicates made unique with the GUID.
+    let leaf = "MF0;leaf01 {rack 3}";
+    assert_eq!(f.node(node(f, leaf)).guid, 0x10);
+    let q2 = "Quantum Mellanox Technologies (0x0000000000000030)";
+    let q3 = "Quantum Mellanox Technologies (0x0000000000000040)";
+    assert_eq!(f.node(node(f, q2)).desc, "Quantum Mellanox Technologies");
+    assert_eq!(peer(f, q2, 7), Some((q3.to_string(), 9)));
+    assert_eq!(peer(f, "node01 HCA-1", 2), Some((q2.to_string(), 2)));
+    assert_eq!(lid(f, leaf, 0), 2);
+    assert_eq!(lid(f, "node01 HCA-1", 1), 5);
+    assert_eq!(lid(f, "node01 HCA-1", 2), 6);
+    assert_eq!(port_guid(f, "node01 HCA-1", 2), 0x22);
+    assert_eq!(f.node(node(f, leaf)).vendor_id, 0x2c9);
+    assert_eq!(
+        f.node(node(f, leaf)).device_id,
+        0xb924,
+        "8-digit swapped DevID"
+    );
+    assert_eq!(link_of(f, leaf, 1).speed, Speed::Edr);
+    assert_eq!(link_of(f, q2, 2).speed, Speed::Fdr10);
+    assert_eq!(
+        (link_of(f, q2, 7).width, link_of(f, q2, 7).speed),
+        (Width::X12, Speed::Fdr)
+    );
+}
+
+#[test]
+fn subnet_lst_contradictions() {
+    let a = ("SW", 8u8, 0xau64, 0xau64, "A", 1u16, 1u8);
+    let b = ("SW", 8u8, 0xbu64, 0xbu64, "B", 2u16, 2u8);
+    let c = ("SW", 8u8, 0xcu64, 0xcu64, "C", 3u16, 1u8);
+    let ok = "PHY=4x LOG=ACT SPD=10";
+    // A1-B2 and then B2-C1.
+    let text = lst_line(a, b, ok) + &lst_line(b, c, ok);
+    let e = assert_err(lst_str(&text), 2, "the two ends of a link disagree");
+    assert!(
+        e.message.contains("line 1 cables \"B\"[2] to \"A\"[1]"),
+        "{}",
+        e.message
+    );
+    // Port beyond the count.
+    let text = lst_line(a, ("SW", 8, 0xb, 0xb, "B", 2, 9), ok);
+    assert_err(
+        lst_str(&text),
+        1,
+        "PN:09 is beyond the port count Ports:08 of \"B\"",
+    );
+    // Two lines disagree about a node.
+    let text = lst_line(a, b, ok) + &lst_line(("SW", 4, 0xa, 0xa, "A", 1, 3), c, ok);
+    assert_err(
+        lst_str(&text),
+        2,
+        "NodeGUID 000000000000000a is SW Ports:08 at line 1 but SW Ports:04 here",
+    );
+    // Duplicate port GUID on two nodes.
+    let text = lst_line(("CA", 1, 0x20, 0x99, "h1", 5, 1), a, ok)
+        + &lst_line(("CA", 1, 0x30, 0x99, "h2", 6, 1), b, ok);
+    assert_err(lst_str(&text), 2, "duplicate GUID 0x0000000000000099");
+    // Width disagreement between the two listings.
+    let text = lst_line(a, b, ok) + &lst_line(b, a, "PHY=1x LOG=ACT SPD=10");
+    assert_err(lst_str(&text), 2, "disagree on the width");
+    // Cut short, garbage, empty.
+    let full = lst_line(a, b, ok);
+    let cut = &full[..full.find("LID:0002").unwrap()];
+    assert_err(lst_str(cut), 1, "record cut short");
+    let cut = &full[..full.rfind("Rev:").unwrap()];
+    assert_err(lst_str(cut), 1, "second node block: record cut short");
+    assert_err(
+        lst_str(&(full.clone() + "garbage here\n")),
+        2,
+        "expected `{ TYPE Ports:..",
+    );
+    assert_err(
+        lst_str(&full.replace("SPD=10", "SPD=7")),
+        1,
+        "SPD=7 is not a link speed",
+    );
+    assert_err(lst_str(""), 0, "no nodes");
+    // Listed from one end only: loads with a warning.
+    let l = lst_str(&lst_line(a, b, ok)).unwrap();
+    assert_eq!(l.fabric.links.len(), 1);
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.contains("1 links are listed from one end only")),
+        "{:?}",
+        l.warnings
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// detect() and io::read()
+
+#[test]
+fn detect_and_read_dispatch() {
+    assert_eq!(detect(b""), None);
+    assert_eq!(detect(b"hello\nworld\n"), None);
+    assert_eq!(detect(b"\x00\x01\x02\xff"), None);
+    assert_eq!(detect(b"  {\"nodes\": []}"), Some(Format::Json));
+    assert_eq!(detect(b"[\n {\"a\": 1}]"), Some(Format::Json));
+    assert_eq!(
+        detect(b"Switch 8 \"Switch1\"\n[3] \"Switch2\"[3] w=4\n"),
+        Some(Format::IbsimNet)
+    );
+    assert_eq!(detect(b"include \"x.net\"\n"), Some(Format::IbsimNet));
+    // A prompt that looks like a port line does not confuse detection.
+    let text = "[root@head ~]# ibnetdiscover\nibwarn: [1] x\nswitchguid=0xa(a)\nSwitch\t8 \"S-000000000000000a\"\n";
+    assert_eq!(detect(text.as_bytes()), Some(Format::Ibnetdiscover));
+    // ibnetdiscover without header or guid lines, recognised by its ids.
+    assert_eq!(
+        detect(b"Ca\t1 \"H-0002c90300a1b2c4\"\n"),
+        Some(Format::Ibnetdiscover)
+    );
+    for (file, fmt) in [
+        ("cluster_edr.ibnd", Format::Ibnetdiscover),
+        ("chassis_grouped.ibnd", Format::Ibnetdiscover),
+        ("truncated.ibnd", Format::Ibnetdiscover),
+    ] {
+        let bytes = data(file);
+        assert_eq!(detect(&bytes), Some(fmt), "{file}");
+        let l = io::read(&bytes, file, &mut no_include, BuildOptions::default()).unwrap();
+        assert!(!l.fabric.nodes.is_empty());
+    }
+    let e = io::read(
+        b"random words\n",
+        "x",
+        &mut no_include,
+        BuildOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.line, 0);
+    assert!(e.message.contains("not a fabric file"), "{}", e.message);
+}
+
+// ---------------------------------------------------------------------------------------------
+// performance: a 20,000-HCA fabric
+
+/// A leaf/spine fabric in ibnetdiscover form: `leaves` 36-port leaves with 18 HCAs and 18
+/// uplinks each; leaves are grouped in pods of `POD` with 18 spines of `POD` ports per pod.
+const POD: usize = 200;
+
+fn big_ibnd(leaves: usize) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(leaves * 18 * 400);
+    s.push_str("#\n# Topology file: generated\n#\n");
+    let pods = leaves.div_ceil(POD);
+    let leaf = |i: usize| 0x0002_0000_0000_0000u64 + i as u64;
+    let spine = |p: usize, j: usize| 0x0003_0000_0000_0000u64 + (p * 18 + j) as u64;
+    let hca = |i: usize, k: usize| 0x0004_0000_0000_0000u64 + ((i * 18 + k) as u64) * 4;
+    let spine_lid = |p: usize, j: usize| 40000 + p * 18 + j;
+    for i in 0..leaves {
+        let g = leaf(i);
+        let (p, slot) = (i / POD, i % POD);
+        let _ = writeln!(
+            s,
+            "\nvendid=0x2c9\ndevid=0xcf08\nsysimgguid={g:#x}\nswitchguid={g:#x}({g:x})"
+        );
+        let _ = writeln!(
+            s,
+            "Switch\t36 \"S-{g:016x}\"\t\t# \"leaf{i}\" enhanced port 0 lid {} lmc 0",
+            1 + i
+        );
+        for k in 0..18 {
+            let h = hca(i, k);
+            let _ = writeln!(
+                s,
+                "[{}]\t\"H-{h:016x}\"[1]({:x}) \t\t# \"node{i}-{k} HCA-1\" lid {} 4xHDR",
+                k + 1,
+                h + 1,
+                2000 + i * 18 + k
+            );
+        }
+        for j in 0..18 {
+            let _ = writeln!(
+                s,
+                "[{}]\t\"S-{:016x}\"[{}]\t\t# \"spine{p}-{j}\" lid {} 4xHDR",
+                19 + j,
+                spine(p, j),
+                slot + 1,
+                spine_lid(p, j)
+            );
+        }
+    }
+    for p in 0..pods {
+        let members: Vec<usize> = (p * POD..((p + 1) * POD).min(leaves)).collect();
+        for j in 0..18 {
+            let g = spine(p, j);
+            let _ = writeln!(s, "\nswitchguid={g:#x}({g:x})\nSwitch\t{POD} \"S-{g:016x}\"\t\t# \"spine{p}-{j}\" enhanced port 0 lid {} lmc 0", spine_lid(p, j));
+            for &i in &members {
+                let _ = writeln!(
+                    s,
+                    "[{}]\t\"S-{:016x}\"[{}]\t\t# \"leaf{i}\" lid {} 4xHDR",
+                    i % POD + 1,
+                    leaf(i),
+                    19 + j,
+                    1 + i
+                );
+            }
+        }
+    }
+    for i in 0..leaves {
+        for k in 0..18 {
+            let h = hca(i, k);
+            let _ = writeln!(s, "\nvendid=0x2c9\ndevid=0x101b\nsysimgguid={:#x}\ncaguid={h:#x}\nCa\t1 \"H-{h:016x}\"\t\t# \"node{i}-{k} HCA-1\"", h + 3);
+            let _ = writeln!(
+                s,
+                "[1]({:x}) \t\"S-{:016x}\"[{}]\t\t# lid {} lmc 0 \"leaf{i}\" lid {} 4xHDR",
+                h + 1,
+                leaf(i),
+                k + 1,
+                2000 + i * 18 + k,
+                1 + i
+            );
+        }
+    }
+    s
+}
+
+#[test]
+fn twenty_thousand_hcas_parse_fast() {
+    let leaves = 1112; // 1112 * 18 = 20016 HCAs
+    let text = big_ibnd(leaves);
+    let t0 = std::time::Instant::now();
+    let l = ibnd_str(&text).unwrap();
+    let dt = t0.elapsed();
+    let f = &l.fabric;
+    assert_eq!(f.count(NodeKind::Ca), leaves * 18);
+    assert_eq!(f.num_switches(), leaves + leaves.div_ceil(POD) * 18);
+    assert_eq!(f.links.len(), leaves * 18 * 2);
+    assert_eq!(
+        lid(
+            f,
+            &format!("H-{:016x}", 0x0004_0000_0000_0000u64 + 4 * 5),
+            1
+        ),
+        2005
+    );
+    eprintln!(
+        "20016-HCA ibnetdiscover file ({} MB): parse + build {dt:?}",
+        text.len() / 1_000_000
+    );
+    // Generous bound for a loaded 2-core test machine; release is well under a second.
+    assert!(dt.as_secs_f64() < 5.0, "took {dt:?}");
+}
+
+#[test]
+fn small_files_parse_quickly() {
+    // Per-file overhead matters for tools that read many small dumps (and for fuzzing).
+    let bytes = data("cluster_edr.ibnd");
+    let t0 = std::time::Instant::now();
+    for _ in 0..200 {
+        let l = ibnetdiscover::read(&bytes, "c", BuildOptions::default()).unwrap();
+        assert_eq!(l.fabric.links.len(), 10);
+    }
+    let per = t0.elapsed() / 200;
+    eprintln!("cluster_edr.ibnd: {per:?} per parse + build");
+    assert!(per.as_millis() < 50, "{per:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// robustness: random bytes and mutations of real files never panic, and errors point into
+// the file
+
+type Reader = fn(&[u8]) -> Result<Loaded, ParseError>;
+
+fn readers() -> Vec<(&'static str, Reader)> {
+    fn ibnd(b: &[u8]) -> Result<Loaded, ParseError> {
+        ibnetdiscover::read(b, "f", BuildOptions::default())
+    }
+    fn sim(b: &[u8]) -> Result<Loaded, ParseError> {
+        ibsim::read(b, "f", &mut no_include, BuildOptions::default())
+    }
+    fn lst(b: &[u8]) -> Result<Loaded, ParseError> {
+        subnet_lst::read(b, "f", BuildOptions::default())
+    }
+    fn any(b: &[u8]) -> Result<Loaded, ParseError> {
+        io::read(
+            b,
+            "f",
+            &mut no_include,
+            BuildOptions {
+                lmc: 2,
+                reassign_lids: false,
+            },
+        )
+    }
+    vec![
+        ("ibnetdiscover", ibnd),
+        ("ibsim", sim),
+        ("subnet.lst", lst),
+        ("detect+read", any),
+    ]
+}
+
+fn seeds() -> Vec<Vec<u8>> {
+    let mut v = vec![
+        data("cluster_edr.ibnd"),
+        data("chassis_grouped.ibnd"),
+        data("cluster_crlf_spaces.ibnd"),
+    ];
+    let small_net = "switchguid=0x10\nSwitch\t4 \"s1\"\t# \"d\" lid 3\n[1]\t\"h1\"[1] w=3 s=2\n[2]\t\"s1\"[3]\n[3]\t\"s1\"[2]\n\nHca\t2 \"h1\"\n[1]\t\"s1\"[1]\t# lid 5 lmc 0 \"s1\" lid 3 4xQDR\n";
+    v.push(small_net.as_bytes().to_vec());
+    let lst = shared().join("opensm-runs/torus2d_4x4_h2.minhop/opensm-subnet.lst");
+    if let Ok(b) = std::fs::read(lst) {
+        v.push(b.into_iter().take(4000).collect());
+    }
+    let net = shared().join("topologies/torus2d_4x4_h2.net");
+    if let Ok(b) = std::fs::read(net) {
+        v.push(b);
+    }
+    v
+}
+
+#[derive(Clone, Debug)]
+enum Mutation {
+    Flip(usize, u8),
+    Truncate(usize),
+    DeleteLine(usize),
+    DuplicateLine(usize),
+    Insert(usize, Vec<u8>),
+}
+
+fn mutate(mut bytes: Vec<u8>, muts: &[Mutation]) -> Vec<u8> {
+    for m in muts {
+        if bytes.is_empty() {
+            break;
+        }
+        let n = bytes.len();
+        match m {
+            Mutation::Flip(i, x) => bytes[i % n] ^= x | 1,
+            Mutation::Truncate(i) => bytes.truncate(i % n),
+            Mutation::Insert(i, b) => {
+                let at = i % n;
+                bytes.splice(at..at, b.iter().copied());
+            }
+            Mutation::DeleteLine(i) | Mutation::DuplicateLine(i) => {
+                let starts: Vec<usize> = std::iter::once(0)
+                    .chain(
+                        bytes
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, &b)| b == b'\n')
+                            .map(|(k, _)| k + 1),
+                    )
+                    .filter(|&k| k < n)
+                    .collect();
+                let s = starts[i % starts.len()];
+                let e = bytes[s..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(n, |k| s + k + 1);
+                if matches!(m, Mutation::DeleteLine(_)) {
+                    bytes.drain(s..e);
+                } else {
+                    let line = bytes[s..e].to_vec();
+                    bytes.splice(e..e, line);
+                }
+            }
+        }
+    }
+    bytes
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(i, x)| Mutation::Flip(i, x)),
+        any::<usize>().prop_map(Mutation::Truncate),
+        any::<usize>().prop_map(Mutation::DeleteLine),
+        any::<usize>().prop_map(Mutation::DuplicateLine),
+        (
+            any::<usize>(),
+            prop::sample::select(vec![
+                b"\"".to_vec(),
+                b"[".to_vec(),
+                b"]".to_vec(),
+                b"#".to_vec(),
+                b"\n".to_vec(),
+                b"\r".to_vec(),
+                b"(".to_vec(),
+                b"}".to_vec(),
+                b"{".to_vec(),
+                b"99999999999999999999".to_vec(),
+                b"\xff\xfe".to_vec(),
+                "é".as_bytes().to_vec(),
+                b"0x".to_vec(),
+                b" lid 65535 lmc 9 ".to_vec(),
+                b"=".to_vec(),
+            ])
+        )
+            .prop_map(|(i, b)| Mutation::Insert(i, b)),
+    ]
+}
+
+fn check_no_panic_and_lines(bytes: &[u8]) {
+    let count = lines::line_count(&lines::decode(bytes));
+    for (name, r) in readers() {
+        let res = std::panic::catch_unwind(|| r(bytes));
+        match res {
+            Err(_) => panic!("{name} panicked on {:?}", String::from_utf8_lossy(bytes)),
+            Ok(Err(e)) => assert!(
+                e.line <= count,
+                "{name}: line {} beyond {count} lines: {e}",
+                e.line
+            ),
+            Ok(Ok(l)) => assert!(!l.fabric.nodes.is_empty(), "{name}: loaded an empty fabric"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
+        check_no_panic_and_lines(&bytes);
+    }
+
+    #[test]
+    fn mutated_files_never_panic(seed in 0usize..16, muts in prop::collection::vec(mutation(), 1..8)) {
+        let seeds = seeds();
+        let base = seeds[seed % seeds.len()].clone();
+        check_no_panic_and_lines(&mutate(base, &muts));
+    }
+}
