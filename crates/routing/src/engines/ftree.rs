@@ -21,11 +21,12 @@
 //! **Deadlock freedom and reachability.** The ranking is an [`UpDownRanking`]: every path the
 //! fat-tree pass creates is up* then down*, and everything else is completed with up*/down*
 //! paths. If, under the fat-tree ranks, a switch carrying CNs has no up*/down* path to some
-//! destination (a degraded tree, e.g. a leaf left with uplinks only to spines that lost the
-//! way down to another leaf), the ranks fall back to a single root (the root of minimum
-//! eccentricity), which always connects; a note says so. Entries of switches without CNs that
-//! have no up*/down* path at all (e.g. aggregation nodes on two spines: spine → L1 → spine is
-//! a down→up turn) get a shortest escape path and are counted in a note.
+//! destination switch carrying end ports (a degraded tree, e.g. a leaf left with uplinks only
+//! to spines that lost the way down to another leaf), the ranks fall back to a single root
+//! (the root of minimum eccentricity), which always connects; a note says so. Entries without
+//! any up*/down* path — toward switch LIDs (spine to spine is down→up), or from switches
+//! without CNs (e.g. aggregation nodes on two spines) — get a shortest escape path and are
+//! counted in a note; traffic between CNs never uses them.
 //!
 //! **Routing order and balance** (see `ftree-balance.md`): for each LMC offset, leaves in
 //! switch-index order, on each leaf its CNs in port order, then dummy targets up to the
@@ -44,7 +45,8 @@
 
 use super::common::{eccentricities, hop_matrix, transpose_rect, unreached_note, Topo, INF};
 use super::updn::{
-    bfs_levels, code_is_legal, codes_matrix, components, count_illegal, updown_cands, UpDownRanking,
+    bfs_levels, code_is_legal, codes_matrix, components, count_illegal, escape_note, updown_cands,
+    UpDownRanking,
 };
 use super::{Engine, EngineError, RouteOptions, Routed};
 use crate::tables::Routing;
@@ -190,9 +192,9 @@ impl<'a> Ft<'a> {
         pp_start.push(total);
         let mut pp_peer = vec![u32::MAX; total as usize];
         let mut pp_ch = vec![u32::MAX; total as usize];
-        for s in 0..n {
+        for (s, &st) in pp_start.iter().enumerate().take(n) {
             for a in t.links(s) {
-                let i = (pp_start[s] + a.port as u32) as usize;
+                let i = (st + a.port as u32) as usize;
                 pp_peer[i] = a.peer;
                 pp_ch[i] = a.ch;
             }
@@ -627,6 +629,7 @@ fn complete_column(
         t.alive[s] && sc.state[s] != 2 && codes_row[s] != INF && code_is_legal(codes_row[s])
     });
     let mut unreached = 0;
+    #[allow(clippy::needless_range_loop)] // s indexes several arrays besides col
     for s in 0..n {
         if !t.alive[s] || s == d || (sc.state[s] == 2 && !fallback) {
             continue;
@@ -820,7 +823,16 @@ impl Engine for FatTree {
         } else {
             notes.insert(0, format!("{} roots from {source}", rk.roots.len()));
         }
-        let (_, esc) = count_illegal(&t, &codes, &vec![false; n]);
+        // switches whose end ports are all non-compute (e.g. an aggregation node on a spine)
+        let non_cn_src: Vec<bool> = (0..n)
+            .map(|s| !has_cn[s] && !t.ends_on(s).is_empty())
+            .collect();
+        let (svc_bad, esc) = count_illegal(&t, &codes, &non_cn_src);
+        if svc_bad > 0 {
+            notes.push(format!(
+                "{svc_bad} (switch with only non-compute end ports, destination switch with end ports) pairs have no up*/down* path (e.g. aggregation nodes on two spines: spine -> L1 -> spine turns down->up); they use escape paths, so a credit-loop check over all end ports may find loops through that traffic; traffic from compute nodes stays deadlock-free"
+            ));
+        }
 
         // Phase 1 (sequential, counters): the fat-tree pass per target writes its entries.
         let mut r = Routing::empty(f);
@@ -913,9 +925,7 @@ impl Engine for FatTree {
             ));
         }
         if esc > 0 {
-            notes.push(format!(
-                "{esc} (switch, destination switch) pairs have no up*/down* path under the fat-tree ranks (switches without CNs only) and use a shortest escape path"
-            ));
+            notes.push(escape_note(esc));
         }
         unreached_note(&t, unreached, &mut notes);
         Ok(Routed { routing: r, notes })

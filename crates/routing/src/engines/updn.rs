@@ -21,14 +21,17 @@
 //!    else `TopoHints::roots`, else the switches farthest (BFS) from the switches carrying end
 //!    ports other than aggregation nodes — a fat tree's spines — unless that is every switch,
 //!    else the graph centre (minimum eccentricity, lowest GUID);
-//! 2. a multi-root ranking can leave some switch without any legal path to a destination (roots
+//! 2. a multi-root ranking can leave a switch without any legal path to a destination (roots
 //!    of a fat tree with failed links, or a torus where every switch is a centre). If a switch
-//!    carrying end ports is affected, the ranking falls back to a **single root** — the
-//!    candidate root of minimum eccentricity, ties by lowest GUID — where every switch reaches
-//!    every other (up the BFS tree to the root, then down), and a note says so;
-//! 3. switches without end ports that still lack a legal path (no packet from an end port ever
-//!    reaches them) get a shortest escape path toward the nearest legally routed switch, and
-//!    the note counts those entries.
+//!    carrying end ports lacks a legal path to a switch carrying end ports, the ranking falls
+//!    back to a **single root** — the candidate root of minimum eccentricity, ties by lowest
+//!    GUID — where every switch reaches every other (up the BFS tree to the root, then down),
+//!    and a note says so;
+//! 3. the remaining entries without a legal path — toward switch LIDs (e.g. a fat tree's
+//!    spine LIDs from other spines) or on switches no end-port traffic reaches — get a
+//!    shortest escape path toward the nearest legally routed switch, and a note counts them.
+//!    End-port to end-port traffic never uses them, so the routing between end ports stays
+//!    deadlock-free.
 //!
 //! Components of a disconnected fabric without a root get their own (lowest switch index).
 //!
@@ -506,22 +509,23 @@ pub(crate) fn codes_matrix(t: &Topo, rk: &UpDownRanking) -> Vec<u16> {
     codes
 }
 
-/// Counts (source switch, destination switch) pairs in the same component where the source
-/// carries end ports (or satisfies `is_source`) and has no legal path; also counts all switches
-/// (any) without a legal path. Returns (bad source pairs, escape entries).
+/// Counts entries without an up*/down* path: `.0` = (source, destination) switch pairs where
+/// `is_source[s]` and the destination carries end ports — pairs that end-port traffic needs;
+/// `.1` = all escape entries (any switch toward any destination switch, switch LIDs included).
 pub(crate) fn count_illegal(t: &Topo, codes: &[u16], is_source: &[bool]) -> (usize, usize) {
     let n = t.n;
     (0..n)
         .into_par_iter()
         .map(|d| {
             let row = &codes[d * n..(d + 1) * n];
+            let dest_has_ends = !t.ends_on(d).is_empty();
             let mut bad = 0;
             let mut esc = 0;
             for s in 0..n {
                 let c = row[s];
                 if c != INF && !code_is_legal(c) {
                     esc += 1;
-                    if is_source[s] {
+                    if is_source[s] && dest_has_ends {
                         bad += 1;
                     }
                 }
@@ -529,6 +533,13 @@ pub(crate) fn count_illegal(t: &Topo, codes: &[u16], is_source: &[bool]) -> (usi
             (bad, esc)
         })
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+/// The note for escape entries.
+pub(crate) fn escape_note(esc: usize) -> String {
+    format!(
+        "{esc} (switch, destination switch) entries have no up*/down* path under the ranking and use a shortest escape path; traffic between end ports never uses them, traffic from end ports to switch LIDs may"
+    )
 }
 
 /// Chooses the updn ranking (see the module docs) and returns it with its code matrix.
@@ -630,9 +641,7 @@ pub(crate) fn updn_ranking(
     if bad == 0 {
         notes.insert(0, format!("{} roots from the {source}", rk.roots.len()));
         if esc > 0 {
-            notes.push(format!(
-                "{esc} (switch, destination switch) entries on switches without end ports have no up*/down* path and use a shortest escape path; no end-port traffic uses them"
-            ));
+            notes.push(escape_note(esc));
         }
         return Ok((rk, codes, notes));
     }
@@ -743,9 +752,7 @@ impl Engine for DnUp {
             rk.roots.len()
         )];
         if esc > 0 {
-            notes.push(format!(
-                "{esc} (switch, destination switch) entries on switches without end ports have no down*/up* path and use a shortest escape path; no end-port traffic uses them"
-            ));
+            notes.push(escape_note(esc));
         }
         let (routing, unreached) = route_updown(&t, &rk, &codes, opts);
         unreached_note(&t, unreached, &mut notes);
