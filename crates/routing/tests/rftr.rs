@@ -294,9 +294,9 @@ proptest! {
         with_switch in any::<bool>(),
     ) {
         let spec = match kind {
-            0 => format!("torus 4x4 hcas=2 lmc=3"),
+            0 => "torus 4x4 hcas=2 lmc=3".to_string(),
             1 => format!("randreg 12 4 hcas=2 lmc=3 seed={seed}"),
-            _ => format!("mesh 3x4 hcas=1 lmc=3"),
+            _ => "mesh 3x4 hcas=1 lmc=3".to_string(),
         };
         let f = fabric(&spec);
         let links = switch_links(&f);
