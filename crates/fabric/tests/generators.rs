@@ -167,8 +167,9 @@ fn check_common(f: &Fabric) {
 // ---------------------------------------------------------------------------------------------
 
 fn topo_dir() -> String {
-    std::env::var("FABROUTE_TOPOLOGIES")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/topologies").into())
+    std::env::var("FABROUTE_TOPOLOGIES").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/topologies").into()
+    })
 }
 
 fn read_ref(name: &str) -> String {
