@@ -317,7 +317,6 @@ proptest! {
     }
 
     #[test]
-    #[ignore = "waits for the ibsim/ibnetdiscover readers (io/ibsim.rs, io/ibnetdiscover.rs)"]
     fn ibsim_round_trip(spec in fabric_spec(true)) {
         let Some(f) = build(&spec) else { return Ok(()) };
         let (text, lost) = match to_ibsim_lossy(&f) {
@@ -346,7 +345,6 @@ proptest! {
     }
 
     #[test]
-    #[ignore = "waits for the ibsim/ibnetdiscover readers (io/ibsim.rs, io/ibnetdiscover.rs)"]
     fn ibnetdiscover_round_trip(spec in fabric_spec(false)) {
         let Some(f) = build(&spec) else { return Ok(()) };
         let text = to_ibnetdiscover(&f);
@@ -533,7 +531,6 @@ fn golden_ibsim_and_json() {
 }
 
 #[test]
-#[ignore = "waits for the ibsim/ibnetdiscover readers (io/ibsim.rs, io/ibnetdiscover.rs)"]
 fn reference_round_trips_through_the_readers() {
     let f = reference_fabric();
     let text = to_ibnetdiscover(&f);
@@ -976,7 +973,6 @@ fn generated_fabrics_are_ibsim_native() {
 }
 
 #[test]
-#[ignore = "waits for the ibsim/ibnetdiscover readers (io/ibsim.rs, io/ibnetdiscover.rs)"]
 fn generated_fabrics_round_trip_through_text() {
     for (spec, f) in generated() {
         let text = to_ibsim(&f).unwrap();
