@@ -11,7 +11,11 @@ mod cmd;
 mod util;
 
 #[derive(Parser, Debug)]
-#[command(name = "fabroute", version, about = "Routing brain for InfiniBand fabrics")]
+#[command(
+    name = "fabroute",
+    version,
+    about = "Routing brain for InfiniBand fabrics"
+)]
 struct Cli {
     /// Number of worker threads (default: all cores).
     #[arg(long, global = true)]
@@ -46,7 +50,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(t) = cli.threads {
         // Ignore the error if a pool was already built (cannot happen here).
-        let _ = rayon::ThreadPoolBuilder::new().num_threads(t).build_global();
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build_global();
     }
     let result = match cli.command {
         Command::Gen(a) => cmd::gen::run(a),

@@ -103,7 +103,11 @@ fn our_check(out: &Path) -> (bool, bool) {
     });
     let df = v["deadlock_free"].as_bool().unwrap();
     let unreachable = v["unreachable_pairs"]["count"].as_u64().unwrap();
-    assert_eq!(o.status.success(), df && unreachable == 0, "exit status follows the verdict");
+    assert_eq!(
+        o.status.success(),
+        df && unreachable == 0,
+        "exit status follows the verdict"
+    );
     (df, unreachable == 0)
 }
 
@@ -139,7 +143,10 @@ fn case(name: &str, spec: &[&str], engine: &str, psl: bool, expect_loops: bool) 
     let (used, ibdmchk) = opensm(&net, engine, &out, &extra_ref);
     assert_eq!(used, engine, "OpenSM fell back from {engine} to {used}");
     let (deadlock_free, all_reached) = our_check(&out);
-    assert!(all_reached, "{name}: fabroute finds unreachable pairs in OpenSM's tables");
+    assert!(
+        all_reached,
+        "{name}: fabroute finds unreachable pairs in OpenSM's tables"
+    );
     let theirs_free = match ibdmchk.as_str() {
         "no_credit_loops" => true,
         "credit_loops" => false,
@@ -149,13 +156,22 @@ fn case(name: &str, spec: &[&str], engine: &str, psl: bool, expect_loops: bool) 
         deadlock_free, theirs_free,
         "{name}: fabroute and ibdmchk disagree on {engine}"
     );
-    assert_eq!(deadlock_free, !expect_loops, "{name}: unexpected verdict for {engine}");
+    assert_eq!(
+        deadlock_free, !expect_loops,
+        "{name}: unexpected verdict for {engine}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn torus_minhop_has_credit_loops() {
-    case("t-minhop", &["torus", "4x4", "hcas=2"], "minhop", false, true);
+    case(
+        "t-minhop",
+        &["torus", "4x4", "hcas=2"],
+        "minhop",
+        false,
+        true,
+    );
 }
 
 #[test]
@@ -175,7 +191,13 @@ fn torus_lash_with_path_sls_is_deadlock_free() {
 
 #[test]
 fn torus_dfsssp_with_path_sls_is_deadlock_free() {
-    case("t-dfsssp", &["torus", "4x4", "hcas=2"], "dfsssp", true, false);
+    case(
+        "t-dfsssp",
+        &["torus", "4x4", "hcas=2"],
+        "dfsssp",
+        true,
+        false,
+    );
 }
 
 #[test]
@@ -185,7 +207,13 @@ fn torus_nue_is_deadlock_free() {
 
 #[test]
 fn torus_2qos_with_path_sls_is_deadlock_free() {
-    case("t-t2q", &["torus", "4x4", "hcas=2"], "torus-2QoS", true, false);
+    case(
+        "t-t2q",
+        &["torus", "4x4", "hcas=2"],
+        "torus-2QoS",
+        true,
+        false,
+    );
 }
 
 #[test]

@@ -258,6 +258,17 @@ impl FabricBuilder {
         }
         // Default GUIDs: a switch's port 0 carries the node GUID; CA/router port p gets
         // node GUID + p (ibsim's rule) when the input did not say.
+        for node in &self.nodes {
+            if node.kind.is_end()
+                && node.guid != 0
+                && node.guid.checked_add(node.nports as u64).is_none()
+            {
+                return err(format!(
+                    "node {:?}: GUID {:#018x} leaves no room for its {} port GUIDs (node GUID + port)",
+                    node.name, node.guid, node.nports
+                ));
+            }
+        }
         for (i, node) in self.nodes.iter().enumerate() {
             let ports = &mut self.ports[i];
             match node.kind {

@@ -272,15 +272,23 @@ mod tests {
         let mut b = FabricBuilder::new();
         let ids: Vec<_> = (0..n)
             .map(|i| {
-                b.add_node(NodeKind::Switch, 8, 0x200000 + i as u64, format!("S{i}"), "")
-                    .unwrap()
+                b.add_node(
+                    NodeKind::Switch,
+                    8,
+                    0x200000 + i as u64,
+                    format!("S{i}"),
+                    "",
+                )
+                .unwrap()
             })
             .collect();
         for i in 0..n {
             let j = (i + 1) % n;
-            b.connect(ids[i], 1, ids[j], 2, Width::X4, Speed::Sdr).unwrap();
+            b.connect(ids[i], 1, ids[j], 2, Width::X4, Speed::Sdr)
+                .unwrap();
             if parallel {
-                b.connect(ids[i], 3, ids[j], 4, Width::X4, Speed::Sdr).unwrap();
+                b.connect(ids[i], 3, ids[j], 4, Width::X4, Speed::Sdr)
+                    .unwrap();
             }
         }
         let h = b.add_node(NodeKind::Ca, 1, 0x100000, "H0", "").unwrap();

@@ -1468,3 +1468,31 @@ proptest! {
         check_no_panic_and_lines(&mutate(base, &muts));
     }
 }
+
+#[test]
+fn guid_overflow_is_an_error_not_a_panic() {
+    let net = "caguid=0xffffffffffffffff\nHca\t2 \"x\"\n[1]\t\"s\"[1]\n\nswitchguid=0x10\nSwitch\t2 \"s\"\n[1]\t\"x\"[1]\n";
+    let mut inc = |_: &str| -> Result<(String, Vec<u8>), String> { Err("no includes".into()) };
+    let e = fabric::io::read(
+        net.as_bytes(),
+        "o.net",
+        &mut inc,
+        fabric::BuildOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("leaves no room"), "{e}");
+}
+
+#[test]
+fn ibsim_file_with_ibnetdiscover_ids_is_detected_as_ibsim() {
+    let text = "# ibsim net file written by fabroute\nSwitch\t2 \"S-0000000000200000\"\n[1]\t\"H-0000000000100000\"[1]\n\nHca\t1 \"H-0000000000100000\"\n[1]\t\"S-0000000000200000\"[1]\n";
+    assert_eq!(
+        fabric::io::detect(text.as_bytes()),
+        Some(fabric::io::Format::IbsimNet)
+    );
+    let hca_only = "Hca\t1 \"H-0000000000100000\"\n[1]\t\"S-0000000000200000\"[1] w=2\n";
+    assert_eq!(
+        fabric::io::detect(hca_only.as_bytes()),
+        Some(fabric::io::Format::IbsimNet)
+    );
+}

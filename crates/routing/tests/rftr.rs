@@ -373,7 +373,10 @@ mod sweeps {
         sweep::run(&c, &spec((0, 1)), |r| whole.push(r.clone()), |_| {});
         assert_eq!(whole.len(), 32);
         assert!(whole.iter().all(|r| r.supported && r.deadlock_free));
-        let full = whole.iter().map(|r| r.full.clone().unwrap()).collect::<Vec<_>>();
+        let full = whole
+            .iter()
+            .map(|r| r.full.clone().unwrap())
+            .collect::<Vec<_>>();
         assert!(full.iter().all(|v| v.supported && v.deadlock_free));
         let mut parts = Vec::new();
         for i in 0..3 {
@@ -399,7 +402,10 @@ mod sweeps {
         sweep::run(&c, &spec, |r| b.push(r.clone()), |_| {});
         assert_eq!(a, b);
         assert_eq!(a.len() as u64 + p.skipped_disconnected, 60);
-        assert!(a.iter().all(|r| r.deadlock_free), "RFTR stays deadlock-free");
+        assert!(
+            a.iter().all(|r| r.deadlock_free),
+            "RFTR stays deadlock-free"
+        );
         assert!(a.iter().all(|r| r.faults.len() == 6));
         let s = sweep::SweepSummary::of(a.iter());
         assert_eq!(s.scenarios, a.len() as u64);

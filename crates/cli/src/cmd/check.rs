@@ -183,8 +183,8 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
     let sp = spinner("computing route metrics");
     let m = metrics::route_metrics(&f, &r, None);
     let ebb = if let Some(p) = &a.pattern {
-        let text = std::fs::read_to_string(p)
-            .with_context(|| format!("cannot read {}", p.display()))?;
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
         let runs = metrics::parse_pattern(&f, &text)
             .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
         Some(metrics::ebb_flows(&f, &r, None, &runs)?)
@@ -237,7 +237,10 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
     }
     println!("SLs used {:?}, VLs used {:?}", m.sls_used, m.vls_used);
     if let Some(e) = &ebb {
-        println!("effective bisection bandwidth: {}", serde_json::to_string(e)?);
+        println!(
+            "effective bisection bandwidth: {}",
+            serde_json::to_string(e)?
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -78,7 +78,10 @@ pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
             .with_context(|| format!("{spec:?}: port {port} of {sw} is not cabled"))?;
         let far = f.port(f.remote(p).unwrap_or(p)).node;
         if !f.is_switch(far) || far == n {
-            bail!("{spec:?}: only links between two switches can fail (this one leads to {:?})", f.node(far).name);
+            bail!(
+                "{spec:?}: only links between two switches can fail (this one leads to {:?})",
+                f.node(far).name
+            );
         }
         Ok(Fault::Link(l))
     } else if let Some(sw) = spec.strip_prefix("switch:") {
@@ -89,8 +92,8 @@ pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
 }
 
 pub fn read_guid_file(path: &std::path::Path) -> Result<Vec<u64>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut v = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let t = line.trim();
@@ -102,7 +105,11 @@ pub fn read_guid_file(path: &std::path::Path) -> Result<Vec<u64>> {
             .strip_prefix("0x")
             .and_then(|h| u64::from_str_radix(h, 16).ok())
             .with_context(|| {
-                format!("{}:{}: expected a GUID like 0x0002c90300a1b2c4, found {tok:?}", path.display(), i + 1)
+                format!(
+                    "{}:{}: expected a GUID like 0x0002c90300a1b2c4, found {tok:?}",
+                    path.display(),
+                    i + 1
+                )
             })?;
         v.push(g);
     }
@@ -291,7 +298,9 @@ fn delta_listing(f: &Fabric, r: &Rftr<'_>) -> serde_json::Value {
     let mut lft: std::collections::BTreeMap<u32, Vec<serde_json::Value>> = Default::default();
     for (&(s, lid), &(old, new)) in &r.delta.lft {
         if old != new {
-            lft.entry(s).or_default().push(json!({"lid": lid, "block": lid / 64, "old": old, "new": new}));
+            lft.entry(s)
+                .or_default()
+                .push(json!({"lid": lid, "block": lid / 64, "old": old, "new": new}));
         }
     }
     let lft: Vec<_> = lft
@@ -334,20 +343,39 @@ fn delta_text(f: &Fabric, r: &Rftr<'_>) -> String {
         }
         let n = f.switches[s as usize];
         if (s, lid / 64) != last {
-            let _ = writeln!(out, "switch {} guid {:#018x} block {}", f.node(n).name, f.node(n).guid, lid / 64);
+            let _ = writeln!(
+                out,
+                "switch {} guid {:#018x} block {}",
+                f.node(n).name,
+                f.node(n).guid,
+                lid / 64
+            );
             last = (s, lid / 64);
         }
-        let show = |p: u8| if p == fabric::NO_PORT { "-".to_string() } else { p.to_string() };
+        let show = |p: u8| {
+            if p == fabric::NO_PORT {
+                "-".to_string()
+            } else {
+                p.to_string()
+            }
+        };
         let _ = writeln!(out, "  lid {lid:#06x}: port {} -> {}", show(old), show(new));
     }
     let _ = writeln!(out, "# 2. SL2VL entries");
     for (&(s, i, o, sl), &(old, new)) in &r.delta.sl2vl {
         if old != new {
             let n = f.switches[s as usize];
-            let _ = writeln!(out, "switch {} in {i} out {o} sl {sl}: vl {old} -> {new}", f.node(n).name);
+            let _ = writeln!(
+                out,
+                "switch {} in {i} out {o} sl {sl}: vl {old} -> {new}",
+                f.node(n).name
+            );
         }
     }
-    let _ = writeln!(out, "# 3. New (DLID, SL) per source (after every switch confirmed)");
+    let _ = writeln!(
+        out,
+        "# 3. New (DLID, SL) per source (after every switch confirmed)"
+    );
     for (&(s, d), &(dlid, sl)) in &r.delta.sources {
         let name = |e: u32| f.node(f.port(f.end_ports[e as usize]).node).name.clone();
         let _ = writeln!(out, "{} -> {}: dlid {dlid:#06x} sl {sl}", name(s), name(d));

@@ -61,8 +61,8 @@ fn companion(path: &Path, suffix: &str) -> PathBuf {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let params: Vec<&str> = a.params.iter().map(String::as_str).collect();
-    let spec = TopoSpec::parse(&a.kind, &params)
-        .with_context(|| format!("bad topology {:?}", a.kind))?;
+    let spec =
+        TopoSpec::parse(&a.kind, &params).with_context(|| format!("bad topology {:?}", a.kind))?;
     let f = gen::generate(&spec).context("cannot generate the fabric")?;
     let text = render(&f, a.to)?;
     write_atomic(&a.output, text.as_bytes())?;

@@ -86,9 +86,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let res = route_chain(&names, &f, &mask, &opts);
     let route_s = t0.elapsed().as_secs_f64();
     sp.finish_and_clear();
-    let chain = res.map_err(|e| {
-        anyhow::anyhow!("{e} (engines: {})", ENGINE_NAMES.join(", "))
-    })?;
+    let chain = res.map_err(|e| anyhow::anyhow!("{e} (engines: {})", ENGINE_NAMES.join(", ")))?;
     for (n, e) in &chain.attempts {
         eprintln!("fabroute: {n} failed: {e}; trying the next engine");
     }

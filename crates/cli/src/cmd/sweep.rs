@@ -5,7 +5,9 @@ use crate::util::{load_fabric, progress_bar, write_atomic};
 use anyhow::{bail, Context, Result};
 use fabric::BuildOptions;
 use routing::engines::{by_name, RouteOptions};
-use routing::fault::sweep::{self, ScenarioResult, Scenarios, SweepContext, SweepSpec, SweepSummary};
+use routing::fault::sweep::{
+    self, ScenarioResult, Scenarios, SweepContext, SweepSpec, SweepSummary,
+};
 use routing::fault::{base_rule, Rftr, RftrConfig};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -13,14 +15,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Shards split the scenario space deterministically (scenario i belongs to shard \
+#[command(
+    after_help = "Shards split the scenario space deterministically (scenario i belongs to shard \
 i mod N), so they can run as separate jobs and be joined with `fabroute merge`. A Slurm job array:
 
   #SBATCH --array=0-15
   fabroute sweep torus.net --engine updn --faults 4 --samples 100000 --seed 1 \\
       --shard $SLURM_ARRAY_TASK_ID/16 -o sweep.$SLURM_ARRAY_TASK_ID.jsonl
   # afterwards, once:
-  fabroute merge sweep.*.jsonl -o sweep.jsonl")]
+  fabroute merge sweep.*.jsonl -o sweep.jsonl"
+)]
 pub struct Args {
     /// Fabric file.
     pub fabric: PathBuf,
@@ -64,8 +68,10 @@ fn parse_shard(s: &str) -> Result<(u64, u64)> {
         .split_once('/')
         .with_context(|| format!("--shard {s:?}: expected I/N, e.g. 0/4"))?;
     let (i, n): (u64, u64) = (
-        i.parse().with_context(|| format!("--shard {s:?}: bad index"))?,
-        n.parse().with_context(|| format!("--shard {s:?}: bad count"))?,
+        i.parse()
+            .with_context(|| format!("--shard {s:?}: bad index"))?,
+        n.parse()
+            .with_context(|| format!("--shard {s:?}: bad count"))?,
     );
     if n == 0 || i >= n {
         bail!("--shard {s:?}: need 0 <= I < N");
@@ -135,7 +141,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         &spec,
         |r| {
             if werr.is_none() {
-                if let Err(e) = serde_json::to_writer(&mut out, r).map_err(std::io::Error::from).and_then(|_| out.write_all(b"\n")) {
+                if let Err(e) = serde_json::to_writer(&mut out, r)
+                    .map_err(std::io::Error::from)
+                    .and_then(|_| out.write_all(b"\n"))
+                {
                     werr = Some(e);
                 }
             }
@@ -161,7 +170,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     });
     let mut sp = a.output.as_os_str().to_owned();
     sp.push(".summary.json");
-    write_atomic(&PathBuf::from(sp), serde_json::to_string_pretty(&sj)?.as_bytes())?;
+    write_atomic(
+        &PathBuf::from(sp),
+        serde_json::to_string_pretty(&sj)?.as_bytes(),
+    )?;
     println!(
         "{} scenarios ({} disconnected skipped): RFTR supported {:.2}% , deadlock-free {}, max SLs {}, max virtual LIDs {}, max transitions {}; full reconfiguration supported {}/{}",
         summary.scenarios,

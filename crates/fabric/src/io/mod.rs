@@ -117,6 +117,9 @@ pub fn detect(bytes: &[u8]) -> Option<Format> {
             if t.contains("Topology file:") {
                 return Some(Format::Ibnetdiscover);
             }
+            if t.starts_with("# ibsim net file") {
+                return Some(Format::IbsimNet);
+            }
             continue;
         }
         if let Some(rest) = t.strip_prefix("switchguid=") {
@@ -140,7 +143,9 @@ pub fn detect(bytes: &[u8]) -> Option<Format> {
         }
         let word = t.split([' ', '\t', '=', '"']).next().unwrap_or("");
         match word {
-            "Switch" | "Ca" | "Hca" | "Rt" => {
+            // ibnetdiscover never writes `Hca`; ibsim files may use ibnetdiscover-style ids.
+            "Hca" => return Some(Format::IbsimNet),
+            "Switch" | "Ca" | "Rt" => {
                 if let Some(q) = t.find('"') {
                     let id = t.get(q + 1..).unwrap_or("");
                     let id = id.split('"').next().unwrap_or("");
@@ -149,9 +154,6 @@ pub fn detect(bytes: &[u8]) -> Option<Format> {
                     }
                 }
                 headers += 1;
-                if word == "Hca" {
-                    ibsim_only = true;
-                }
                 if headers >= 8 {
                     break;
                 }

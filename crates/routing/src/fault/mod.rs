@@ -38,9 +38,11 @@ pub fn base_rule<'f>(
         }
         "dor" => {
             if f.hints.wrap.iter().any(|&w| w) {
-                return Err("dor is deadlock-free only on meshes; this fabric has wrap-around \
+                return Err(
+                    "dor is deadlock-free only on meshes; this fabric has wrap-around \
                             links (use updn as the base engine)"
-                    .into());
+                        .into(),
+                );
             }
             DorRule::from_hints(f)
                 .map(|r| Arc::new(r) as Arc<dyn TurnRule>)

@@ -92,7 +92,10 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
             let (a, b) = (&old.lft_of(s)[..stride], &new.lft_of(s)[..stride]);
             let mut e = 0usize;
             let mut blk = 0usize;
-            for (ca, cb) in a.chunks(LFT_BLOCK as usize).zip(b.chunks(LFT_BLOCK as usize)) {
+            for (ca, cb) in a
+                .chunks(LFT_BLOCK as usize)
+                .zip(b.chunks(LFT_BLOCK as usize))
+            {
                 let d = ca.iter().zip(cb).filter(|(x, y)| x != y).count();
                 e += d;
                 blk += usize::from(d > 0);

@@ -547,8 +547,10 @@ impl<'f> Rftr<'f> {
             }
         }
         let pre = &self.pre_cache[&s];
-        let sufs: Vec<(u32, &Vec<Option<Suffix>>)> =
-            offs.iter().map(|&k| (k, &self.suf_cache[&(e, k)])).collect();
+        let sufs: Vec<(u32, &Vec<Option<Suffix>>)> = offs
+            .iter()
+            .map(|&k| (k, &self.suf_cache[&(e, k)]))
+            .collect();
         let mut cands: Vec<Cand> = Vec::new();
         for (&(c, inch), &(vl, h, p, len)) in pre {
             if c == t {
@@ -598,7 +600,9 @@ impl<'f> Rftr<'f> {
         // Pass 0: an SL already in use; pass 1: open a new SL.
         for pass in 0..2 {
             for cand in &cands {
-                if let Some(tr) = self.try_candidate(slot, s, e, cand, pass == 1, &mut hops, &mut vls) {
+                if let Some(tr) =
+                    self.try_candidate(slot, s, e, cand, pass == 1, &mut hops, &mut vls)
+                {
                     return Some(tr);
                 }
             }

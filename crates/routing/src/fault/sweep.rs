@@ -242,7 +242,12 @@ pub fn scenario_faults(f: &Fabric, links: &[LinkId], spec: &SweepSpec, id: u64) 
 }
 
 /// Evaluates one scenario; None when its faults disconnect the fabric.
-pub fn evaluate(ctx: &SweepContext<'_>, id: u64, faults: &[LinkId], full: bool) -> Option<ScenarioResult> {
+pub fn evaluate(
+    ctx: &SweepContext<'_>,
+    id: u64,
+    faults: &[LinkId],
+    full: bool,
+) -> Option<ScenarioResult> {
     let f = ctx.fabric;
     if !connected(f, faults) {
         return None;
@@ -291,7 +296,10 @@ pub fn evaluate(ctx: &SweepContext<'_>, id: u64, faults: &[LinkId], full: bool) 
     };
     Some(ScenarioResult {
         id,
-        faults: faults.iter().map(|&l| super::sweep::link_name(f, l)).collect(),
+        faults: faults
+            .iter()
+            .map(|&l| super::sweep::link_name(f, l))
+            .collect(),
         supported: verdict.supported,
         sls: r.sls_used(),
         virtual_lids: r.max_virtual_lids(),
