@@ -181,6 +181,51 @@ fn subnet_lst_is_byte_identical_with_opensm() {
     assert_eq!(plain, s(&theirs).replace("CA-SM", "CA"));
 }
 
+/// The fabric crate's `opensm-subnet.lst` reader and this writer agree: read -> write gives
+/// OpenSM's file back, and the LFT dumps re-dump identically on the fabric it builds. (LMC 0
+/// runs only: subnet.lst does not carry LMCs.)
+#[test]
+fn fabric_crate_subnet_lst_reader_round_trips_through_the_writer() {
+    let dirs = [
+        data_dir().join("torus2d_4x4_h2.minhop"),
+        data_dir().join("dragonfly_a4_p2_h2_fail3.dfsssp"),
+    ];
+    let lsts = [
+        data_dir().join("torus2d_4x4_h2.subnet.lst"),
+        dirs[1].join("opensm-subnet.lst"),
+    ];
+    for (dir, lst) in dirs.iter().zip(&lsts) {
+        let bytes = read(lst);
+        let loaded =
+            fabric::io::subnet_lst::read(&bytes, "opensm-subnet.lst", Default::default()).unwrap();
+        let f = loaded.fabric;
+        let opts = SubnetLstOptions {
+            sm_node: Some(sm_node(&f)),
+            revision: 0xA1,
+            ..Default::default()
+        };
+        assert_same(
+            &write_subnet_lst(&f, &opts),
+            s(&bytes),
+            "fabric reader -> writer",
+        );
+        let lfts = read(&dir.join("opensm-lfts.dump"));
+        let l = read_lfts(&lfts, "opensm-lfts.dump", &f).unwrap();
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        assert_same(
+            &write_lfts(&f, &l.routing),
+            s(&lfts),
+            "lfts on the read fabric",
+        );
+        let fdbs = read(&dir.join("opensm.fdbs"));
+        assert_same(
+            &write_fdbs(&f, &l.routing),
+            s(&fdbs),
+            "fdbs on the read fabric",
+        );
+    }
+}
+
 #[test]
 fn subnet_lst_leaves_out_dead_links_and_switches() {
     let f = torus();
