@@ -36,7 +36,9 @@ impl PathSl {
         match self {
             PathSl::Uniform(s) => *s,
             PathSl::PerDest(v) => v.get(dlid as usize).copied().unwrap_or(0),
-            PathSl::PerPair { stride, sl } => sl.get(src * stride + dlid as usize).copied().unwrap_or(0),
+            PathSl::PerPair { stride, sl } => {
+                sl.get(src * stride + dlid as usize).copied().unwrap_or(0)
+            }
         }
     }
 }
