@@ -1202,3 +1202,27 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn ftree_max_link_load_matches_the_optimum_and_opensm() {
+    // running-opensm.md section 7: OpenSM's ftree on ktree_k16_n3 gives max link load 4080,
+    // mean 3960 (lft_stats.py: pairs per switch-to-switch channel); 4080 is the optimum.
+    let f = gen("ktree 16 3");
+    let mask = FaultMask::none(&f);
+    let r = route("ftree", &f, &mask);
+    let w = routing::walk::walk_all(&f, &r, Some(&mask));
+    assert!(w.all_ok());
+    let (mut max, mut sum, mut cnt) = (0u64, 0u64, 0u64);
+    for (c, &l) in w.channel_load.iter().enumerate() {
+        let ch = fabric::ChannelId(c as u32);
+        if f.is_switch(f.port(f.channel_src(ch)).node)
+            && f.is_switch(f.port(f.channel_dst(ch)).node)
+        {
+            max = max.max(l);
+            sum += l;
+            cnt += 1;
+        }
+    }
+    assert_eq!(sum / cnt, 3960);
+    assert_eq!(max, 4080);
+}
