@@ -14,7 +14,7 @@ here=$(pwd)
 # Runs a command under /usr/bin/time; prints "seconds maxrss_MB".
 timed() {
   /usr/bin/time -f "%e %M" -o "$out/.time" "$@" > "$out/.stdout" 2> "$out/.stderr" || true
-  awk '{printf "%.2f %.0f\n", $1, $2 / 1024}' "$out/.time"
+  tail -n 1 "$out/.time" | awk '{printf "%.2f %.0f\n", $1, $2 / 1024}'
 }
 
 if [ "$what" = parse ] || [ "$what" = all ]; then
