@@ -695,7 +695,7 @@ fn fail_random_links(f: &Fabric, k: usize, seed: u64) -> FaultMask {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
 
     #[test]
     fn updown_engines_survive_random_faults(kind in 0usize..3, k in 0usize..6, seed in any::<u64>()) {
@@ -1176,7 +1176,7 @@ fn ftree_balance_on_generated_trees() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
 
     #[test]
     fn generated_degraded_fabrics_stay_deadlock_free(kind in 0usize..4, k in 1usize..8, seed in 0u64..1000) {

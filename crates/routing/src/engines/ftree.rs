@@ -355,10 +355,11 @@ impl<'a> Ft<'a> {
         if main && count {
             self.bump_group(gr.mirror as usize, l.ch ^ 1);
         }
+        // (A parent that already has an entry is not climbed through: its entry may go up,
+        // and routing down to it from above would then turn down->up. With rank-decreasing up
+        // groups the main path never meets such a parent.)
         if self.can_set(p, nh, true) {
             self.set(p, l.rport, l.ch ^ 1, nh, true);
-            self.go_up(p, s, main, count);
-        } else if main {
             self.go_up(p, s, main, count);
         }
         if !main {
