@@ -1226,3 +1226,42 @@ fn ftree_max_link_load_matches_the_optimum_and_opensm() {
     assert_eq!(sum / cnt, 3960);
     assert_eq!(max, 4080);
 }
+
+#[test]
+fn ftree_honours_compute_and_io_lists_and_lmc_on_degraded_trees() {
+    let f = gen("ktree 3 3 lmc=1 fail-links=3 fail-seed=5");
+    let mask = FaultMask::none(&f);
+    // the CAs of the first leaf are I/O nodes: routed after the compute nodes, still reachable
+    let first_leaf = f.end_ports[0];
+    let leaf_sw = f.attached_switch(first_leaf).map(|p| f.port(p).node);
+    let io: Vec<u64> = f
+        .end_ports
+        .iter()
+        .filter(|&&p| f.attached_switch(p).map(|x| f.port(x).node) == leaf_sw)
+        .map(|&p| f.port(p).guid)
+        .collect();
+    assert!(!io.is_empty());
+    for opts in [
+        RouteOptions {
+            io_guids: io.clone(),
+            ..Default::default()
+        },
+        RouteOptions {
+            cn_guids: f
+                .end_ports
+                .iter()
+                .map(|&p| f.port(p).guid)
+                .filter(|g| !io.contains(g))
+                .collect(),
+            ..Default::default()
+        },
+    ] {
+        let r = by_name("ftree")
+            .unwrap()
+            .route_detailed(&f, &mask, &opts)
+            .unwrap();
+        let rep = routing::cdg::check(&f, &r.routing, Some(&mask));
+        assert!(rep.ok(), "notes {:?}", r.notes);
+        check_all(&f, &r.routing, &mask, "ftree");
+    }
+}

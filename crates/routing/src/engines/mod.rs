@@ -38,6 +38,10 @@ use std::fmt;
 pub use updn::{Dir, UpDownRanking};
 
 /// Options with OpenSM's names and meaning. All GUID lists are empty by default.
+///
+/// There is no LMC option: the fabric's LIDs carry it, and every engine routes every LID of
+/// each end port's LMC range (OpenSM's `lmc`). There is no thread option either: engines use
+/// the ambient rayon pool and give the same tables for any thread count.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RouteOptions {
     /// `root_guid_file`: switch node GUIDs of the roots (updn, ftree). GUIDs that are not
