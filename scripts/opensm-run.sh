@@ -42,7 +42,8 @@ done
 # Sizes for ibsim's limits.
 nsw=$(grep -c '^Switch' "$net" || true)
 nca=$(grep -cE '^(Hca|Ca)' "$net" || true)
-nports=$(grep -c '^\[' "$net" || true)
+# ibsim allocates (declared ports + 1) port slots per node.
+nports=$(awk '/^(Switch|Hca|Ca|Rt)[ \t]/ { n += $2 + 1 } END { print n + 0 }' "$net")
 sim_host=$(grep -m1 -E '^(Hca|Ca)' "$net" | sed -E 's/^[A-Za-z]+[[:space:]]+[0-9]+[[:space:]]+"([^"]+)".*/\1/')
 
 export IBSIM_SOCKNAME="fr$$x$RANDOM"
