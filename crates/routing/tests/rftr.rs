@@ -412,3 +412,30 @@ mod sweeps {
         assert!(s.max_sls <= 16);
     }
 }
+
+#[test]
+fn dor_base_on_a_mesh_repairs_single_faults_deadlock_free() {
+    let f = fabric("mesh 4x4 hcas=1 lmc=2");
+    let opts = RouteOptions::default();
+    let mask = FaultMask::none(&f);
+    let base = by_name("dor").unwrap().route(&f, &mask, &opts).unwrap();
+    let rule = routing::fault::base_rule(&f, "dor", &opts).unwrap();
+    let mut supported = 0;
+    let links = switch_links(&f);
+    for &l in &links {
+        let mut r = Rftr::new(&f, &base, rule.clone(), RftrConfig::default()).unwrap();
+        let before = routing::fault::verify::selected_walks(&r);
+        let rep = r.apply(Fault::Link(l));
+        let chk = routing::fault::verify::check_selected(&r, Some(&before));
+        assert!(chk.deadlock_free, "DOR-based RFTR left a cycle after {l:?}");
+        assert_eq!(chk.undelivered, 0);
+        if rep.unsupported_pairs == 0 {
+            supported += 1;
+        }
+    }
+    // DOR's rule is strict; most single faults still repair within 2 VLs.
+    assert!(supported * 2 > links.len(), "{supported}/{}", links.len());
+    // And the DOR rule refuses tori.
+    let t = fabric("torus 4x4 hcas=1 lmc=2");
+    assert!(routing::fault::base_rule(&t, "dor", &opts).is_err());
+}
