@@ -1265,3 +1265,23 @@ fn ftree_honours_compute_and_io_lists_and_lmc_on_degraded_trees() {
         check_all(&f, &r.routing, &mask, "ftree");
     }
 }
+
+#[test]
+fn sssp_paths_are_shortest_paths_on_low_diameter_fabrics() {
+    // Balanced *shortest* paths: the same hop histogram as minhop, never a detour.
+    for spec in ["dragonfly 4 2 2", "slimfly 5", "randreg 32 6 seed=3"] {
+        let f = gen(spec);
+        let mask = FaultMask::none(&f);
+        let opts = RouteOptions::default();
+        let m = |name: &str| {
+            let r = by_name(name).unwrap().route(&f, &mask, &opts).unwrap();
+            routing::metrics::route_metrics(&f, &r, None)
+        };
+        let (s, h) = (m("sssp"), m("minhop"));
+        assert_eq!(s.pairs_ok, s.pairs, "{spec}");
+        assert_eq!(
+            s.hop_histogram, h.hop_histogram,
+            "{spec}: sssp took a detour"
+        );
+    }
+}

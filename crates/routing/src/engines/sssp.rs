@@ -4,7 +4,9 @@
 //! (`io_guids`), then the other end ports — each class grouped by switch, switches by
 //! descending number of attached end LIDs (ties: switch index) — then switch LIDs; every LID of
 //! an LMC range separately. For each destination LID: Dijkstra from the destination's switch on
-//! the current channel weights (initially 1), the chosen next hops written into every switch's
+//! the current channel weights (initially 1), lexicographically after the hop count (so every
+//! path is a shortest path and the weights balance among shortest paths), the chosen next hops
+//! written into every switch's
 //! LFT, then every channel on the path from switch `s` gains the number of end LIDs attached
 //! to `s` (the routes the destination just received from there) — global balancing. The
 //! weight update is done in O(switches) by accumulating subtree sums in reverse Dijkstra order.
@@ -101,8 +103,9 @@ impl Engine for Sssp {
                 let (i0, i1) = (in_start[u] as usize, in_start[u + 1] as usize);
                 for (k, (&s, &w)) in in_src[i0..i1].iter().zip(&in_w[i0..i1]).enumerate() {
                     let s = s as usize;
-                    // positive weights: a finished switch never improves
-                    let nd = du.saturating_add(w);
+                    // positive weights: a finished switch never improves. Hop count first,
+                    // load second: paths stay shortest, balanced among the shortest.
+                    let nd = du.saturating_add(HOP + w);
                     if nd < dist[s] {
                         dist[s] = nd;
                         via[s] = (i0 + k) as u32;
@@ -159,6 +162,11 @@ impl Engine for Sssp {
         Ok(Routed { routing: r, notes })
     }
 }
+
+/// Cost of one hop, above any sum of channel weights along a path (weights count routes:
+/// at most LIDs × end ports per channel, < 2^32 × 255 hops), so distances compare hop
+/// counts first and accumulated load second.
+const HOP: u64 = 1 << 42;
 
 /// Monotone priority queue for Dijkstra (radix heap): keys popped never decrease, so an
 /// entry only moves to lower buckets, each at most 64 times; pops are amortised O(1).
