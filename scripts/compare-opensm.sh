@@ -37,7 +37,8 @@ for net in "$topo"/*.net; do
     fi
     used=$(grep engine_used "$o/osm/result.txt" | cut -d= -f2)
     rargs=()
-    [ -f "$net.roots" ] && { [ "$e" = updn ] || [ "$e" = ftree ]; } && rargs+=(-a "$net.roots")
+    # fabroute gets exactly the root file OpenSM got.
+    [ "${#args[@]}" -gt 0 ] && rargs+=("${args[@]}")
     "$fr" route "$o/osm/opensm-subnet.lst" -R "$e" "${rargs[@]}" -o "$o/fr" > /dev/null 2>&1 || true
     read -r om oh _ < <(maxload "$o/osm" "$o/osm/opensm-lfts.dump")
     read -r fm fh _ < <(maxload "$o/osm" "$o/fr/opensm-lfts.dump")
