@@ -111,8 +111,24 @@ pub struct Rftr<'f> {
     stamp_gen: u32,
 }
 
-/// Best prefix per (join switch, input channel): (VL at the join, hops, path, hops taken).
-type PrefixMap = FxHashMap<(u32, u32), (u8, u32, PathId, u32)>;
+/// Best prefix per input channel of the join switch (the channel determines the switch):
+/// (VL at the join, hops, path, hops taken). A dense array over channels, so building it costs
+/// one array access per stored hop; `touched` lists the channels set. The empty prefix at the
+/// source itself is implicit.
+#[derive(Clone, Debug)]
+struct PrefixMap {
+    best: Vec<(u8, u32, PathId, u32)>,
+    touched: Vec<u32>,
+}
+
+impl PrefixMap {
+    fn new(num_channels: usize) -> Self {
+        PrefixMap {
+            best: vec![(0, 0, NONE, 0); num_channels],
+            touched: Vec::new(),
+        }
+    }
+}
 /// From a switch toward an end: (hops, transitions inside, first channel).
 type Suffix = (u32, u8, ChannelId);
 
@@ -419,31 +435,31 @@ impl<'f> Rftr<'f> {
     }
 
     /// Adds the live prefixes of path `p` to a prefix map.
-    fn add_prefixes(&self, p: PathId, best: &mut PrefixMap) {
-        let f = self.f;
+    fn add_prefixes(&self, p: PathId, m: &mut PrefixMap) {
         let live = self.paths.live_prefix(p);
         let hops = self.paths.hops_of(p);
         let vls = self.paths.vls_of(p);
         for i in 0..live {
-            let c = hops[i];
-            let v = f.switch_index[f.port(f.channel_dst(c)).node.idx()];
+            let c = hops[i].idx();
             let cand = (vls[i], i as u32 + 1, p, i as u32 + 1);
-            let e = best.entry((v, c.0)).or_insert(cand);
-            if (cand.0, cand.1) < (e.0, e.1) {
+            let e = &mut m.best[c];
+            if e.1 == 0 {
+                *e = cand;
+                m.touched.push(c as u32);
+            } else if (cand.0, cand.1) < (e.0, e.1) {
                 *e = cand;
             }
         }
     }
 
-    /// Best prefixes from switch `s`: per (join switch, input channel) the fewest transitions,
-    /// then fewest hops (the empty prefix at `s` itself included).
+    /// Best prefixes from switch `s`: per input channel of the join switch the fewest
+    /// transitions, then fewest hops.
     fn prefixes(&self, s: u32) -> PrefixMap {
-        let mut best = PrefixMap::default();
-        best.insert((s, NONE), (0, 0, NONE, 0));
+        let mut m = PrefixMap::new(self.f.links.len() * 2);
         for &p in &self.paths.by_src[s as usize] {
-            self.add_prefixes(p, &mut best);
+            self.add_prefixes(p, &mut m);
         }
-        best
+        m
     }
 
     /// For LID offset `off` of end `e`: per switch, (hops to e, transitions inside the
@@ -552,7 +568,14 @@ impl<'f> Rftr<'f> {
             .map(|&k| (k, &self.suf_cache[&(e, k)]))
             .collect();
         let mut cands: Vec<Cand> = Vec::new();
-        for (&(c, inch), &(vl, h, p, len)) in pre {
+        // The empty prefix at the source, then the best prefix per input channel.
+        let entries = std::iter::once((s, NONE, (0u8, 0u32, NONE, 0u32))).chain(
+            pre.touched.iter().map(|&ch| {
+                let c = f.switch_index[f.port(f.channel_dst(ChannelId(ch))).node.idx()];
+                (c, ch, pre.best[ch as usize])
+            }),
+        );
+        for (c, inch, (vl, h, p, len)) in entries {
             if c == t {
                 cands.push(Cand {
                     trans: vl,
