@@ -2,16 +2,18 @@
 //!
 //! Destinations in dfsssp's order: compute-node ports (`cn_guids`), then I/O ports
 //! (`io_guids`), then the other end ports — each class grouped by switch, switches by
-//! descending number of attached end LIDs (ties: switch index) — then switch LIDs; every LID of
-//! an LMC range separately. For each destination LID: Dijkstra from the destination's switch on
-//! the current channel weights (initially 1), lexicographically after the hop count (so every
-//! path is a shortest path and the weights balance among shortest paths), the chosen next hops
-//! written into every switch's
-//! LFT, then every channel on the path from switch `s` gains the number of end LIDs attached
-//! to `s` (the routes the destination just received from there) — global balancing. The
-//! weight update is done in O(switches) by accumulating subtree sums in reverse Dijkstra order.
-//! Sequential by nature; one heap and a few arrays are reused for all destinations. Ties in
-//! Dijkstra are broken by switch index (deterministic). Not deadlock-free.
+//! descending number of attached end LIDs (ties: OpenSM's switch GUID map order), ports by
+//! switch port number — then switch LIDs in the same switch order; every LID of an LMC range
+//! separately. For each destination LID: Dijkstra from the destination (a CA is a vertex of its
+//! own, one cost-1 channel from its switch) on the current channel weights, lexicographically
+//! after the hop count (so every path is a shortest path and the weights balance among shortest
+//! paths), the chosen next hops written into every switch's LFT, then every channel on the path
+//! from switch `s` gains the number of LIDs at `s` (its end LIDs plus its own, as OpenSM
+//! counts) — global balancing. The weight update is done in O(switches) by accumulating
+//! subtree sums in reverse Dijkstra order. Ties between equal-cost paths are broken exactly as
+//! OpenSM breaks them (see [`DaryHeap`]; relaxations in port order, the first of equal
+//! candidates wins), which reproduces its balance. Sequential by nature; one heap and a few
+//! arrays are reused for all destinations. Not deadlock-free.
 
 use super::common::{transpose_rect, unreached_note, Topo};
 use super::{Engine, EngineError, RouteOptions, Routed};
@@ -40,6 +42,14 @@ impl Engine for Sssp {
         }
         let n = t.n;
         let num_hca = t.end_lids_per_switch();
+        // OpenSM's switch order: its switch GUID map, keyed by the GUID in network byte order
+        // compared as a host integer (byte-swapped on little-endian hosts).
+        let mut rank_order: Vec<usize> = (0..n).filter(|&s| t.alive[s]).collect();
+        rank_order.sort_by_key(|&s| (t.guid(s).swap_bytes(), s));
+        let mut rank = vec![u32::MAX; n];
+        for (r, &s) in rank_order.iter().enumerate() {
+            rank[s] = r as u32;
+        }
         // destination order
         let cn: FxHashSet<u64> = opts.cn_guids.iter().copied().collect();
         let io: FxHashSet<u64> = opts.io_guids.iter().copied().collect();
@@ -55,50 +65,76 @@ impl Engine for Sssp {
         };
         let mut order: Vec<usize> = (0..t.ends.len()).collect();
         order.sort_by_key(|&i| {
-            let s = t.ends[i].sw as usize;
-            (class(i), Reverse(num_hca[s]), s, i)
+            let e = t.ends[i];
+            let s = e.sw as usize;
+            (class(i), Reverse(num_hca[s]), rank[s], e.sw_port, i)
         });
+        let mut sw_order = rank_order.clone();
+        sw_order.sort_by_key(|&s| (Reverse(num_hca[s]), rank[s]));
         // in-adjacency of each switch u as parallel arrays (source switch, weight of the
-        // channel source -> u, output port at the source), so relaxations stream through
-        // memory; a channel's weight lives at its in-edge index.
+        // channel source -> u, output port at the source), in u's port order, so relaxations
+        // stream through memory; a channel's weight lives at its in-edge index.
         let mut in_start = vec![0u32; n + 1];
         let mut in_src: Vec<u32> = Vec::with_capacity(t.adj.len());
         let mut in_port: Vec<u8> = Vec::with_capacity(t.adj.len());
+        let mut links: Vec<(u8, u32, u8)> = Vec::new();
         for (u, st) in in_start.iter_mut().enumerate().take(n) {
             *st = in_src.len() as u32;
-            for a in t.links(u) {
+            links.clear();
+            links.extend(t.links(u).iter().map(|a| {
                 let rport = f.port(f.channel_dst(fabric::ChannelId(a.ch))).num;
-                in_src.push(a.peer);
+                (a.port, a.peer, rport)
+            }));
+            links.sort_by_key(|&(p, _, _)| p);
+            for &(_, peer, rport) in &links {
+                in_src.push(peer);
                 in_port.push(rport);
             }
         }
         in_start[n] = in_src.len() as u32;
         let mut in_w = vec![1u64; in_src.len()];
-        let mut dist = vec![u64::MAX; n];
+        // distances of the switches plus one extra vertex `n`: the destination CA, linked to
+        // its switch by a channel of cost 1 (as in OpenSM, whose heap tie order we mirror)
+        let mut dist = vec![u64::MAX; n + 1];
         // per switch: in-edge index of its next hop
         let mut via = vec![u32::MAX; n];
         let mut next_sw = vec![u32::MAX; n];
         let mut acc = vec![0u64; n];
         let mut popped: Vec<u32> = Vec::with_capacity(n);
-        let mut heap = RadixHeap::default();
+        let mut heap = DaryHeap::new(n + 1);
         let mut r = Routing::empty(f);
         let stride = r.stride();
         let mut cols = vec![NO_PORT; stride * n];
         let mut unreached = 0usize;
-        let mut route = |d: usize, lid: usize, local_port: u8, cols: &mut [u8]| {
-            dist.fill(u64::MAX);
+        let ca = n as u32;
+        let mut route = |d: usize, lid: usize, local_port: u8, from_ca: bool, cols: &mut [u8]| {
             popped.clear();
             heap.clear();
-            dist[d] = 0;
+            for &s in &rank_order {
+                dist[s] = u64::MAX;
+                heap.insert(u64::MAX, s as u32);
+            }
+            let src = if from_ca {
+                heap.insert(u64::MAX, ca);
+                ca
+            } else {
+                d as u32
+            };
+            dist[src as usize] = 0;
+            heap.decrease(src, 0);
             via[d] = u32::MAX;
-            heap.push(0, d as u32);
             while let Some((du, u)) = heap.pop() {
-                let u = u as usize;
-                // stale entry (a switch is pushed once per strict improvement, so it is
-                // popped exactly once with its final distance)
-                if du != dist[u] {
+                if du == u64::MAX {
+                    break; // the rest is unreachable
+                }
+                if u == ca {
+                    if 1 < dist[d] {
+                        dist[d] = 1;
+                        heap.decrease(d as u32, 1);
+                    }
                     continue;
                 }
+                let u = u as usize;
                 popped.push(u as u32);
                 let (i0, i1) = (in_start[u] as usize, in_start[u + 1] as usize);
                 for (k, (&s, &w)) in in_src[i0..i1].iter().zip(&in_w[i0..i1]).enumerate() {
@@ -110,7 +146,7 @@ impl Engine for Sssp {
                         dist[s] = nd;
                         via[s] = (i0 + k) as u32;
                         next_sw[s] = u as u32;
-                        heap.push(nd, s as u32);
+                        heap.decrease(s as u32, nd);
                     }
                 }
             }
@@ -129,9 +165,10 @@ impl Engine for Sssp {
                     }
                 }
             }
-            // weights: every channel on s's path gains num_hca[s]
+            // weights: every channel on s's path gains num_hca[s] (its end LIDs plus its own
+            // LID, like OpenSM's count)
             for &s in &popped {
-                acc[s as usize] = num_hca[s as usize];
+                acc[s as usize] = num_hca[s as usize] + 1;
             }
             for &s in popped.iter().rev() {
                 let s = s as usize;
@@ -148,12 +185,18 @@ impl Engine for Sssp {
         for &i in &order {
             let e = t.ends[i];
             for off in 0..e.nlids as usize {
-                route(e.sw as usize, e.base as usize + off, e.sw_port, &mut cols);
+                route(
+                    e.sw as usize,
+                    e.base as usize + off,
+                    e.sw_port,
+                    true,
+                    &mut cols,
+                );
             }
         }
-        for s in 0..n {
-            if t.alive[s] && t.sw_lid[s] != 0 {
-                route(s, t.sw_lid[s] as usize, 0, &mut cols);
+        for &s in &sw_order {
+            if t.sw_lid[s] != 0 {
+                route(s, t.sw_lid[s] as usize, 0, false, &mut cols);
             }
         }
         r.lft = transpose_rect(&cols, stride, n);
@@ -168,57 +211,145 @@ impl Engine for Sssp {
 /// counts first and accumulated load second.
 const HOP: u64 = 1 << 42;
 
-/// Monotone priority queue for Dijkstra (radix heap): keys popped never decrease, so an
-/// entry only moves to lower buckets, each at most 64 times; pops are amortised O(1).
-/// Deterministic (no hashing, fixed bucket order).
-#[derive(Debug, Default)]
-struct RadixHeap {
-    last: u64,
-    len: usize,
-    buckets: Vec<Vec<(u64, u32)>>,
+/// Indexed 4-ary min-heap with OpenSM's `cl_heap` tie behaviour: every vertex is inserted
+/// (at infinity) in switch order, keys only decrease while queued, a sift-up moves past
+/// strictly larger parents, a sift-down follows the last of the smallest children, and the
+/// root is replaced by the last element on extraction. Equal-cost Dijkstra ties are thus
+/// resolved the way OpenSM resolves them.
+#[derive(Debug)]
+struct DaryHeap {
+    items: Vec<(u64, u32)>,
+    pos: Vec<usize>,
 }
 
-impl RadixHeap {
+const ARITY: usize = 4;
+
+impl DaryHeap {
+    fn new(vertices: usize) -> Self {
+        DaryHeap {
+            items: Vec::with_capacity(vertices),
+            pos: vec![usize::MAX; vertices],
+        }
+    }
     fn clear(&mut self) {
-        if self.buckets.len() != 65 {
-            self.buckets = (0..65).map(|_| Vec::new()).collect();
-        }
-        for b in &mut self.buckets {
-            b.clear();
-        }
-        self.last = 0;
-        self.len = 0;
+        self.items.clear();
     }
     #[inline]
-    fn bucket(x: u64) -> usize {
-        if x == 0 {
-            0
-        } else {
-            64 - x.leading_zeros() as usize
+    fn place(&mut self, i: usize, it: (u64, u32)) {
+        self.items[i] = it;
+        self.pos[it.1 as usize] = i;
+    }
+    fn insert(&mut self, key: u64, v: u32) {
+        self.items.push((key, v));
+        let i = self.items.len() - 1;
+        self.pos[v as usize] = i;
+        self.up(i);
+    }
+    /// Lowers the key of queued vertex `v`.
+    fn decrease(&mut self, v: u32, key: u64) {
+        let i = self.pos[v as usize];
+        let old = self.items[i].0;
+        self.items[i].0 = key;
+        if key < old {
+            self.up(i);
+        } else if key > old {
+            self.down(i);
         }
     }
-    #[inline]
-    fn push(&mut self, key: u64, v: u32) {
-        let b = Self::bucket(key ^ self.last);
-        self.buckets[b].push((key, v));
-        self.len += 1;
+    fn up(&mut self, mut i: usize) {
+        let it = self.items[i];
+        while i > 0 {
+            let p = (i - 1) / ARITY;
+            if it.0 < self.items[p].0 {
+                let pi = self.items[p];
+                self.place(i, pi);
+                i = p;
+            } else {
+                break;
+            }
+        }
+        self.place(i, it);
+    }
+    fn down(&mut self, mut i: usize) {
+        let it = self.items[i];
+        let len = self.items.len();
+        while i * ARITY + 1 < len {
+            let first = i * ARITY + 1;
+            let mut best = first;
+            for c in first + 1..(first + ARITY).min(len) {
+                if self.items[c].0 <= self.items[best].0 {
+                    best = c;
+                }
+            }
+            if it.0 > self.items[best].0 {
+                let bi = self.items[best];
+                self.place(i, bi);
+                i = best;
+            } else {
+                break;
+            }
+        }
+        self.place(i, it);
     }
     fn pop(&mut self) -> Option<(u64, u32)> {
-        if self.len == 0 {
-            return None;
+        let last = self.items.pop()?;
+        if self.items.is_empty() {
+            return Some(last);
         }
-        if self.buckets[0].is_empty() {
-            let i = (1..65).find(|&i| !self.buckets[i].is_empty())?;
-            let mut moved = std::mem::take(&mut self.buckets[i]);
-            self.last = moved.iter().map(|&(k, _)| k).min().unwrap_or(self.last);
-            for &(k, v) in &moved {
-                let b = Self::bucket(k ^ self.last);
-                self.buckets[b].push((k, v));
+        let root = self.items[0];
+        self.place(0, last);
+        self.down(0);
+        Some(root)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DaryHeap;
+
+    fn drain(h: &mut DaryHeap) -> Vec<(u64, u32)> {
+        std::iter::from_fn(|| h.pop()).collect()
+    }
+
+    #[test]
+    fn heap_breaks_ties_like_opensm_cl_heap() {
+        // six vertices queued at infinity, three lowered to the same key: worked by hand
+        // through cl_heap's rules (sift-up past strictly larger parents only, sift-down to
+        // the last of the smallest children, root replaced by the last element)
+        let mut h = DaryHeap::new(6);
+        for v in 0..6 {
+            h.insert(u64::MAX, v);
+        }
+        h.decrease(5, 10);
+        h.decrease(3, 10);
+        h.decrease(4, 10);
+        let order: Vec<u32> = drain(&mut h).into_iter().map(|(_, v)| v).collect();
+        assert_eq!(order, vec![5, 4, 3, 1, 2, 0]);
+    }
+
+    #[test]
+    fn heap_pops_in_key_order_after_decreases() {
+        let n = 200u32;
+        let mut h = DaryHeap::new(n as usize);
+        for v in 0..n {
+            h.insert(u64::MAX, v);
+        }
+        let mut x = 12345u64;
+        let mut keys = vec![u64::MAX; n as usize];
+        for _ in 0..600 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = ((x >> 33) % n as u64) as usize;
+            let k = (x >> 40) % 50;
+            if k < keys[v] {
+                keys[v] = k;
+                h.decrease(v as u32, k);
             }
-            moved.clear();
-            self.buckets[i] = moved;
         }
-        self.len -= 1;
-        self.buckets[0].pop()
+        let got = drain(&mut h);
+        assert_eq!(got.len(), n as usize);
+        assert!(got.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert!(got.iter().all(|&(k, v)| keys[v as usize] == k));
     }
 }
