@@ -1285,3 +1285,62 @@ fn sssp_paths_are_shortest_paths_on_low_diameter_fabrics() {
         );
     }
 }
+
+/// OpenSM's generic builder walks leaf switches with equally many end ports in the order of its
+/// switch GUID map, whose keys are network-order GUIDs compared as host integers (byte-swapped
+/// on little-endian hosts): neither switch index nor numeric GUID order. MinHop reproduces it.
+#[test]
+fn minhop_orders_equal_leaves_like_opensm_guid_map() {
+    // X (ports 1, 2) -> M1, M2; M1 and M2 -> leaves La, Lb; one CA per leaf. X has two
+    // equal-hop ports toward both leaves: the first leaf in OpenSM's order gets port 1.
+    let base = 0x0002_c900_0000_0000u64;
+    let mut b = FabricBuilder::new();
+    let x = b
+        .add_node(NodeKind::Switch, 2, base + 0x10_0000, "X", "x")
+        .unwrap();
+    let m1 = b
+        .add_node(NodeKind::Switch, 3, base + 0x20_0000, "M1", "m")
+        .unwrap();
+    let m2 = b
+        .add_node(NodeKind::Switch, 3, base + 0x30_0000, "M2", "m")
+        .unwrap();
+    // La: lower index and lower numeric GUID, but its byte-swapped GUID is the larger one.
+    let la = b
+        .add_node(NodeKind::Switch, 3, base + 0x01, "La", "l")
+        .unwrap();
+    let lb = b
+        .add_node(NodeKind::Switch, 3, base + 0x0100, "Lb", "l")
+        .unwrap();
+    b.connect(x, 1, m1, 1, Width::X4, Speed::Edr).unwrap();
+    b.connect(x, 2, m2, 1, Width::X4, Speed::Edr).unwrap();
+    for (lp, m) in [(1u8, m1), (2u8, m2)] {
+        b.connect(m, 2, la, lp, Width::X4, Speed::Edr).unwrap();
+        b.connect(m, 3, lb, lp, Width::X4, Speed::Edr).unwrap();
+    }
+    let mut cas = Vec::new();
+    for (i, l) in [la, lb].into_iter().enumerate() {
+        let ca = b
+            .add_node(
+                NodeKind::Ca,
+                1,
+                base + 0x4000_0000 + i as u64,
+                format!("H{i}"),
+                "h",
+            )
+            .unwrap();
+        b.connect(l, 3, ca, 1, Width::X4, Speed::Edr).unwrap();
+        cas.push(ca);
+    }
+    let f = b.build().unwrap();
+    let mask = FaultMask::none(&f);
+    let r = route("minhop", &f, &mask);
+    check_all(&f, &r, &mask, "minhop");
+    let xs = f.switch_index[x.idx()] as usize;
+    let lid = |ca: NodeId| f.port(f.port_id(ca, 1)).lid;
+    assert_eq!(
+        r.out_port(xs, lid(cas[1])),
+        1,
+        "Lb comes first in OpenSM's map"
+    );
+    assert_eq!(r.out_port(xs, lid(cas[0])), 2);
+}

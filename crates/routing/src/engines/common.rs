@@ -289,6 +289,19 @@ pub fn hop_matrix(t: &Topo) -> Vec<u16> {
 /// that order), then end ports grouped by switch, switches by descending number of end ports
 /// (ties: switch index), ports in fabric order. Returns indices into `topo.ends`.
 pub fn generic_order(t: &Topo, opts: &RouteOptions) -> Vec<u32> {
+    port_order(t, opts, false)
+}
+
+/// [`generic_order`] with OpenSM's exact tie rules, for engines that reproduce OpenSM's tables
+/// (minhop): switches with equally many end ports in the order of OpenSM's switch GUID map —
+/// its keys are GUIDs in network byte order compared as host integers, i.e. byte-swapped GUIDs
+/// on the little-endian hosts OpenSM runs on (a stable sort keeps that order) — and each
+/// switch's end ports by its port number (OpenSM scans ports 1..N).
+pub fn opensm_order(t: &Topo, opts: &RouteOptions) -> Vec<u32> {
+    port_order(t, opts, true)
+}
+
+fn port_order(t: &Topo, opts: &RouteOptions, opensm_ties: bool) -> Vec<u32> {
     let mut order = Vec::with_capacity(t.ends.len());
     let mut used = vec![false; t.ends.len()];
     if !opts.guid_routing_order.is_empty() {
@@ -303,9 +316,25 @@ pub fn generic_order(t: &Topo, opts: &RouteOptions) -> Vec<u32> {
         }
     }
     let mut sws: Vec<usize> = (0..t.n).filter(|&s| !t.ends_on(s).is_empty()).collect();
-    sws.sort_by_key(|&s| (std::cmp::Reverse(t.ends_on(s).len()), s));
+    if opensm_ties {
+        sws.sort_by_key(|&s| {
+            (
+                std::cmp::Reverse(t.ends_on(s).len()),
+                t.guid(s).swap_bytes(),
+                s,
+            )
+        });
+    } else {
+        sws.sort_by_key(|&s| (std::cmp::Reverse(t.ends_on(s).len()), s));
+    }
+    let mut on: Vec<u32> = Vec::new();
     for s in sws {
-        for &i in t.ends_on(s) {
+        on.clear();
+        on.extend_from_slice(t.ends_on(s));
+        if opensm_ties {
+            on.sort_by_key(|&i| (t.ends[i as usize].sw_port, i));
+        }
+        for &i in &on {
             if !used[i as usize] {
                 used[i as usize] = true;
                 order.push(i);

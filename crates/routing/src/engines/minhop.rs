@@ -1,12 +1,13 @@
 //! MinHop: OpenSM's default engine. Hop distances by BFS from every switch; every switch then
 //! picks, for each destination LID, the least-loaded (fewest paths so far) output port among the
-//! min-hop ones, destinations in OpenSM's port order (see [`super::common::generic_order`]).
+//! min-hop ones, destinations in OpenSM's port order with its exact tie rules (see
+//! [`super::common::opensm_order`]).
 //! LMC > 0: offset-0 LIDs route as with LMC 0, later offsets prefer other remote systems/nodes.
 //! `port_shifting` and `scatter_ports` behave as in OpenSM. Not deadlock-free on cyclic
 //! topologies (rings, tori, ...).
 
 use super::common::{
-    generic_lfts, generic_order, hop_matrix, unreached_note, GenericParams, Topo, INF,
+    generic_lfts, hop_matrix, opensm_order, unreached_note, GenericParams, Topo, INF,
 };
 use super::{Engine, EngineError, RouteOptions, Routed};
 use fabric::{Fabric, FaultMask};
@@ -31,7 +32,7 @@ impl Engine for MinHop {
         }
         let hop = hop_matrix(&t);
         let n = t.n;
-        let order = generic_order(&t, opts);
+        let order = opensm_order(&t, opts);
         let (routing, unreached) = generic_lfts(
             &t,
             &order,
