@@ -5,7 +5,7 @@
 use super::delta::{DeltaCounts, LFT_BLOCK};
 use crate::engines::{Engine, EngineError, RouteOptions};
 use crate::tables::Routing;
-use fabric::{ChannelId, Fabric, FaultMask, Lid, NO_PORT};
+use fabric::{ChannelId, Fabric, FaultMask, Lid};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -40,31 +40,9 @@ pub(crate) fn walk_hops(
     out: &mut Vec<ChannelId>,
 ) -> bool {
     out.clear();
-    let mut node = f.switches[s];
-    for _ in 0..=f.num_switches() {
-        let si = f.switch_index[node.idx()] as usize;
-        let port = r.out_port(si, lid);
-        if port == NO_PORT || port == 0 || port > f.node(node).nports {
-            return false;
-        }
-        let Some(c) = f.out_channel(f.port_id(node, port)) else {
-            return false;
-        };
-        if !mask.channel_alive(f, c) {
-            return false;
-        }
-        let far = f.channel_dst(c);
-        if far == target {
-            return true;
-        }
-        let nn = f.port(far).node;
-        if !f.is_switch(nn) {
-            return false;
-        }
-        out.push(c);
-        node = nn;
-    }
-    false
+    super::verify::follow(f, r, mask, f.switches[s], 0, lid, target, |_, _, _, c| {
+        out.push(c)
+    })
 }
 
 /// Runs `engine` on the fabric under `mask` and compares with `old`.

@@ -28,25 +28,20 @@ pub struct SelectedCheck {
     pub deadlock_free: bool,
 }
 
-/// Walks source end port `src` to `dlid` with its SL; hops up to the first failure.
-pub fn walk_vl(
+/// Follows the LFTs toward `dlid` from switch node `node` (entered on port `inp`) until the
+/// packet leaves for end port `target`. `hop(switch, in port, out port, channel)` sees every
+/// inter-switch hop. True when it arrives over live channels within the switch count.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn follow(
     f: &Fabric,
     r: &Routing,
     mask: &FaultMask,
-    src: usize,
-    dst: usize,
+    mut node: fabric::NodeId,
+    mut inp: u8,
     dlid: Lid,
-    out: &mut Hops,
+    target: fabric::PortId,
+    mut hop: impl FnMut(fabric::NodeId, u8, u8, ChannelId),
 ) -> bool {
-    out.clear();
-    let sp = f.end_ports[src];
-    let target = f.end_ports[dst];
-    let sl = r.path_sl.get(src, dlid);
-    let Some(first) = f.attached_switch(sp) else {
-        return false;
-    };
-    let mut node = f.port(first).node;
-    let mut inp = f.port(first).num;
     for _ in 0..=f.num_switches() {
         let s = f.switch_index[node.idx()] as usize;
         let port = r.out_port(s, dlid);
@@ -67,11 +62,39 @@ pub fn walk_vl(
         if !f.is_switch(nn) {
             return false;
         }
-        out.push((c, r.sl2vl.vl(node, inp, port, sl)));
+        hop(node, inp, port, c);
         node = nn;
         inp = f.port(far).num;
     }
     false
+}
+
+/// Walks source end port `src` to `dlid` with its SL; hops up to the first failure.
+pub fn walk_vl(
+    f: &Fabric,
+    r: &Routing,
+    mask: &FaultMask,
+    src: usize,
+    dst: usize,
+    dlid: Lid,
+    out: &mut Hops,
+) -> bool {
+    out.clear();
+    let sl = r.path_sl.get(src, dlid);
+    let Some(first) = f.attached_switch(f.end_ports[src]) else {
+        return false;
+    };
+    let (node, inp) = (f.port(first).node, f.port(first).num);
+    follow(
+        f,
+        r,
+        mask,
+        node,
+        inp,
+        dlid,
+        f.end_ports[dst],
+        |n, i, o, c| out.push((c, r.sl2vl.vl(n, i, o, sl))),
+    )
 }
 
 /// The walks of every selected pair, flat: walk `i` is `hops[offsets[i]..offsets[i + 1]]`.
