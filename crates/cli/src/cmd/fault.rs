@@ -116,17 +116,29 @@ pub fn read_guid_file(path: &std::path::Path) -> Result<Vec<u64>> {
     Ok(v)
 }
 
-pub fn run(a: Args) -> Result<ExitCode> {
-    let loaded = load_fabric(&a.fabric, BuildOptions::default())?;
+/// What `fault` and `sweep` share: the fabric with LIDs for LMC `lmc`, the base engine and its
+/// options.
+pub fn load_base(
+    fabric: &std::path::Path,
+    lmc: u8,
+    engine: &str,
+    roots: Option<&std::path::Path>,
+) -> Result<(Fabric, Box<dyn routing::engines::Engine>, RouteOptions)> {
+    let loaded = load_fabric(fabric, BuildOptions::default())?;
     let f = loaded
         .fabric
-        .with_lmc(a.lmc)
-        .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {}: {e}", a.lmc))?;
-    let engine = by_name(&a.engine).with_context(|| format!("unknown engine {:?}", a.engine))?;
+        .with_lmc(lmc)
+        .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {lmc}: {e}"))?;
+    let engine = by_name(engine).with_context(|| format!("unknown engine {engine:?}"))?;
     let mut opts = RouteOptions::default();
-    if let Some(r) = &a.roots {
+    if let Some(r) = roots {
         opts.root_guids = read_guid_file(r)?;
     }
+    Ok((f, engine, opts))
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let (f, engine, opts) = load_base(&a.fabric, a.lmc, &a.engine, a.roots.as_deref())?;
     let faults: Vec<Fault> = a
         .fail
         .iter()

@@ -1,10 +1,8 @@
 //! `fabroute sweep` (fault scenarios, sharded) and `fabroute merge` (join shard outputs).
 
-use crate::cmd::fault::read_guid_file;
-use crate::util::{load_fabric, progress_bar, write_atomic};
+use crate::cmd::fault::load_base;
+use crate::util::{progress_bar, write_atomic};
 use anyhow::{bail, Context, Result};
-use fabric::BuildOptions;
-use routing::engines::{by_name, RouteOptions};
 use routing::fault::sweep::{
     self, ScenarioResult, Scenarios, SweepContext, SweepSpec, SweepSummary,
 };
@@ -89,16 +87,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         },
         (false, None) => bail!("give --exhaustive or --samples K"),
     };
-    let loaded = load_fabric(&a.fabric, BuildOptions::default())?;
-    let f = loaded
-        .fabric
-        .with_lmc(a.lmc)
-        .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {}: {e}", a.lmc))?;
-    let engine = by_name(&a.engine).with_context(|| format!("unknown engine {:?}", a.engine))?;
-    let mut opts = RouteOptions::default();
-    if let Some(r) = &a.roots {
-        opts.root_guids = read_guid_file(r)?;
-    }
+    let (f, engine, opts) = load_base(&a.fabric, a.lmc, &a.engine, a.roots.as_deref())?;
     let base = engine.route(&f, &fabric::FaultMask::none(&f), &opts)?;
     let rule = base_rule(&f, &a.engine, &opts).map_err(anyhow::Error::msg)?;
     let start = Rftr::new(
