@@ -92,16 +92,25 @@ impl Engine for Sssp {
             }
         }
         in_start[n] = in_src.len() as u32;
+        // the switch each in-edge enters (the next hop of a switch using it)
+        let mut in_dst = vec![0u32; in_src.len()];
+        for u in 0..n {
+            in_dst[in_start[u] as usize..in_start[u + 1] as usize].fill(u as u32);
+        }
         let mut in_w = vec![1u64; in_src.len()];
         // distances of the switches plus one extra vertex `n`: the destination CA, linked to
         // its switch by a channel of cost 1 (as in OpenSM, whose heap tie order we mirror)
         let mut dist = vec![u64::MAX; n + 1];
         // per switch: in-edge index of its next hop
         let mut via = vec![u32::MAX; n];
-        let mut next_sw = vec![u32::MAX; n];
         let mut acc = vec![0u64; n];
         let mut popped: Vec<u32> = Vec::with_capacity(n);
         let mut heap = DaryHeap::new(n + 1);
+        let heap_tpl: Vec<u32> = rank_order.iter().map(|&s| s as u32).collect();
+        let mut pos_tpl = vec![u32::MAX; n + 1];
+        for (i, &s) in rank_order.iter().enumerate() {
+            pos_tpl[s] = i as u32;
+        }
         let mut r = Routing::empty(f);
         let stride = r.stride();
         let mut cols = vec![NO_PORT; stride * n];
@@ -109,11 +118,10 @@ impl Engine for Sssp {
         let ca = n as u32;
         let mut route = |d: usize, lid: usize, local_port: u8, from_ca: bool, cols: &mut [u8]| {
             popped.clear();
-            heap.clear();
-            for &s in &rank_order {
-                dist[s] = u64::MAX;
-                heap.insert(u64::MAX, s as u32);
-            }
+            // every switch queued at infinity in switch order: equal keys never sift, so
+            // the heap is exactly the switch order (restored by copying a template)
+            heap.reset(&heap_tpl, &pos_tpl);
+            dist.fill(u64::MAX);
             let src = if from_ca {
                 heap.insert(u64::MAX, ca);
                 ca
@@ -143,10 +151,10 @@ impl Engine for Sssp {
                     // load second: paths stay shortest, balanced among the shortest.
                     let nd = du.saturating_add(HOP + w);
                     if nd < dist[s] {
+                        // queued (finished switches never improve): the heap key is dist[s]
                         dist[s] = nd;
                         via[s] = (i0 + k) as u32;
-                        next_sw[s] = u as u32;
-                        heap.decrease(s as u32, nd);
+                        heap.lower(s as u32, nd);
                     }
                 }
             }
@@ -178,7 +186,7 @@ impl Engine for Sssp {
                 let a = acc[s];
                 if a > 0 {
                     in_w[via[s] as usize] += a;
-                    acc[next_sw[s] as usize] += a;
+                    acc[in_dst[via[s] as usize] as usize] += a;
                 }
             }
         };
@@ -218,8 +226,9 @@ const HOP: u64 = 1 << 42;
 /// resolved the way OpenSM resolves them.
 #[derive(Debug)]
 struct DaryHeap {
-    items: Vec<(u64, u32)>,
-    pos: Vec<usize>,
+    keys: Vec<u64>,
+    verts: Vec<u32>,
+    pos: Vec<u32>,
 }
 
 const ARITY: usize = 4;
@@ -227,78 +236,121 @@ const ARITY: usize = 4;
 impl DaryHeap {
     fn new(vertices: usize) -> Self {
         DaryHeap {
-            items: Vec::with_capacity(vertices),
-            pos: vec![usize::MAX; vertices],
+            keys: Vec::with_capacity(vertices),
+            verts: Vec::with_capacity(vertices),
+            pos: vec![u32::MAX; vertices],
         }
     }
-    fn clear(&mut self) {
-        self.items.clear();
-    }
-    #[inline]
-    fn place(&mut self, i: usize, it: (u64, u32)) {
-        self.items[i] = it;
-        self.pos[it.1 as usize] = i;
+    /// Equivalent to clearing and inserting `verts` at infinity in order (equal keys never
+    /// move); `pos` must hold each listed vertex's index in `verts`.
+    fn reset(&mut self, verts: &[u32], pos: &[u32]) {
+        self.keys.clear();
+        self.keys.resize(verts.len(), u64::MAX);
+        self.verts.clear();
+        self.verts.extend_from_slice(verts);
+        self.pos.copy_from_slice(pos);
     }
     fn insert(&mut self, key: u64, v: u32) {
-        self.items.push((key, v));
-        let i = self.items.len() - 1;
-        self.pos[v as usize] = i;
-        self.up(i);
+        self.keys.push(key);
+        self.verts.push(v);
+        let i = self.keys.len() - 1;
+        self.pos[v as usize] = i as u32;
+        self.up(i, key, v);
     }
     /// Lowers the key of queued vertex `v`.
+    #[inline]
     fn decrease(&mut self, v: u32, key: u64) {
-        let i = self.pos[v as usize];
-        let old = self.items[i].0;
-        self.items[i].0 = key;
+        let i = self.pos[v as usize] as usize;
+        let old = self.keys[i];
         if key < old {
-            self.up(i);
+            self.up(i, key, v);
         } else if key > old {
-            self.down(i);
+            self.keys[i] = key;
+            self.down(i, key, v);
         }
     }
-    fn up(&mut self, mut i: usize) {
-        let it = self.items[i];
+    /// Lowers the key of queued vertex `v` to `key` (strictly below its current key).
+    #[inline]
+    fn lower(&mut self, v: u32, key: u64) {
+        let i = self.pos[v as usize] as usize;
+        self.up(i, key, v);
+    }
+    #[inline]
+    fn up(&mut self, mut i: usize, key: u64, v: u32) {
         while i > 0 {
             let p = (i - 1) / ARITY;
-            if it.0 < self.items[p].0 {
-                let pi = self.items[p];
-                self.place(i, pi);
+            let pk = self.keys[p];
+            if key < pk {
+                let pv = self.verts[p];
+                self.keys[i] = pk;
+                self.verts[i] = pv;
+                self.pos[pv as usize] = i as u32;
                 i = p;
             } else {
                 break;
             }
         }
-        self.place(i, it);
+        self.keys[i] = key;
+        self.verts[i] = v;
+        self.pos[v as usize] = i as u32;
     }
-    fn down(&mut self, mut i: usize) {
-        let it = self.items[i];
-        let len = self.items.len();
-        while i * ARITY + 1 < len {
+    #[inline]
+    fn down(&mut self, mut i: usize, key: u64, v: u32) {
+        let len = self.keys.len();
+        loop {
             let first = i * ARITY + 1;
-            let mut best = first;
-            for c in first + 1..(first + ARITY).min(len) {
-                if self.items[c].0 <= self.items[best].0 {
-                    best = c;
-                }
+            if first >= len {
+                break;
             }
-            if it.0 > self.items[best].0 {
-                let bi = self.items[best];
-                self.place(i, bi);
+            let (best, bk) = if first + ARITY <= len {
+                let c: &[u64; ARITY] = self.keys[first..first + ARITY].try_into().unwrap();
+                let (mut b, mut bk) = (0, c[0]);
+                if c[1] <= bk {
+                    b = 1;
+                    bk = c[1];
+                }
+                if c[2] <= bk {
+                    b = 2;
+                    bk = c[2];
+                }
+                if c[3] <= bk {
+                    b = 3;
+                    bk = c[3];
+                }
+                (first + b, bk)
+            } else {
+                let mut b = first;
+                let mut bk = self.keys[first];
+                for (c, &k) in self.keys[first..len].iter().enumerate().skip(1) {
+                    if k <= bk {
+                        b = first + c;
+                        bk = k;
+                    }
+                }
+                (b, bk)
+            };
+            if key > bk {
+                let bv = self.verts[best];
+                self.keys[i] = bk;
+                self.verts[i] = bv;
+                self.pos[bv as usize] = i as u32;
                 i = best;
             } else {
                 break;
             }
         }
-        self.place(i, it);
+        self.keys[i] = key;
+        self.verts[i] = v;
+        self.pos[v as usize] = i as u32;
     }
     fn pop(&mut self) -> Option<(u64, u32)> {
-        let last = self.items.pop()?;
-        if self.items.is_empty() {
-            return Some(last);
+        let lk = self.keys.pop()?;
+        let lv = self.verts.pop()?;
+        if self.keys.is_empty() {
+            return Some((lk, lv));
         }
-        let root = self.items[0];
-        self.place(0, last);
-        self.down(0);
+        let root = (self.keys[0], self.verts[0]);
+        self.down(0, lk, lv);
         Some(root)
     }
 }
