@@ -97,7 +97,8 @@ impl Engine for Sssp {
         for u in 0..n {
             in_dst[in_start[u] as usize..in_start[u + 1] as usize].fill(u as u32);
         }
-        let mut in_w = vec![1u64; in_src.len()];
+        // cost of each channel: one hop plus its weight (initially 1)
+        let mut in_cost = vec![HOP + 1; in_src.len()];
         // distances of the switches plus one extra vertex `n`: the destination CA, linked to
         // its switch by a channel of cost 1 (as in OpenSM, whose heap tie order we mirror)
         let mut dist = vec![u64::MAX; n + 1];
@@ -145,11 +146,12 @@ impl Engine for Sssp {
                 let u = u as usize;
                 popped.push(u as u32);
                 let (i0, i1) = (in_start[u] as usize, in_start[u + 1] as usize);
-                for (k, (&s, &w)) in in_src[i0..i1].iter().zip(&in_w[i0..i1]).enumerate() {
+                for (k, (&s, &c)) in in_src[i0..i1].iter().zip(&in_cost[i0..i1]).enumerate() {
                     let s = s as usize;
                     // positive weights: a finished switch never improves. Hop count first,
-                    // load second: paths stay shortest, balanced among the shortest.
-                    let nd = du.saturating_add(HOP + w);
+                    // load second: paths stay shortest, balanced among the shortest. No
+                    // overflow: du < 256 hops, c < 2 hops.
+                    let nd = du + c;
                     if nd < dist[s] {
                         // queued (finished switches never improve): the heap key is dist[s]
                         dist[s] = nd;
@@ -185,7 +187,7 @@ impl Engine for Sssp {
                 }
                 let a = acc[s];
                 if a > 0 {
-                    in_w[via[s] as usize] += a;
+                    in_cost[via[s] as usize] += a;
                     acc[in_dst[via[s] as usize] as usize] += a;
                 }
             }
