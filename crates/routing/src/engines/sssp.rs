@@ -116,6 +116,7 @@ impl Engine for Sssp {
         let stride = r.stride();
         let mut cols = vec![NO_PORT; stride * n];
         let mut unreached = 0usize;
+        let alive = rank_order.len();
         let ca = n as u32;
         let mut route = |d: usize, lid: usize, local_port: u8, from_ca: bool, cols: &mut [u8]| {
             popped.clear();
@@ -132,12 +133,16 @@ impl Engine for Sssp {
             dist[src as usize] = 0;
             heap.decrease(src, 0);
             via[d] = u32::MAX;
+            // switches with a finite distance, and the largest hop count among them
+            let mut reached = usize::from(!from_ca);
+            let mut max_hop = 0u64;
             while let Some((du, u)) = heap.pop() {
                 if du == u64::MAX {
                     break; // the rest is unreachable
                 }
                 if u == ca {
                     if 1 < dist[d] {
+                        reached += usize::from(dist[d] == u64::MAX);
                         dist[d] = 1;
                         heap.decrease(d as u32, 1);
                     }
@@ -145,6 +150,14 @@ impl Engine for Sssp {
                 }
                 let u = u as usize;
                 popped.push(u as u32);
+                if reached == alive && du >> HOP_BITS == max_hop {
+                    // every switch is reached and the queue holds only the farthest hop
+                    // level: relaxing from it cannot improve anything (one more hop), so
+                    // the remaining pops change nothing but their order in `popped`. They
+                    // are leaves of the path tree, so any order accumulates the same sums.
+                    popped.extend_from_slice(heap.queued());
+                    break;
+                }
                 let (i0, i1) = (in_start[u] as usize, in_start[u + 1] as usize);
                 for (k, (&s, &c)) in in_src[i0..i1].iter().zip(&in_cost[i0..i1]).enumerate() {
                     let s = s as usize;
@@ -154,6 +167,8 @@ impl Engine for Sssp {
                     let nd = du + c;
                     if nd < dist[s] {
                         // queued (finished switches never improve): the heap key is dist[s]
+                        reached += usize::from(dist[s] == u64::MAX);
+                        max_hop = max_hop.max(nd >> HOP_BITS);
                         dist[s] = nd;
                         via[s] = (i0 + k) as u32;
                         heap.lower(s as u32, nd);
@@ -219,7 +234,8 @@ impl Engine for Sssp {
 /// Cost of one hop, above any sum of channel weights along a path (weights count routes:
 /// at most LIDs × end ports per channel, < 2^32 × 255 hops), so distances compare hop
 /// counts first and accumulated load second.
-const HOP: u64 = 1 << 42;
+const HOP: u64 = 1 << HOP_BITS;
+const HOP_BITS: u32 = 42;
 
 /// Indexed 4-ary min-heap with OpenSM's `cl_heap` tie behaviour: every vertex is inserted
 /// (at infinity) in switch order, keys only decrease while queued, a sift-up moves past
@@ -344,6 +360,10 @@ impl DaryHeap {
         self.keys[i] = key;
         self.verts[i] = v;
         self.pos[v as usize] = i as u32;
+    }
+    /// The queued vertices, in heap order.
+    fn queued(&self) -> &[u32] {
+        &self.verts
     }
     fn pop(&mut self) -> Option<(u64, u32)> {
         let lk = self.keys.pop()?;
