@@ -27,7 +27,7 @@
 //! warning; a far end whose record contradicts the line is an error.
 
 use super::lines::{
-    decode, excerpt, is_shell_prompt, is_tool_noise, parse_header_rest, parse_hex,
+    decode, excerpt, is_shell_prompt, is_tool_noise, node_header, parse_header_rest, parse_hex,
     parse_port_comment, port_num, trim, Cursor, Line, Lines, Loc, Records,
 };
 use super::{Loaded, ParseError};
@@ -303,41 +303,8 @@ impl Reader {
     ) -> Result<(), ParseError> {
         let ids = std::mem::take(&mut self.ids);
         self.cur = None;
-        c.skip_ws();
-        let nports = match c.number() {
-            Some(v) => match port_num(v) {
-                Some(0) | None => {
-                    return Err(self.rec.err(
-                        at,
-                        format!("port count {v} of this {word} is out of range 1..=254"),
-                    ))
-                }
-                Some(p) => p,
-            },
-            None => {
-                return Err(self.rec.err(
-                    at,
-                    format!("expected the port count after {word:?} (e.g. {word} 36 \"S-…\")"),
-                ))
-            }
-        };
-        c.skip_ws();
-        let id = match c.quoted() {
-            Ok(Some(id)) => id,
-            Ok(None) => {
-                return Err(self.rec.err(
-                    at,
-                    format!(
-                        "record cut short: expected the quoted node id after \"{word} {nports}\""
-                    ),
-                ))
-            }
-            Err(()) => {
-                return Err(self
-                    .rec
-                    .err(at, "record cut short: the node id has no closing quote"))
-            }
-        };
+        let (nports, id) =
+            node_header(&mut c, word, "36 \"S-…\"").map_err(|m| self.rec.err(at, m))?;
         if id.is_empty() {
             return Err(self.rec.err(at, "empty node id"));
         }

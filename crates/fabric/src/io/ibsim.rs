@@ -26,7 +26,7 @@
 //!   with a warning); `@alias` lines are not supported and skipped with a warning.
 
 use super::lines::{
-    decode, excerpt, is_shell_prompt, is_tool_noise, parse_header_rest, parse_num,
+    decode, excerpt, is_shell_prompt, is_tool_noise, node_header, parse_header_rest, parse_num,
     parse_port_comment, port_num, trim, Cursor, Lines, Loc, Records,
 };
 use super::{IncludeResolver, Loaded, ParseError};
@@ -419,41 +419,8 @@ impl Sim<'_, '_> {
         mut c: Cursor<'_>,
         at: Loc,
     ) -> Result<NodeId, ParseError> {
-        c.skip_ws();
-        let nports = match c.number() {
-            Some(v) => match port_num(v) {
-                Some(0) | None => {
-                    return Err(self.rec.err(
-                        at,
-                        format!("port count {v} of this {word} is out of range 1..=254"),
-                    ))
-                }
-                Some(p) => p,
-            },
-            None => {
-                return Err(self.rec.err(
-                    at,
-                    format!("expected the port count after {word:?} (e.g. {word} 8 \"name\")"),
-                ))
-            }
-        };
-        c.skip_ws();
-        let id = match c.quoted() {
-            Ok(Some(id)) => id,
-            Ok(None) => {
-                return Err(self.rec.err(
-                    at,
-                    format!(
-                        "record cut short: expected the quoted node id after \"{word} {nports}\""
-                    ),
-                ))
-            }
-            Err(()) => {
-                return Err(self
-                    .rec
-                    .err(at, "record cut short: the node id has no closing quote"))
-            }
-        };
+        let (nports, id) =
+            node_header(&mut c, word, "8 \"name\"").map_err(|m| self.rec.err(at, m))?;
         if id.is_empty() || id.contains(['#', '@']) {
             return Err(self.rec.err(
                 at,

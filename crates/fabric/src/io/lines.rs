@@ -242,6 +242,39 @@ pub fn parse_num(s: &str) -> Option<u64> {
 }
 
 /// Reads a port number: 1..=254 fits the model's `u8` with 255 reserved.
+/// Reads the start of a node header after its keyword `word`: the port count and the quoted
+/// node id (`Switch 36 "S-…"`). `example_id` shows the expected id form in the message.
+pub fn node_header<'a>(
+    c: &mut Cursor<'a>,
+    word: &str,
+    example: &str,
+) -> Result<(u8, &'a str), String> {
+    c.skip_ws();
+    let nports = match c.number() {
+        Some(v) => match port_num(v) {
+            Some(0) | None => {
+                return Err(format!(
+                    "port count {v} of this {word} is out of range 1..=254"
+                ))
+            }
+            Some(p) => p,
+        },
+        None => {
+            return Err(format!(
+                "expected the port count after {word:?} (e.g. {word} {example})"
+            ))
+        }
+    };
+    c.skip_ws();
+    match c.quoted() {
+        Ok(Some(id)) => Ok((nports, id)),
+        Ok(None) => Err(format!(
+            "record cut short: expected the quoted node id after \"{word} {nports}\""
+        )),
+        Err(()) => Err("record cut short: the node id has no closing quote".to_string()),
+    }
+}
+
 pub fn port_num(v: u64) -> Option<u8> {
     u8::try_from(v).ok().filter(|&p| p != u8::MAX)
 }

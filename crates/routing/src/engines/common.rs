@@ -62,6 +62,16 @@ pub struct Topo<'a> {
 }
 
 impl<'a> Topo<'a> {
+    /// The live topology, or [`EngineError::NoSwitches`] when no switch is alive (every
+    /// engine's first step).
+    pub fn live(f: &'a Fabric, mask: &FaultMask) -> Result<Self, super::EngineError> {
+        let t = Topo::new(f, mask);
+        if t.num_alive() == 0 {
+            return Err(super::EngineError::NoSwitches);
+        }
+        Ok(t)
+    }
+
     pub fn new(f: &'a Fabric, mask: &FaultMask) -> Self {
         let n = f.num_switches();
         let alive: Vec<bool> = f.switches.iter().map(|&s| !mask.node_dead(s)).collect();

@@ -58,10 +58,7 @@ impl Engine for Dor {
         mask: &FaultMask,
         opts: &RouteOptions,
     ) -> Result<Routed, EngineError> {
-        let t = Topo::new(f, mask);
-        if t.num_alive() == 0 {
-            return Err(EngineError::NoSwitches);
-        }
+        let t = Topo::live(f, mask)?;
         let hop = hop_matrix(&t);
         let n = t.n;
         let coords = switch_coords(f);

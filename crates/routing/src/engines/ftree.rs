@@ -701,10 +701,7 @@ impl Engine for FatTree {
         mask: &FaultMask,
         opts: &RouteOptions,
     ) -> Result<Routed, EngineError> {
-        let t = Topo::new(f, mask);
-        if t.num_alive() == 0 {
-            return Err(EngineError::NoSwitches);
-        }
+        let t = Topo::live(f, mask)?;
         let n = t.n;
         let mut notes = Vec::new();
         let mut is_cn = compute_nodes(&t, opts);

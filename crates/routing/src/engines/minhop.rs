@@ -26,10 +26,7 @@ impl Engine for MinHop {
         mask: &FaultMask,
         opts: &RouteOptions,
     ) -> Result<Routed, EngineError> {
-        let t = Topo::new(f, mask);
-        if t.num_alive() == 0 {
-            return Err(EngineError::NoSwitches);
-        }
+        let t = Topo::live(f, mask)?;
         let hop = hop_matrix(&t);
         let n = t.n;
         let order = opensm_order(&t, opts);

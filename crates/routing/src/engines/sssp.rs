@@ -36,10 +36,7 @@ impl Engine for Sssp {
         mask: &FaultMask,
         opts: &RouteOptions,
     ) -> Result<Routed, EngineError> {
-        let t = Topo::new(f, mask);
-        if t.num_alive() == 0 {
-            return Err(EngineError::NoSwitches);
-        }
+        let t = Topo::live(f, mask)?;
         let n = t.n;
         let num_hca = t.end_lids_per_switch();
         // OpenSM's switch order: its switch GUID map, keyed by the GUID in network byte order

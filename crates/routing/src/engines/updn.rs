@@ -170,10 +170,7 @@ impl UpDownRanking {
         mask: &FaultMask,
         opts: &RouteOptions,
     ) -> Result<(Self, Vec<String>), EngineError> {
-        let t = Topo::new(f, mask);
-        if t.num_alive() == 0 {
-            return Err(EngineError::NoSwitches);
-        }
+        let t = Topo::live(f, mask)?;
         let (rk, _codes, notes) = updn_ranking(&t, opts)?;
         Ok((rk, notes))
     }
@@ -708,10 +705,7 @@ impl Engine for UpDn {
         mask: &FaultMask,
         opts: &RouteOptions,
     ) -> Result<Routed, EngineError> {
-        let t = Topo::new(f, mask);
-        if t.num_alive() == 0 {
-            return Err(EngineError::NoSwitches);
-        }
+        let t = Topo::live(f, mask)?;
         let (rk, codes, mut notes) = updn_ranking(&t, opts)?;
         let (routing, unreached) = route_updown(&t, &rk, &codes, opts);
         unreached_note(&t, unreached, &mut notes);
@@ -733,10 +727,7 @@ impl Engine for DnUp {
         mask: &FaultMask,
         opts: &RouteOptions,
     ) -> Result<Routed, EngineError> {
-        let t = Topo::new(f, mask);
-        if t.num_alive() == 0 {
-            return Err(EngineError::NoSwitches);
-        }
+        let t = Topo::live(f, mask)?;
         let rk = UpDownRanking::dnup(&t)
             .ok_or_else(|| EngineError::NotApplicable("no switch has a live end port".into()))?;
         let codes = codes_matrix(&t, &rk);
