@@ -88,6 +88,8 @@ pub struct Rftr<'f> {
     /// Per switch index: source slot (switches with end ports) or NONE.
     slot_of: Vec<u32>,
     slot_switch: Vec<u32>,
+    /// Per source slot: the end ports on that switch, ascending.
+    slot_ends: Vec<Vec<u32>>,
     /// Per end-port index: switch index and switch port it hangs off (NONE if not on a switch).
     end_sw: Vec<u32>,
     end_swport: Vec<u8>,
@@ -204,6 +206,7 @@ impl<'f> Rftr<'f> {
         let mut end_swport = vec![NO_PORT; ne];
         let mut slot_of = vec![NONE; ns];
         let mut slot_switch = Vec::new();
+        let mut slot_ends: Vec<Vec<u32>> = Vec::new();
         for (e, &p) in f.end_ports.iter().enumerate() {
             if let Some(r) = f.attached_switch(p) {
                 let s = f.switch_index[f.port(r).node.idx()];
@@ -212,7 +215,9 @@ impl<'f> Rftr<'f> {
                 if slot_of[s as usize] == NONE {
                     slot_of[s as usize] = slot_switch.len() as u32;
                     slot_switch.push(s);
+                    slot_ends.push(Vec::new());
                 }
+                slot_ends[slot_of[s as usize] as usize].push(e as u32);
             }
         }
         let mut me = Rftr {
@@ -224,6 +229,7 @@ impl<'f> Rftr<'f> {
             paths: PathStore::new(ns, ne, f.links.len() * 2),
             slot_of,
             slot_switch,
+            slot_ends,
             end_sw,
             end_swport,
             sel: Vec::new(),
@@ -403,12 +409,8 @@ impl<'f> Rftr<'f> {
             }
         }
         pairs.sort_unstable();
-        let ends_on = |me: &Self, slot: u32| -> u64 {
-            let s = me.slot_switch[slot as usize];
-            me.end_sw.iter().filter(|&&x| x == s).count() as u64
-        };
         for (slot, e) in pairs {
-            let n_src = ends_on(self, slot);
+            let n_src = self.slot_ends[slot as usize].len() as u64;
             report.affected_pairs += n_src;
             match self.repair(slot, e) {
                 Some(trans) => {
@@ -421,11 +423,8 @@ impl<'f> Rftr<'f> {
                 None => {
                     self.sel[slot as usize * ne + e as usize] = NONE;
                     report.unsupported_pairs += n_src;
-                    let s = self.slot_switch[slot as usize];
-                    for (src, &x) in self.end_sw.iter().enumerate() {
-                        if x == s {
-                            report.unsupported.push((src as u32, e));
-                        }
+                    for &src in &self.slot_ends[slot as usize] {
+                        report.unsupported.push((src, e));
                     }
                 }
             }
@@ -744,10 +743,8 @@ impl<'f> Rftr<'f> {
             let sw = f.switch_index[f.port(f.channel_src(c)).node.idx()];
             let out = f.port(f.channel_src(c)).num;
             if i == 0 {
-                for (e, &x) in self.end_sw.iter().enumerate() {
-                    if x == s {
-                        v.push((sw, self.end_swport[e], out, vls[0]));
-                    }
+                for &e in &self.slot_ends[self.slot_of[s as usize] as usize] {
+                    v.push((sw, self.end_swport[e as usize], out, vls[0]));
                 }
             } else {
                 let inp = f.port(f.channel_dst(hops[i - 1])).num;
@@ -823,11 +820,9 @@ impl<'f> Rftr<'f> {
         }
         self.sel[slot as usize * ne + e as usize] = id;
         if let PathSl::PerPair { stride, sl: table } = &mut self.routing.path_sl {
-            for (src, &x) in self.end_sw.iter().enumerate() {
-                if x == s {
-                    table[src * *stride + lid as usize] = sl;
-                    self.delta.source_change(src as u32, e, lid, sl);
-                }
+            for &src in &self.slot_ends[slot as usize] {
+                table[src as usize * *stride + lid as usize] = sl;
+                self.delta.source_change(src, e, lid, sl);
             }
         }
     }
@@ -884,8 +879,8 @@ impl<'f> Rftr<'f> {
     pub fn routed_pairs(&self) -> u64 {
         let ne = self.f.end_ports.len();
         let mut n = 0u64;
-        for (slot, &s) in self.slot_switch.iter().enumerate() {
-            let srcs = self.end_sw.iter().filter(|&&x| x == s).count() as u64;
+        for slot in 0..self.slot_switch.len() {
+            let srcs = self.slot_ends[slot].len() as u64;
             for d in 0..ne {
                 let v = self.sel[slot * ne + d];
                 if v == SAME {
