@@ -15,21 +15,22 @@ fn fabric(spec: &str) -> Fabric {
 }
 
 fn start(f: &Fabric, vls: u8) -> Rftr<'_> {
-    let mask = FaultMask::none(f);
-    let opts = RouteOptions::default();
-    let base = by_name("updn").unwrap().route(f, &mask, &opts).unwrap();
-    let (rk, _) = UpDownRanking::for_updn(f, &mask, &opts).unwrap();
-    let rule = UpDownRule::from_fn(f, |c| rk.channel_dir(f, c) == Dir::Up);
-    Rftr::new(
+    start_cfg(
         f,
-        &base,
-        std::sync::Arc::new(rule),
         RftrConfig {
             vls,
             ..Default::default()
         },
     )
-    .unwrap()
+}
+
+fn start_cfg(f: &Fabric, cfg: RftrConfig) -> Rftr<'_> {
+    let mask = FaultMask::none(f);
+    let opts = RouteOptions::default();
+    let base = by_name("updn").unwrap().route(f, &mask, &opts).unwrap();
+    let (rk, _) = UpDownRanking::for_updn(f, &mask, &opts).unwrap();
+    let rule = UpDownRule::from_fn(f, |c| rk.channel_dir(f, c) == Dir::Up);
+    Rftr::new(f, &base, std::sync::Arc::new(rule), cfg).unwrap()
 }
 
 /// Walks (src end → dlid) through the tables; returns the inter-switch hops with their VLs,
@@ -227,26 +228,78 @@ fn every_single_link_fault_on_tori_is_supported() {
     }
 }
 
+/// True when the base-LID walk from switch `s` toward end `e` reaches it over live channels.
+fn base_walk_alive(f: &Fabric, r: &Routing, mask: &FaultMask, s: usize, e: usize) -> bool {
+    let lid = f.port(f.end_ports[e]).lid;
+    let target = f.end_ports[e];
+    let mut node = f.switches[s];
+    for _ in 0..=f.num_switches() {
+        let si = f.switch_index[node.idx()] as usize;
+        let out = r.out_port(si, lid);
+        if out == NO_PORT || out == 0 || out > f.node(node).nports {
+            return false;
+        }
+        let Some(c) = f.out_channel(f.port_id(node, out)) else {
+            return false;
+        };
+        if !mask.channel_alive(f, c) {
+            return false;
+        }
+        if f.channel_dst(c) == target {
+            return true;
+        }
+        node = f.port(f.channel_dst(c)).node;
+        if !f.is_switch(node) {
+            return false;
+        }
+    }
+    false
+}
+
 #[test]
 fn repair_touches_few_entries_and_keeps_other_paths() {
     let f = fabric("torus 8x8 hcas=2 lmc=2");
-    let mut r = start(&f, 2);
-    let before = r.routing.clone();
-    let l = switch_links(&f)[5];
-    let rep = r.apply(Fault::Link(l));
-    assert!(rep.affected_pairs > 0);
-    assert_eq!(rep.repaired_pairs, rep.affected_pairs);
-    // Base LIDs keep their entries: only virtual LIDs change.
-    for &p in &f.end_ports {
-        let lid = f.port(p).lid;
-        for s in 0..f.num_switches() {
-            assert_eq!(before.out_port(s, lid), r.routing.out_port(s, lid));
+    for reuse in [true, false] {
+        let mut r = start_cfg(
+            &f,
+            RftrConfig {
+                reuse_dead_base: reuse,
+                ..Default::default()
+            },
+        );
+        let before = r.routing.clone();
+        let l = switch_links(&f)[5];
+        let rep = r.apply(Fault::Link(l));
+        assert!(rep.affected_pairs > 0);
+        assert_eq!(rep.repaired_pairs, rep.affected_pairs);
+        // Base-LID entries change only where the base walk was broken by the fault (and,
+        // with `reuse_dead_base` off, nowhere): traffic that still arrives keeps its tables.
+        let mut mask = FaultMask::none(&f);
+        mask.fail_link(l);
+        let mut changed = 0;
+        for (e, &p) in f.end_ports.iter().enumerate() {
+            let lid = f.port(p).lid;
+            for s in 0..f.num_switches() {
+                if before.out_port(s, lid) != r.routing.out_port(s, lid) {
+                    changed += 1;
+                    assert!(reuse, "base LID {lid} changed at switch {s} with reuse off");
+                    assert!(
+                        !base_walk_alive(&f, &before, &mask, s, e),
+                        "switch {s}: live base-LID entry for {lid} rewritten"
+                    );
+                }
+            }
         }
+        assert_eq!(
+            changed > 0,
+            reuse,
+            "reuse {reuse}: {changed} base entries changed"
+        );
+        let counts = r.delta.counts();
+        assert!(counts.lft_entries > 0);
+        assert!(counts.lft_entries < f.num_switches() * f.end_ports.len());
+        assert!(matches!(r.routing.path_sl, PathSl::PerPair { .. }));
     }
-    let counts = r.delta.counts();
-    assert!(counts.lft_entries > 0);
-    assert!(counts.lft_entries < f.num_switches() * f.end_ports.len());
-    assert!(matches!(r.routing.path_sl, PathSl::PerPair { .. }));
 }
 
 #[test]
@@ -274,14 +327,36 @@ fn one_vl_means_no_transitions() {
 }
 
 #[test]
-fn lmc_zero_leaves_repairs_unsupported() {
-    // Without virtual LIDs RFTR has nowhere to put new paths.
+fn lmc_zero_repairs_only_on_dead_base_entries() {
+    // Without virtual LIDs the paper's RFTR has nowhere to put new paths; reusing dead
+    // base-LID entries still repairs the pairs that need no VL transition.
     let f = fabric("torus 4x4 hcas=2");
-    let mut r = start(&f, 2);
-    let rep = r.apply(Fault::Link(switch_links(&f)[0]));
+    let l = switch_links(&f)[0];
+    let mut strict = start_cfg(
+        &f,
+        RftrConfig {
+            reuse_dead_base: false,
+            ..Default::default()
+        },
+    );
+    let rep = strict.apply(Fault::Link(l));
     assert!(rep.affected_pairs > 0);
     assert_eq!(rep.repaired_pairs, 0);
     assert_eq!(rep.unsupported_pairs, rep.affected_pairs);
+    // The table-level invariants (arrival, exact unsupported set, acyclic union) hold too.
+    let _ = run_and_check(&f, &[Fault::Link(l)], 2);
+    let mut r = start(&f, 2);
+    let rep = r.apply(Fault::Link(l));
+    assert!(rep.repaired_pairs > 0);
+    assert_eq!(
+        rep.repaired_pairs + rep.unsupported_pairs,
+        rep.affected_pairs
+    );
+    assert_eq!(
+        rep.transition_paths, 0,
+        "a transition needs an SL and a virtual LID"
+    );
+    assert_eq!(r.max_virtual_lids(), 0);
 }
 
 proptest! {

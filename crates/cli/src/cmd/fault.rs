@@ -7,7 +7,7 @@ use fabric::{BuildOptions, Fabric, NodeId, NodeKind};
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::reconf::full_reconfiguration;
 use routing::fault::sweep::link_name;
-use routing::fault::verify::{check_selected, selected_walks};
+use routing::fault::verify::{check_state, Snapshot};
 use routing::fault::{base_rule, Fault, Rftr, RftrConfig};
 use routing::opensm::{write_set, SetOptions};
 use serde_json::json;
@@ -31,6 +31,10 @@ pub struct Args {
     /// Service levels available.
     #[arg(long, default_value_t = 16)]
     pub sls: u8,
+    /// Give every new path a virtual LID, as in the RFTR paper (default: a new path without a
+    /// VL transition may keep the base LID where the entries it needs are dead).
+    #[arg(long)]
+    pub virtual_lids_only: bool,
     /// A fault: `link:SWITCH/PORT` or `switch:SWITCH` (name or 0x GUID). Repeat for a
     /// sequence; faults are applied in order.
     #[arg(long = "fail", required = true)]
@@ -134,6 +138,7 @@ pub fn load_base(
     if let Some(r) = roots {
         opts.root_guids = read_guid_file(r)?;
     }
+    let opts = routing::fault::pin_roots(&f, engine.name(), &opts).map_err(anyhow::Error::msg)?;
     Ok((f, engine, opts))
 }
 
@@ -154,18 +159,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let cfg = RftrConfig {
         vls: a.vls,
         max_sls: a.sls,
+        reuse_dead_base: !a.virtual_lids_only,
     };
     let mut r = Rftr::new(&f, &base, rule, cfg).map_err(anyhow::Error::msg)?;
     let mut steps = Vec::new();
     let mut repair_s = 0.0;
     let mut all_ok = true;
     for (fault, text) in faults.iter().zip(&a.fail) {
-        let before = selected_walks(&r);
+        let before = Snapshot::of(&r);
         let t = Instant::now();
         let rep = r.apply(*fault);
         let dt = t.elapsed().as_secs_f64();
         repair_s += dt;
-        let chk = check_selected(&r, Some(&before));
+        let chk = check_state(&r, Some(&before));
         all_ok &= chk.deadlock_free && chk.undelivered == 0 && rep.unsupported_pairs == 0;
         let unsupported: Vec<_> = rep
             .unsupported

@@ -53,6 +53,10 @@ pub struct Args {
     /// Skip full reconfiguration (faster).
     #[arg(long)]
     pub no_full: bool,
+    /// Give every new path a virtual LID, as in the RFTR paper (default: a new path without a
+    /// VL transition may keep the base LID where the entries it needs are dead).
+    #[arg(long)]
+    pub virtual_lids_only: bool,
     /// Root switch GUID file for updn.
     #[arg(long)]
     pub roots: Option<PathBuf>,
@@ -96,6 +100,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         rule,
         RftrConfig {
             vls: a.vls,
+            reuse_dead_base: !a.virtual_lids_only,
             ..Default::default()
         },
     )

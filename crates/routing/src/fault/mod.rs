@@ -21,6 +21,25 @@ use std::sync::Arc;
 /// Base engines RFTR can repair, with the turn rule each one obeys.
 pub const RFTR_ENGINES: &[&str] = &["updn", "dor"];
 
+/// Options with the Up*/Down* roots pinned: when `engine` is updn and no root GUIDs are
+/// given, the roots it picks on the fault-free fabric are written into `root_guids`, so the
+/// base routing, RFTR's turn rule and every full reconfiguration after faults rank the
+/// fabric from the same roots (as a subnet manager keeps its roots), and the root choice is
+/// paid once.
+pub fn pin_roots(f: &Fabric, engine: &str, opts: &RouteOptions) -> Result<RouteOptions, String> {
+    let mut o = opts.clone();
+    if engine == "updn" && o.root_guids.is_empty() {
+        let (rk, _) = UpDownRanking::for_updn(f, &FaultMask::none(f), opts)
+            .map_err(|e| format!("updn: {e}"))?;
+        o.root_guids = rk
+            .roots
+            .iter()
+            .map(|&s| f.node(f.switches[s]).guid)
+            .collect();
+    }
+    Ok(o)
+}
+
 /// The turn rule of base engine `engine` on this fabric (with the same options the engine
 /// gets, so that ranks and roots agree).
 pub fn base_rule<'f>(

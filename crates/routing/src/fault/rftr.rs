@@ -19,10 +19,22 @@
 //!   an existing one. First and last hops (to and from end ports) cannot be on a cycle and
 //!   keep VL 0.
 //! - **Loops.** A join that visits a switch twice is rejected (the next candidate is tried).
+//! - **Dead base-LID entries are reused** (`RftrConfig::reuse_dead_base`, on by default).
+//!   When a fault breaks the base-LID walk of E from a switch, that switch's base-LID entry
+//!   for E carries no traffic that can arrive. A new path without a VL transition (SL 0, so
+//!   any tail of it is a legal path on VL 0) may keep the base LID if, on every switch of
+//!   the path, the base-LID entry already points its way or was dead when the fault came
+//!   and no other new path of this repair has claimed it. Affected pairs are repaired
+//!   destination by destination, nearest the failure first, and a pair whose own base-LID
+//!   walk is live again (through an entry just rewritten) and as short as the best
+//!   candidate keeps it, with no change at all. Live entries are never touched, so
+//!   unaffected traffic keeps its tables; virtual LIDs are left for paths that need them,
+//!   and the delta shrinks to the entries next to the failure. (Off: every new path takes
+//!   a virtual LID, as in the paper.)
 
 use super::delta::Delta;
 use super::paths::{PathId, PathStore, NONE};
-use super::turn::TurnRule;
+use super::turn::{TurnRule, MAX_CLASSES};
 use crate::tables::{PathSl, Routing, NUM_SLS};
 use fabric::{ChannelId, Fabric, FaultMask, Lid, LinkId, NodeId, NodeKind, NO_PORT};
 use rustc_hash::FxHashMap;
@@ -41,6 +53,10 @@ pub struct RftrConfig {
     pub vls: u8,
     /// Service levels available (at most 16).
     pub max_sls: u8,
+    /// Let a new path without a VL transition keep the destination's base LID where the
+    /// base-LID entries it needs are equal already or *dead* (see the module docs). Off: every
+    /// new path takes a virtual LID, as in the paper.
+    pub reuse_dead_base: bool,
 }
 
 impl Default for RftrConfig {
@@ -48,6 +64,7 @@ impl Default for RftrConfig {
         RftrConfig {
             vls: 2,
             max_sls: NUM_SLS as u8,
+            reuse_dead_base: true,
         }
     }
 }
@@ -104,13 +121,35 @@ pub struct Rftr<'f> {
     /// Everything pushed since the start.
     pub delta: Delta,
     pub reports: Vec<FaultReport>,
+    /// Channel classes of the turn rule (`rule.class`), their count, and the penalty table:
+    /// `pen[a * ncls + b]` is 1 when a turn from class a into class b is illegal.
+    ch_class: Vec<u8>,
+    ncls: usize,
+    pen: Vec<u8>,
+    /// Per channel: switch index at its far end (NONE for end ports).
+    ch_dst_sw: Vec<u32>,
+    /// `hop_tab[hop_base[sw] + port]`: the inter-switch channel leaving switch `sw` on `port`
+    /// (NONE for end ports and unlinked ports); `ch_dead`: channels failed so far.
+    hop_base: Vec<u32>,
+    hop_tab: Vec<u32>,
+    ch_dead: Vec<bool>,
     // Caches valid during one `apply` (dead hops do not change inside it): best prefixes per
-    // source switch, and suffix tables per (end, LID offset).
+    // source switch (per join switch and class: `fast_pre`; per input channel: `pre_cache`,
+    // built only when the best candidate fails), and suffix tables per (end, LID offset).
+    fast_pre: FxHashMap<u32, Vec<u64>>,
     pre_cache: FxHashMap<u32, PrefixMap>,
-    suf_cache: FxHashMap<(u32, u32), Vec<Option<Suffix>>>,
+    suf_cache: FxHashMap<(u32, u32), SuffixTable>,
     // scratch
     stamp: Vec<u32>,
     stamp_gen: u32,
+    /// Per switch: `group` when its base-LID walk to the destination being repaired was dead
+    /// when the fault came (`dead0`), or when a new path of this repair uses its base-LID
+    /// entry (`claimed`).
+    dead0: Vec<u32>,
+    claimed: Vec<u32>,
+    group: u32,
+    /// The switches marked in `dead0` for the current destination.
+    dead_list: Vec<u32>,
 }
 
 /// Best prefix per input channel of the join switch (the channel determines the switch):
@@ -133,6 +172,23 @@ impl PrefixMap {
 }
 /// From a switch toward an end: (hops, transitions inside, first channel).
 type Suffix = (u32, u8, ChannelId);
+
+/// Suffixes of one (end, LID offset) from every switch: as tuples, and packed for the
+/// candidate scan (`transitions << 48 | hops << 32 | class of the first channel`, or
+/// `NO_SUFFIX`).
+#[derive(Clone, Debug)]
+struct SuffixTable {
+    opt: Vec<Option<Suffix>>,
+    packed: Vec<u64>,
+}
+
+/// Packed prefix and candidate keys: `transitions << 48 | hops << 32 | path id`, so the
+/// smallest key is the best (fewest transitions, then fewest hops, then oldest path), and
+/// adding a packed suffix gives the joined path's transitions and hops.
+const NO_SUFFIX: u64 = u64::MAX;
+/// No prefix: transitions far above any budget, so it never wins.
+const NO_PREFIX: u64 = 0x4000 << 48;
+const HI: u64 = 0xFFFF_FFFF_0000_0000;
 
 impl std::fmt::Debug for Rftr<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -220,6 +276,45 @@ impl<'f> Rftr<'f> {
                 slot_ends[slot_of[s as usize] as usize].push(e as u32);
             }
         }
+        let nch = f.links.len() * 2;
+        let ch_class: Vec<u8> = (0..nch as u32).map(|c| rule.class(ChannelId(c))).collect();
+        let ncls = ch_class.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
+        if ncls > MAX_CLASSES {
+            return Err(format!(
+                "turn rule {} uses {ncls} channel classes (at most {MAX_CLASSES})",
+                rule.name()
+            ));
+        }
+        // One representative channel per class gives the penalty table (legality depends
+        // only on the classes: the TurnRule invariant).
+        let mut rep_ch = vec![NONE; ncls];
+        for (c, &k) in ch_class.iter().enumerate() {
+            if rep_ch[k as usize] == NONE {
+                rep_ch[k as usize] = c as u32;
+            }
+        }
+        let mut pen = vec![0u8; ncls * ncls];
+        for a in 0..ncls {
+            for b in 0..ncls {
+                if rep_ch[a] != NONE && rep_ch[b] != NONE {
+                    pen[a * ncls + b] =
+                        u8::from(!rule.legal(f, ChannelId(rep_ch[a]), ChannelId(rep_ch[b])));
+                }
+            }
+        }
+        let ch_dst_sw: Vec<u32> = (0..nch as u32)
+            .map(|c| f.switch_index[f.port(f.channel_dst(ChannelId(c))).node.idx()])
+            .collect();
+        let mut hop_base = Vec::with_capacity(ns + 1);
+        let mut hop_tab = Vec::new();
+        for &n in &f.switches {
+            hop_base.push(hop_tab.len() as u32);
+            for p in f.node_ports(n) {
+                let c = f.out_channel(p).filter(|&c| ch_dst_sw[c.idx()] != NONE);
+                hop_tab.push(c.map_or(NONE, |c| c.0));
+            }
+        }
+        hop_base.push(hop_tab.len() as u32);
         let mut me = Rftr {
             f,
             rule,
@@ -239,10 +334,22 @@ impl<'f> Rftr<'f> {
             lmc,
             delta: Delta::default(),
             reports: Vec::new(),
+            ch_class,
+            ncls,
+            pen,
+            ch_dst_sw,
+            hop_base,
+            hop_tab,
+            ch_dead: vec![false; nch],
+            fast_pre: FxHashMap::default(),
             pre_cache: FxHashMap::default(),
             suf_cache: FxHashMap::default(),
             stamp: vec![0; ns],
             stamp_gen: 0,
+            dead0: vec![0; ns],
+            claimed: vec![0; ns],
+            group: 0,
+            dead_list: Vec::new(),
         };
         me.sel = vec![NONE; me.slot_switch.len() * ne];
         // Base paths from every switch to every end port (the IRT needs all switches).
@@ -311,35 +418,37 @@ impl<'f> Rftr<'f> {
             .unwrap_or(0)
     }
 
+    /// The live inter-switch channel leaving switch `sw` on `port`, if any.
+    #[inline]
+    fn next_ch(&self, sw: u32, port: u8) -> Option<ChannelId> {
+        let b = self.hop_base[sw as usize];
+        if port as u32 >= self.hop_base[sw as usize + 1] - b {
+            return None;
+        }
+        let c = self.hop_tab[(b + port as u32) as usize];
+        if c == NONE || self.ch_dead[c as usize] {
+            None
+        } else {
+            Some(ChannelId(c))
+        }
+    }
+
     /// Walks LFTs from switch `s` toward `lid` (owned by end `e`) into `buf`; true when it
     /// reaches the end port over live channels without a loop.
     fn walk(&self, s: u32, e: u32, lid: Lid, buf: &mut Vec<ChannelId>) -> bool {
         buf.clear();
-        let f = self.f;
         let t = self.end_sw[e as usize];
         let mut cur = s;
-        for _ in 0..=f.num_switches() {
+        for _ in 0..=self.f.num_switches() {
             let port = self.routing.out_port(cur as usize, lid);
             if cur == t {
                 return port == self.end_swport[e as usize];
             }
-            let n = f.switches[cur as usize];
-            if port == NO_PORT || port == 0 || port > f.node(n).nports {
-                return false;
-            }
-            let Some(c) = f.out_channel(f.port_id(n, port)) else {
+            let Some(c) = self.next_ch(cur, port) else {
                 return false;
             };
-            if !self.mask.channel_alive(f, c) {
-                return false;
-            }
-            let next = f.port(f.channel_dst(c)).node;
-            let si = f.switch_index[next.idx()];
-            if si == NONE {
-                return false;
-            }
             buf.push(c);
-            cur = si;
+            cur = self.ch_dst_sw[c.idx()];
         }
         false
     }
@@ -372,6 +481,10 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
+        for &c in &dead {
+            self.ch_dead[c.idx()] = true;
+        }
+        self.fast_pre.clear();
         self.pre_cache.clear();
         self.suf_cache.clear();
         let mut report = FaultReport::default();
@@ -399,17 +512,25 @@ impl<'f> Rftr<'f> {
         }
         hit.sort_unstable();
         hit.dedup();
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        // Destination by destination; within one, nearest the failure first (hops before the
+        // first dead hop of the broken path), so that rewritten dead base-LID entries serve
+        // the pairs behind them.
+        let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
         for &p in &hit {
             let s = self.paths.src[p as usize];
             let e = self.paths.dst[p as usize];
             let slot = self.slot_of[s as usize];
             if slot != NONE && self.sel[slot as usize * ne + e as usize] == p {
-                pairs.push((slot, e));
+                pairs.push((e, self.paths.dead_lo[p as usize], slot));
             }
         }
         pairs.sort_unstable();
-        for (slot, e) in pairs {
+        let mut cur_e = NONE;
+        for (e, _, slot) in pairs {
+            if e != cur_e {
+                cur_e = e;
+                self.start_group(e);
+            }
             let n_src = self.slot_ends[slot as usize].len() as u64;
             report.affected_pairs += n_src;
             match self.repair(slot, e) {
@@ -433,6 +554,25 @@ impl<'f> Rftr<'f> {
         report
     }
 
+    /// Starts repairing pairs toward end `e`: records which switches' base-LID walks are dead.
+    fn start_group(&mut self, e: u32) {
+        self.group += 1;
+        if !self.suf_cache.contains_key(&(e, 0)) {
+            let v = self.suffixes(e, 0);
+            self.suf_cache.insert((e, 0), v);
+        }
+        let t = self.end_sw[e as usize] as usize;
+        let g = self.group;
+        let st = &self.suf_cache[&(e, 0)].opt;
+        self.dead_list.clear();
+        for (sw, o) in st.iter().enumerate() {
+            if o.is_none() && sw != t {
+                self.dead0[sw] = g;
+                self.dead_list.push(sw as u32);
+            }
+        }
+    }
+
     /// Adds the live prefixes of path `p` to a prefix map.
     fn add_prefixes(&self, p: PathId, m: &mut PrefixMap) {
         let live = self.paths.live_prefix(p);
@@ -451,6 +591,46 @@ impl<'f> Rftr<'f> {
         }
     }
 
+    /// Adds the live prefixes of path `p` to a packed prefix table (see [`Rftr::fast_prefixes`]).
+    fn add_fast_prefixes(&self, p: PathId, t: &mut [u64]) {
+        let m = self.ncls;
+        let m1 = m + 1;
+        let live = self.paths.live_prefix(p);
+        let hops = self.paths.hops_of(p);
+        let vls = self.paths.vls_of(p);
+        for i in 0..live {
+            let ch = hops[i].idx();
+            let c = self.ch_dst_sw[ch] as usize;
+            let a = self.ch_class[ch] as usize;
+            let key = (vls[i] as u64) << 48 | ((i as u64 + 1) << 32) | p as u64;
+            let row = &mut t[c * m1..c * m1 + m1];
+            let pen = &self.pen[a * m..a * m + m];
+            for b in 0..m {
+                let k = key + ((pen[b] as u64) << 48);
+                if k < row[b] {
+                    row[b] = k;
+                }
+            }
+            if key < row[m] {
+                row[m] = key;
+            }
+        }
+    }
+
+    /// Best prefixes from switch `s`, packed: entry `c * (ncls + 1) + b` is the best prefix
+    /// ending at switch `c` for a suffix whose first channel has class `b`, with the VL
+    /// transition of the turn at `c` already counted; column `ncls` ignores the turn (the
+    /// destination's own switch). The empty prefix at `s` itself is (0, 0, NONE).
+    fn fast_prefixes(&self, s: u32) -> Vec<u64> {
+        let m1 = self.ncls + 1;
+        let mut t = vec![NO_PREFIX; self.f.num_switches() * m1];
+        t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
+        for &p in &self.paths.by_src[s as usize] {
+            self.add_fast_prefixes(p, &mut t);
+        }
+        t
+    }
+
     /// Best prefixes from switch `s`: per input channel of the join switch the fewest
     /// transitions, then fewest hops.
     fn prefixes(&self, s: u32) -> PrefixMap {
@@ -463,20 +643,47 @@ impl<'f> Rftr<'f> {
 
     /// For LID offset `off` of end `e`: per switch, (hops to e, transitions inside the
     /// suffix, first channel) or None when the walk from there fails.
-    fn suffixes(&self, e: u32, off: u32) -> Vec<Option<(u32, u8, ChannelId)>> {
+    fn suffixes(&self, e: u32, off: u32) -> SuffixTable {
+        let ns = self.f.num_switches();
+        let mut st = SuffixTable {
+            opt: vec![None; ns],
+            packed: vec![NO_SUFFIX; ns],
+        };
+        let mut state = vec![0u8; ns];
+        self.fill_suffixes(e, off, &mut st, &mut state, 0..ns as u32);
+        st
+    }
+
+    /// Recomputes the entries of `st` for the switches `todo` (whose walks may have changed),
+    /// reusing every other entry as it is.
+    fn refresh_suffixes(&self, e: u32, off: u32, st: &mut SuffixTable, todo: &[u32]) {
+        let mut state = vec![2u8; self.f.num_switches()];
+        for &sw in todo {
+            state[sw as usize] = 0;
+            st.opt[sw as usize] = None;
+            st.packed[sw as usize] = NO_SUFFIX;
+        }
+        self.fill_suffixes(e, off, st, &mut state, todo.iter().copied());
+    }
+
+    /// Fills the entries of switches in state 0 (unknown) by walking the LFTs until a known
+    /// switch (state 2), the destination's switch, or a failure; 1 = on the current walk.
+    fn fill_suffixes(
+        &self,
+        e: u32,
+        off: u32,
+        st: &mut SuffixTable,
+        state: &mut [u8],
+        starts: impl Iterator<Item = u32>,
+    ) {
         let f = self.f;
-        let ns = f.num_switches();
         let lid = f.port(f.end_ports[e as usize]).lid + off as Lid;
         let t = self.end_sw[e as usize];
-        // state: 0 unknown, 1 in progress, 2 done
-        let mut state = vec![0u8; ns];
-        let mut out: Vec<Option<(u32, u8, ChannelId)>> = vec![None; ns];
         let mut stack: Vec<(u32, ChannelId)> = Vec::new();
-        for s0 in 0..ns as u32 {
+        for s0 in starts {
             if state[s0 as usize] != 0 || s0 == t {
                 continue;
             }
-            // Follow until a known switch, t, or failure.
             let mut cur = s0;
             stack.clear();
             let tail: Option<(u32, u8, Option<ChannelId>)>;
@@ -492,7 +699,7 @@ impl<'f> Rftr<'f> {
                 }
                 match state[cur as usize] {
                     2 => {
-                        tail = out[cur as usize].map(|(h, tr, c)| (h, tr, Some(c)));
+                        tail = st.opt[cur as usize].map(|(h, tr, c)| (h, tr, Some(c)));
                         break;
                     }
                     1 => {
@@ -502,25 +709,13 @@ impl<'f> Rftr<'f> {
                     _ => {}
                 }
                 state[cur as usize] = 1;
-                let n = f.switches[cur as usize];
                 let port = self.routing.out_port(cur as usize, lid);
-                let ch = if port == NO_PORT || port == 0 || port > f.node(n).nports {
-                    None
-                } else {
-                    f.out_channel(f.port_id(n, port))
-                        .filter(|&c| self.mask.channel_alive(f, c))
-                };
-                let Some(c) = ch else {
+                let Some(c) = self.next_ch(cur, port) else {
                     tail = None;
                     break;
                 };
-                let next = f.switch_index[f.port(f.channel_dst(c)).node.idx()];
-                if next == NONE {
-                    tail = None;
-                    break;
-                }
                 stack.push((cur, c));
-                cur = next;
+                cur = self.ch_dst_sw[c.idx()];
             }
             // Unwind.
             let mut acc = tail;
@@ -528,18 +723,79 @@ impl<'f> Rftr<'f> {
                 state[sw as usize] = 2;
                 acc = acc.map(|(h, tr, next_c)| {
                     let ill = match next_c {
-                        Some(nc) => u8::from(!self.rule.legal(f, c, nc)),
+                        Some(nc) => {
+                            self.pen[self.ch_class[c.idx()] as usize * self.ncls
+                                + self.ch_class[nc.idx()] as usize]
+                        }
                         None => 0,
                     };
                     (h + 1, tr + ill, Some(c))
                 });
-                out[sw as usize] = acc.map(|(h, tr, c)| (h, tr, c.unwrap_or(ChannelId(0))));
-                if out[sw as usize].is_none() {
-                    acc = None;
+                let v = acc.map(|(h, tr, c)| (h, tr, c.unwrap_or(ChannelId(0))));
+                st.opt[sw as usize] = v;
+                st.packed[sw as usize] = match v {
+                    Some((h, tr, c)) => Self::pack_suffix(h, tr, self.ch_class[c.idx()]),
+                    None => NO_SUFFIX,
+                };
+            }
+        }
+    }
+
+    fn pack_suffix(hops: u32, trans: u8, class: u8) -> u64 {
+        (trans as u64) << 48 | (hops as u64) << 32 | class as u64
+    }
+
+    /// The best candidate for (s, t = switch of e) by one scan over join switches per LID
+    /// offset in use, or None when none fits the VL budget. Same choice as sorting every
+    /// candidate by (transitions, hops, join switch, offset, prefix path).
+    fn best_candidate(&self, s: u32, e: u32) -> Option<Cand> {
+        let m = self.ncls;
+        let m1 = m + 1;
+        let t = self.end_sw[e as usize] as usize;
+        let pre = &self.fast_pre[&s];
+        let mut best_rank = u64::MAX;
+        let mut best_k = NONE;
+        let mut best_b = m;
+        let mut bits = self.lid_used[e as usize];
+        while bits != 0 {
+            let k = bits.trailing_zeros();
+            bits &= bits - 1;
+            let sp = &self.suf_cache[&(e, k)].packed;
+            for (c, &sv) in sp.iter().enumerate() {
+                if sv == NO_SUFFIX {
+                    continue;
+                }
+                let b = (sv & 0xFF) as usize;
+                let key = pre[c * m1 + b] + (sv & !0xFF);
+                let rank = (key & HI) | c as u64;
+                if rank < best_rank {
+                    best_rank = rank;
+                    best_k = k;
+                    best_b = b;
                 }
             }
         }
-        out
+        // Joining at the destination's switch itself (no suffix; sorts after every offset).
+        let rank_t = (pre[t * m1 + m] & HI) | t as u64;
+        if rank_t < best_rank {
+            best_rank = rank_t;
+            best_k = NONE;
+            best_b = m;
+        }
+        let trans = best_rank >> 48;
+        if best_rank == u64::MAX || trans >= self.cfg.vls as u64 {
+            return None;
+        }
+        let c = (best_rank & 0xFFFF_FFFF) as u32;
+        let pk = pre[c as usize * m1 + best_b];
+        Some(Cand {
+            trans: trans as u8,
+            hops: ((best_rank >> 32) & 0xFFFF) as u32,
+            c,
+            pre_path: pk as u32,
+            pre_len: ((pk >> 32) & 0xFFFF) as u32,
+            suf_off: best_k,
+        })
     }
 
     /// Repairs pair (slot, e); returns the new path's transitions, or None if unsupported.
@@ -548,9 +804,9 @@ impl<'f> Rftr<'f> {
         let s = self.slot_switch[slot as usize];
         let t = self.end_sw[e as usize];
         let max_trans = self.cfg.vls - 1;
-        if !self.pre_cache.contains_key(&s) {
-            let m = self.prefixes(s);
-            self.pre_cache.insert(s, m);
+        if !self.fast_pre.contains_key(&s) {
+            let t = self.fast_prefixes(s);
+            self.fast_pre.insert(s, t);
         }
         let offs: Vec<u32> = (0..128u32)
             .filter(|&k| self.lid_used[e as usize] >> k & 1 == 1)
@@ -561,10 +817,39 @@ impl<'f> Rftr<'f> {
                 self.suf_cache.insert((e, k), v);
             }
         }
+        let mut hops: Vec<ChannelId> = Vec::new();
+        let mut vls: Vec<u8> = Vec::new();
+        // Fast path: the best candidate, found by one scan, usually works.
+        let Some(mut best) = self.best_candidate(s, e) else {
+            return None;
+        };
+        // A pair whose own base-LID walk is live, legal and as short as the best keeps it.
+        if self.cfg.reuse_dead_base && best.trans == 0 {
+            if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {
+                if h == best.hops {
+                    best = Cand {
+                        trans: 0,
+                        hops: h,
+                        c: s,
+                        pre_path: NONE,
+                        pre_len: 0,
+                        suf_off: 0,
+                    };
+                }
+            }
+        }
+        if let Some(tr) = self.try_candidate(slot, s, e, &best, false, &mut hops, &mut vls) {
+            return Some(tr);
+        }
+        // Otherwise every candidate in order, from the per-channel prefix table.
+        if !self.pre_cache.contains_key(&s) {
+            let m = self.prefixes(s);
+            self.pre_cache.insert(s, m);
+        }
         let pre = &self.pre_cache[&s];
         let sufs: Vec<(u32, &Vec<Option<Suffix>>)> = offs
             .iter()
-            .map(|&k| (k, &self.suf_cache[&(e, k)]))
+            .map(|&k| (k, &self.suf_cache[&(e, k)].opt))
             .collect();
         let mut cands: Vec<Cand> = Vec::new();
         // The empty prefix at the source, then the best prefix per input channel.
@@ -610,14 +895,6 @@ impl<'f> Rftr<'f> {
             }
         }
         let key = |c: &Cand| (c.trans, c.hops, c.c, c.suf_off, c.pre_path, c.pre_len);
-        let mut hops: Vec<ChannelId> = Vec::new();
-        let mut vls: Vec<u8> = Vec::new();
-        // Fast path: the best candidate usually works.
-        if let Some(best) = cands.iter().min_by_key(|c| key(c)).copied() {
-            if let Some(tr) = self.try_candidate(slot, s, e, &best, false, &mut hops, &mut vls) {
-                return Some(tr);
-            }
-        }
         cands.sort_unstable_by_key(key);
         // Pass 0: an SL already in use; pass 1: open a new SL.
         for pass in 0..2 {
@@ -647,8 +924,8 @@ impl<'f> Rftr<'f> {
         if !self.materialise(s, e, cand, hops, vls) {
             return None;
         }
-        let off = self.free_offset(e, s, hops)?;
         let trans = vls.last().copied().unwrap_or(0);
+        let off = self.free_offset(e, s, hops, trans)?;
         let sl = if trans == 0 {
             0
         } else {
@@ -718,10 +995,22 @@ impl<'f> Rftr<'f> {
         v
     }
 
-    /// Lowest LID offset ≥ 1 of `e` whose entries along the path are unset or equal.
-    fn free_offset(&self, e: u32, s: u32, hops: &[ChannelId]) -> Option<u32> {
+    /// The LID offset for a new path: the base LID (0) when `reuse_dead_base` allows it (no
+    /// transition; every entry equal, or dead and unclaimed), else the lowest offset ≥ 1 whose
+    /// entries along the path are unset or equal.
+    fn free_offset(&self, e: u32, s: u32, hops: &[ChannelId], trans: u8) -> Option<u32> {
         let base = self.f.port(self.f.end_ports[e as usize]).lid as u32;
         let req = self.required_ports(s, e, hops);
+        if self.cfg.reuse_dead_base && trans == 0 {
+            let g = self.group;
+            let ok = req.iter().all(|&(sw, port)| {
+                self.routing.out_port(sw as usize, base as Lid) == port
+                    || (self.dead0[sw as usize] == g && self.claimed[sw as usize] != g)
+            });
+            if ok {
+                return Some(0);
+            }
+        }
         (1..(1u32 << self.lmc)).find(|&k| {
             let lid = (base + k) as Lid;
             req.iter().all(|&(sw, port)| {
@@ -788,11 +1077,16 @@ impl<'f> Rftr<'f> {
         let ne = f.end_ports.len();
         let base = f.port(f.end_ports[e as usize]).lid as u32;
         let lid = (base + off) as Lid;
+        let mut rewrote = false;
         for (sw, port) in self.required_ports(s, e, hops) {
             let old = self.routing.out_port(sw as usize, lid);
             if old != port {
                 self.routing.lft_of_mut(sw as usize)[lid as usize] = port;
                 self.delta.lft_change(sw, lid, old, port);
+                rewrote = true;
+            }
+            if off == 0 {
+                self.claimed[sw as usize] = self.group;
             }
         }
         if sl != 0 {
@@ -812,8 +1106,43 @@ impl<'f> Rftr<'f> {
             }
         }
         self.lid_used[e as usize] |= 1u128 << off;
+        let prev = self.sel[slot as usize * ne + e as usize];
+        let prev_lid_sl = (prev < DROPPED).then(|| {
+            (
+                self.paths.off[prev as usize] as u32,
+                self.paths.sl[prev as usize],
+            )
+        });
         let id = self.paths.push(s, e, off as u8, sl, hops, vls);
-        self.suf_cache.remove(&(e, off));
+        // Base-LID rewrites change only walks from switches that were dead when the fault
+        // came (live entries are never rewritten): recompute those.
+        if off == 0 {
+            if rewrote {
+                if let Some(mut st) = self.suf_cache.remove(&(e, 0)) {
+                    let todo = std::mem::take(&mut self.dead_list);
+                    self.refresh_suffixes(e, 0, &mut st, &todo);
+                    self.dead_list = todo;
+                    self.suf_cache.insert((e, 0), st);
+                }
+            }
+        } else if let Some(mut st) = self.suf_cache.remove(&(e, off)) {
+            // The suffix table of (e, off) changes only on the new path's switches: every set
+            // entry of a virtual LID belongs to a committed path that reaches e, so walks from
+            // elsewhere end where they ended before.
+            let last = vls.last().copied().unwrap_or(0);
+            let mut sw = s;
+            for (i, &c) in hops.iter().enumerate() {
+                let (h, tr) = ((hops.len() - i) as u32, last - vls[i]);
+                st.opt[sw as usize] = Some((h, tr, c));
+                st.packed[sw as usize] = Self::pack_suffix(h, tr, self.ch_class[c.idx()]);
+                sw = self.ch_dst_sw[c.idx()];
+            }
+            self.suf_cache.insert((e, off), st);
+        }
+        if let Some(mut t) = self.fast_pre.remove(&s) {
+            self.add_fast_prefixes(id, &mut t);
+            self.fast_pre.insert(s, t);
+        }
         if let Some(mut m) = self.pre_cache.remove(&s) {
             self.add_prefixes(id, &mut m);
             self.pre_cache.insert(s, m);
@@ -822,7 +1151,9 @@ impl<'f> Rftr<'f> {
         if let PathSl::PerPair { stride, sl: table } = &mut self.routing.path_sl {
             for &src in &self.slot_ends[slot as usize] {
                 table[src as usize * *stride + lid as usize] = sl;
-                self.delta.source_change(src, e, lid, sl);
+                if prev_lid_sl != Some((off, sl)) {
+                    self.delta.source_change(src, e, lid, sl);
+                }
             }
         }
     }

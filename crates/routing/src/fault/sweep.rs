@@ -13,7 +13,7 @@
 
 use super::reconf::compare;
 use super::rftr::{Fault, Rftr};
-use super::verify::{check_walks, selected_walks};
+use super::verify::{check_state, Snapshot};
 use crate::cdg;
 use crate::engines::{Engine, RouteOptions};
 use crate::tables::Routing;
@@ -184,8 +184,8 @@ pub struct SweepContext<'f> {
     pub fabric: &'f Fabric,
     /// RFTR state on the fault-free fabric (cloned per scenario).
     pub start: Rftr<'f>,
-    /// Walks of `start` (computed once by [`SweepContext::new`]).
-    pub start_walks: super::verify::WalkSet,
+    /// Tables and selected pairs of `start` (taken once by [`SweepContext::new`]).
+    pub start_snapshot: Snapshot,
     pub base: Routing,
     pub engine: &'f dyn Engine,
     pub opts: RouteOptions,
@@ -199,11 +199,11 @@ impl<'f> SweepContext<'f> {
         engine: &'f dyn Engine,
         opts: RouteOptions,
     ) -> Self {
-        let start_walks = selected_walks(&start);
+        let start_snapshot = Snapshot::of(&start);
         SweepContext {
             fabric,
             start,
-            start_walks,
+            start_snapshot,
             base,
             engine,
             opts,
@@ -258,13 +258,14 @@ pub fn evaluate(
         deadlock_free: true,
         ..Default::default()
     };
-    let mut before = ctx.start_walks.clone();
-    for &l in faults {
+    let mut owned: Option<Snapshot> = None;
+    for (i, &l) in faults.iter().enumerate() {
         let rep = r.apply(Fault::Link(l));
         verdict.unsupported_pairs += rep.unsupported_pairs;
-        let cur = selected_walks(&r);
-        let chk = check_walks(&r, &cur, Some(&before));
-        before = cur;
+        let chk = check_state(&r, Some(owned.as_ref().unwrap_or(&ctx.start_snapshot)));
+        if i + 1 < faults.len() {
+            owned = Some(Snapshot::of(&r));
+        }
         if !chk.deadlock_free {
             verdict.deadlock_free = false;
         }

@@ -6,11 +6,20 @@
 
 use fabric::{ChannelId, Fabric};
 
+/// Most channel classes a rule may use.
+pub const MAX_CLASSES: usize = 64;
+
 /// Whether a turn (arriving on `inc`, leaving on `out`, at the switch between them) is legal
 /// in the base routing. Implementations must make every path of the base routing legal, and
 /// every set of legal paths deadlock-free within one VL.
+///
+/// Invariant: legality depends only on the *classes* of the two channels (`class`), so RFTR
+/// can keep one best prefix per (join switch, class) instead of one per input channel.
 pub trait TurnRule: Send + Sync {
     fn legal(&self, f: &Fabric, inc: ChannelId, out: ChannelId) -> bool;
+    /// The channel's class, below [`MAX_CLASSES`]: `legal(a, b)` is a function of
+    /// `(class(a), class(b))`.
+    fn class(&self, c: ChannelId) -> u8;
     /// A short name for reports.
     fn name(&self) -> &'static str;
 }
@@ -42,6 +51,10 @@ impl TurnRule for UpDownRule {
     #[inline]
     fn legal(&self, _f: &Fabric, inc: ChannelId, out: ChannelId) -> bool {
         self.up[inc.idx()] || !self.up[out.idx()]
+    }
+    #[inline]
+    fn class(&self, c: ChannelId) -> u8 {
+        u8::from(self.up[c.idx()])
     }
     fn name(&self) -> &'static str {
         "updn"
@@ -88,6 +101,14 @@ impl TurnRule for DorRule {
         let (di, pi) = self.dim[inc.idx()];
         let (d_o, po) = self.dim[out.idx()];
         d_o > di || (d_o == di && po == pi)
+    }
+    #[inline]
+    fn class(&self, c: ChannelId) -> u8 {
+        // Non-mesh links (dimension u8::MAX) get the last pair of classes; meshes have at
+        // most 6 dimensions here, far below 31, so the map keeps the dimension order.
+        let (d, p) = self.dim[c.idx()];
+        let d = if d == u8::MAX { 31 } else { d.min(30) };
+        d * 2 + u8::from(p)
     }
     fn name(&self) -> &'static str {
         "dor"
