@@ -820,9 +820,7 @@ impl<'f> Rftr<'f> {
         let mut hops: Vec<ChannelId> = Vec::new();
         let mut vls: Vec<u8> = Vec::new();
         // Fast path: the best candidate, found by one scan, usually works.
-        let Some(mut best) = self.best_candidate(s, e) else {
-            return None;
-        };
+        let mut best = self.best_candidate(s, e)?;
         // A pair whose own base-LID walk is live, legal and as short as the best keeps it.
         if self.cfg.reuse_dead_base && best.trans == 0 {
             if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {

@@ -242,14 +242,17 @@ pub fn check_state(r: &Rftr<'_>, before: Option<&Snapshot>) -> SelectedCheck {
     )
 }
 
+/// Selected pairs: (source end port, destination end port, DLID).
+pub type Pairs = [(u32, u32, Lid)];
+
 /// [`check_state`] on plain tables: `pairs` walked through `routing` under `mask`, plus the
 /// surviving prefixes of `before`'s pairs walked through its tables.
 pub fn check_tables(
     f: &Fabric,
     mask: &FaultMask,
     routing: &Routing,
-    pairs: &[(u32, u32, Lid)],
-    before: Option<(&Routing, &[(u32, u32, Lid)])>,
+    pairs: &Pairs,
+    before: Option<(&Routing, &Pairs)>,
 ) -> SelectedCheck {
     let mut w = Walker::new(f, mask);
     let undelivered = w.walk_all(routing, pairs, 0);
