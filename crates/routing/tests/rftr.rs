@@ -499,9 +499,9 @@ fn dor_base_on_a_mesh_repairs_single_faults_deadlock_free() {
     let links = switch_links(&f);
     for &l in &links {
         let mut r = Rftr::new(&f, &base, rule.clone(), RftrConfig::default()).unwrap();
-        let before = routing::fault::verify::selected_walks(&r);
+        let before = routing::fault::verify::Snapshot::of(&r);
         let rep = r.apply(Fault::Link(l));
-        let chk = routing::fault::verify::check_selected(&r, Some(&before));
+        let chk = routing::fault::verify::check_state(&r, Some(&before));
         assert!(chk.deadlock_free, "DOR-based RFTR left a cycle after {l:?}");
         assert_eq!(chk.undelivered, 0);
         if rep.unsupported_pairs == 0 {
