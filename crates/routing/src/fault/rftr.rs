@@ -525,29 +525,48 @@ impl<'f> Rftr<'f> {
             }
         }
         pairs.sort_unstable();
-        let mut cur_e = NONE;
-        for (e, _, slot) in pairs {
-            if e != cur_e {
-                cur_e = e;
-                self.start_group(e);
+        // A pair left without a candidate is tried again after the other pairs toward the
+        // same destination, whose new paths add suffixes, until a round repairs nothing.
+        let mut at = 0;
+        while at < pairs.len() {
+            let e = pairs[at].0;
+            let mut end = at;
+            while end < pairs.len() && pairs[end].0 == e {
+                end += 1;
             }
-            let n_src = self.slot_ends[slot as usize].len() as u64;
-            report.affected_pairs += n_src;
-            match self.repair(slot, e) {
-                Some(trans) => {
-                    report.repaired_pairs += n_src;
-                    if trans > 0 {
-                        report.transition_paths += n_src;
+            self.start_group(e);
+            let mut pending: Vec<u32> = pairs[at..end].iter().map(|p| p.2).collect();
+            at = end;
+            loop {
+                let mut failed = Vec::new();
+                let before = pending.len();
+                for slot in pending {
+                    match self.repair(slot, e) {
+                        Some(trans) => {
+                            let n_src = self.slot_ends[slot as usize].len() as u64;
+                            report.affected_pairs += n_src;
+                            report.repaired_pairs += n_src;
+                            if trans > 0 {
+                                report.transition_paths += n_src;
+                            }
+                            report.max_transitions = report.max_transitions.max(trans);
+                        }
+                        None => failed.push(slot),
                     }
-                    report.max_transitions = report.max_transitions.max(trans);
                 }
-                None => {
-                    self.sel[slot as usize * ne + e as usize] = NONE;
-                    report.unsupported_pairs += n_src;
-                    for &src in &self.slot_ends[slot as usize] {
-                        report.unsupported.push((src, e));
+                if failed.is_empty() || failed.len() == before {
+                    for slot in failed {
+                        let n_src = self.slot_ends[slot as usize].len() as u64;
+                        report.affected_pairs += n_src;
+                        self.sel[slot as usize * ne + e as usize] = NONE;
+                        report.unsupported_pairs += n_src;
+                        for &src in &self.slot_ends[slot as usize] {
+                            report.unsupported.push((src, e));
+                        }
                     }
+                    break;
                 }
+                pending = failed;
             }
         }
         self.reports.push(report.clone());
