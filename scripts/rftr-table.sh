@@ -4,14 +4,17 @@
 # scenarios, otherwise SAMPLES seeded samples. Prints a markdown table; keeps the JSONL.
 #
 #   scripts/rftr-table.sh OUTDIR [MAXN=8] [EXH=10000000] [SAMPLES=100000] [TORI="4x4 8x8 3x3x3 4x4x4"]
+#
+# FABROUTE_BIN=path uses that binary instead of building target/release/fabroute; EXTRA
+# passes more `fabroute sweep` options (e.g. EXTRA=--virtual-lids-only).
 set -euo pipefail
 out=${1:?usage: $0 OUTDIR [MAXN] [EXH] [SAMPLES] [TORI]}
 maxn=${2:-8}; exh=${3:-10000000}; samples=${4:-100000}; tori=${5:-"4x4 8x8 3x3x3 4x4x4"}
 mkdir -p "$out"
-cargo build --release -q -p fabroute
-fr=target/release/fabroute
-echo "| torus | n | scenarios | mode | % supported (RFTR) | max SLs | max virtual LIDs/dest | max transitions | RFTR deadlock-free | full reconf. supported | full reconf. deadlock-free | mean pairs changed (full) |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+if [ -z "${FABROUTE_BIN:-}" ]; then cargo build --release -q -p fabroute; fi
+fr=${FABROUTE_BIN:-target/release/fabroute}
+echo "| torus | n | scenarios | mode | % supported (RFTR) | max SLs | max virtual LIDs/dest | max transitions | RFTR deadlock-free | full reconf. supported | full reconf. deadlock-free | mean pairs changed (full) | wall s |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for t in $tori; do
   net="$out/torus_$t.net"
   $fr gen torus "$t" hcas=2 -o "$net" --no-companions 2>/dev/null
@@ -20,13 +23,16 @@ for t in $tori; do
     space=$(python3 -c "import math; print(math.comb($links, $n))")
     if [ "$space" -le "$exh" ]; then mode=(--exhaustive); m=exhaustive; else mode=(--samples "$samples" --seed 1); m="sampled (seed 1)"; fi
     f="$out/torus_${t}_n$n.jsonl"
-    $fr sweep "$net" --engine updn --vls 2 --lmc 2 --faults "$n" "${mode[@]}" -o "$f" > "$f.log" 2>&1
-    python3 - "$f.summary.json" "$t" "$n" "$m" <<'EOF'
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    $fr sweep "$net" --engine updn --vls 2 --lmc 2 --faults "$n" "${mode[@]}" ${EXTRA:-} -o "$f" > "$f.log" 2>&1
+    wall=$(python3 -c "import time; print(f'{time.time() - $t0:.0f}')")
+    python3 - "$f.summary.json" "$t" "$n" "$m" "$wall" <<'EOF'
 import json, sys
-s = json.load(open(sys.argv[1])); t, n, m = sys.argv[2:5]; x = s["summary"]
+s = json.load(open(sys.argv[1])); t, n, m, wall = sys.argv[2:6]; x = s["summary"]
 full = f'{x["full_supported"]}/{x["full_scenarios"]}' if x["full_scenarios"] else "-"
 fdf = f'{x["full_deadlock_free"]}/{x["full_scenarios"]}' if x["full_scenarios"] else "-"
-print(f'| {t} | {n} | {x["scenarios"]} (+{s["skipped_disconnected"]} disconnected) | {m} | {x["supported_pct"]:.3f} | {x["max_sls"]} | {x["max_virtual_lids"]} | {x["max_transitions"]} | {x["deadlock_free"]}/{x["scenarios"]} | {full} | {fdf} | {x["full_mean_changed_pairs"]:.0f} |')
+print(f'| {t} | {n} | {x["scenarios"]} (+{s["skipped_disconnected"]} disconnected) | {m} | {x["supported_pct"]:.3f} | {x["max_sls"]} | {x["max_virtual_lids"]} | {x["max_transitions"]} | {x["deadlock_free"]}/{x["scenarios"]} | {full} | {fdf} | {x["full_mean_changed_pairs"]:.0f} | {wall} |')
 EOF
   done
 done
