@@ -4,13 +4,19 @@
 # on OpenSM's view of the fabric (its opensm-subnet.lst and LIDs).
 #
 #   scripts/compare-opensm.sh OUTDIR [TOPODIR] [ENGINES="minhop updn dnup dor ftree sssp"]
+#
+# updn on fabrics without a .roots file: OpenSM gets the first switch (0x200000) as root, since
+# it finds none itself; fabroute gets the same file unless FABROUTE_OWN_ROOTS=1, in which case
+# it picks its own root set (the evaluated choice of engines/updn.rs).
+# The fabroute binary is $CARGO_TARGET_DIR/release/fabroute (default target/).
 set -euo pipefail
 out=${1:?usage: $0 OUTDIR [TOPODIR] [ENGINES]}
 topo=${2:-../shared/topologies}
 engines=${3:-"minhop updn dnup dor ftree sssp"}
 mkdir -p "$out"
 cargo build --release -q -p fabroute
-fr=$(pwd)/target/release/fabroute
+fr=$(realpath "${CARGO_TARGET_DIR:-target}")/release/fabroute
+own_roots=${FABROUTE_OWN_ROOTS:-0}
 here=$(pwd)
 maxload() { "$fr" stats "$1/opensm-subnet.lst" --lfts "$2" --ebb-runs 0 --json 2>/dev/null \
   | python3 -c "import json,sys; m=json.load(sys.stdin)['metrics']; print(m['link_load']['max'], '%.2f' % m['sw_hops_avg'], m['pairs_ok'] == m['pairs'])"; }
@@ -37,8 +43,10 @@ for net in "$topo"/*.net; do
     fi
     used=$(grep engine_used "$o/osm/result.txt" | cut -d= -f2)
     rargs=()
-    # fabroute gets exactly the root file OpenSM got.
-    [ "${#args[@]}" -gt 0 ] && rargs+=("${args[@]}")
+    # fabroute gets exactly the root file OpenSM got (but its own roots on non-trees when asked).
+    if [ "${#args[@]}" -gt 0 ] && ! { [ "$own_roots" = 1 ] && [ ! -f "$net.roots" ]; }; then
+      rargs+=("${args[@]}")
+    fi
     "$fr" route "$o/osm/opensm-subnet.lst" -R "$e" "${rargs[@]}" -o "$o/fr" > /dev/null 2>&1 || true
     read -r om oh _ < <(maxload "$o/osm" "$o/osm/opensm-lfts.dump")
     read -r fm fh _ < <(maxload "$o/osm" "$o/fr/opensm-lfts.dump")
