@@ -24,9 +24,36 @@ fn start(f: &Fabric, vls: u8) -> Rftr<'_> {
     )
 }
 
+/// updn options with the roots updn picks for `f` pinned, computed once per fabric: picking
+/// routes several candidate root sets, and the tests start RFTR hundreds of times.
+fn pinned_opts(f: &Fabric) -> RouteOptions {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<(usize, usize, u64), RouteOptions>> =
+            RefCell::new(HashMap::new());
+    }
+    // Key: sizes and a hash of the wiring.
+    let key = (
+        f.num_switches(),
+        f.links.len(),
+        f.links.iter().fold(0u64, |h, l| {
+            (h ^ (l.a.0 as u64) << 32 ^ l.b.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        }),
+    );
+    CACHE.with(|c| {
+        c.borrow_mut()
+            .entry(key)
+            .or_insert_with(|| {
+                routing::fault::pin_roots(f, "updn", &RouteOptions::default()).unwrap()
+            })
+            .clone()
+    })
+}
+
 fn start_cfg(f: &Fabric, cfg: RftrConfig) -> Rftr<'_> {
     let mask = FaultMask::none(f);
-    let opts = RouteOptions::default();
+    let opts = pinned_opts(f);
     let base = by_name("updn").unwrap().route(f, &mask, &opts).unwrap();
     let (rk, _) = UpDownRanking::for_updn(f, &mask, &opts).unwrap();
     let rule = UpDownRule::from_fn(f, |c| rk.channel_dir(f, c) == Dir::Up);
