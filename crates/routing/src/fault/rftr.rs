@@ -137,6 +137,8 @@ pub struct Rftr<'f> {
     // source switch (per join switch and class: `fast_pre`; per input channel: `pre_cache`,
     // built only when the best candidate fails), and suffix tables per (end, LID offset).
     fast_pre: FxHashMap<u32, Vec<u64>>,
+    /// Per switch: the trie of the prefixes of its stored paths.
+    tries: Vec<PrefixTrie>,
     pre_cache: FxHashMap<u32, PrefixMap>,
     suf_cache: FxHashMap<(u32, u32), SuffixTable>,
     // scratch
@@ -172,6 +174,38 @@ impl PrefixMap {
 }
 /// From a switch toward an end: (hops, transitions inside, first channel).
 type Suffix = (u32, u8, ChannelId);
+
+/// The distinct prefixes of the paths from one source switch, as a trie in flat arrays: node
+/// `i` is the prefix ending with hop `ch[i]` after node `parent[i]` (NONE = the source), at
+/// depth `depth[i]` (hops) with VL `vl[i]` on that hop; `minpath[i]` is the oldest stored path
+/// that starts with it. Parents come before children, so one forward pass sees every live
+/// prefix once, however many paths share it.
+#[derive(Clone, Debug, Default)]
+struct PrefixTrie {
+    ch: Vec<u32>,
+    parent: Vec<u32>,
+    depth: Vec<u32>,
+    vl: Vec<u8>,
+    minpath: Vec<u32>,
+}
+
+impl PrefixTrie {
+    fn push(&mut self, ch: u32, parent: u32, depth: u32, vl: u8, path: u32) -> u32 {
+        self.ch.push(ch);
+        self.parent.push(parent);
+        self.depth.push(depth);
+        self.vl.push(vl);
+        self.minpath.push(path);
+        (self.ch.len() - 1) as u32
+    }
+    /// Appends a path as a fresh chain (paths added by repairs are few).
+    fn add_chain(&mut self, hops: &[ChannelId], vls: &[u8], path: u32) {
+        let mut parent = NONE;
+        for (i, (&c, &v)) in hops.iter().zip(vls).enumerate() {
+            parent = self.push(c.0, parent, i as u32 + 1, v, path);
+        }
+    }
+}
 
 /// Suffixes of one (end, LID offset) from every switch: as tuples, and packed for the
 /// candidate scan (`transitions << 48 | hops << 32 | class of the first channel`, or
@@ -342,6 +376,7 @@ impl<'f> Rftr<'f> {
             hop_tab,
             ch_dead: vec![false; nch],
             fast_pre: FxHashMap::default(),
+            tries: Vec::new(),
             pre_cache: FxHashMap::default(),
             suf_cache: FxHashMap::default(),
             stamp: vec![0; ns],
@@ -390,7 +425,46 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
+        me.build_tries();
         Ok(me)
+    }
+
+    /// Builds every source's prefix trie from its stored paths: paths sorted by their hops,
+    /// each sharing the nodes of its longest common prefix with the one before.
+    fn build_tries(&mut self) {
+        let ns = self.f.num_switches();
+        let mut tries = Vec::with_capacity(ns);
+        let mut chain: Vec<u32> = Vec::new();
+        for s in 0..ns {
+            let mut t = PrefixTrie::default();
+            let mut ids = self.paths.by_src[s].clone();
+            ids.sort_by(|&a, &b| {
+                self.paths
+                    .hops_of(a)
+                    .cmp(self.paths.hops_of(b))
+                    .then(a.cmp(&b))
+            });
+            chain.clear();
+            let mut prev: &[ChannelId] = &[];
+            for &p in &ids {
+                let hops = self.paths.hops_of(p);
+                let vls = self.paths.vls_of(p);
+                let lcp = hops.iter().zip(prev).take_while(|(a, b)| a == b).count();
+                chain.truncate(lcp);
+                for &n in &chain {
+                    let m = &mut t.minpath[n as usize];
+                    *m = (*m).min(p);
+                }
+                for i in lcp..hops.len() {
+                    let parent = chain.last().copied().unwrap_or(NONE);
+                    let n = t.push(hops[i].0, parent, i as u32 + 1, vls[i], p);
+                    chain.push(n);
+                }
+                prev = hops;
+            }
+            tries.push(t);
+        }
+        self.tries = tries;
     }
 
     /// Number of stored paths and hops (the reachability tables' size).
@@ -641,11 +715,33 @@ impl<'f> Rftr<'f> {
     /// transition of the turn at `c` already counted; column `ncls` ignores the turn (the
     /// destination's own switch). The empty prefix at `s` itself is (0, 0, NONE).
     fn fast_prefixes(&self, s: u32) -> Vec<u64> {
-        let m1 = self.ncls + 1;
+        let m = self.ncls;
+        let m1 = m + 1;
         let mut t = vec![NO_PREFIX; self.f.num_switches() * m1];
         t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
-        for &p in &self.paths.by_src[s as usize] {
-            self.add_fast_prefixes(p, &mut t);
+        let tr = &self.tries[s as usize];
+        let mut alive = vec![false; tr.ch.len()];
+        for i in 0..tr.ch.len() {
+            let ch = tr.ch[i] as usize;
+            let p = tr.parent[i];
+            if self.ch_dead[ch] || (p != NONE && !alive[p as usize]) {
+                continue;
+            }
+            alive[i] = true;
+            let c = self.ch_dst_sw[ch] as usize;
+            let a = self.ch_class[ch] as usize;
+            let key = (tr.vl[i] as u64) << 48 | (tr.depth[i] as u64) << 32 | tr.minpath[i] as u64;
+            let row = &mut t[c * m1..c * m1 + m1];
+            let pen = &self.pen[a * m..a * m + m];
+            for b in 0..m {
+                let k = key + ((pen[b] as u64) << 48);
+                if k < row[b] {
+                    row[b] = k;
+                }
+            }
+            if key < row[m] {
+                row[m] = key;
+            }
         }
         t
     }
@@ -1156,6 +1252,7 @@ impl<'f> Rftr<'f> {
             }
             self.suf_cache.insert((e, off), st);
         }
+        self.tries[s as usize].add_chain(hops, vls, id);
         if let Some(mut t) = self.fast_pre.remove(&s) {
             self.add_fast_prefixes(id, &mut t);
             self.fast_pre.insert(s, t);
