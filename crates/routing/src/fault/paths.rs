@@ -19,7 +19,7 @@ pub(crate) const NONE: u32 = u32::MAX;
 /// Identifier of a stored path.
 pub type PathId = u32;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct PathStore {
     /// Source switch index of each path.
     pub src: Vec<u32>,
@@ -41,6 +41,32 @@ pub struct PathStore {
     pub by_src: Vec<Vec<PathId>>,
     pub by_dst: Vec<Vec<PathId>>,
     pub by_chan: Vec<Vec<PathId>>,
+}
+
+/// A copy with room to grow: RFTR states are cloned to branch fault scenarios, and the
+/// first path added to an exactly-sized copy would reallocate (and copy) the whole arena.
+impl Clone for PathStore {
+    fn clone(&self) -> Self {
+        fn roomy<T: Clone>(v: &[T]) -> Vec<T> {
+            let mut out = Vec::with_capacity(v.len() + v.len() / 4 + 8);
+            out.extend_from_slice(v);
+            out
+        }
+        PathStore {
+            src: roomy(&self.src),
+            dst: roomy(&self.dst),
+            off: roomy(&self.off),
+            sl: roomy(&self.sl),
+            start: roomy(&self.start),
+            hops: roomy(&self.hops),
+            vl: roomy(&self.vl),
+            dead_lo: roomy(&self.dead_lo),
+            dead_hi: roomy(&self.dead_hi),
+            by_src: self.by_src.iter().map(|v| roomy(v)).collect(),
+            by_dst: self.by_dst.iter().map(|v| roomy(v)).collect(),
+            by_chan: self.by_chan.iter().map(|v| roomy(v)).collect(),
+        }
+    }
 }
 
 impl PathStore {

@@ -180,13 +180,31 @@ type Suffix = (u32, u8, ChannelId);
 /// depth `depth[i]` (hops) with VL `vl[i]` on that hop; `minpath[i]` is the oldest stored path
 /// that starts with it. Parents come before children, so one forward pass sees every live
 /// prefix once, however many paths share it.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 struct PrefixTrie {
     ch: Vec<u32>,
     parent: Vec<u32>,
     depth: Vec<u32>,
     vl: Vec<u8>,
     minpath: Vec<u32>,
+}
+
+/// Copies keep room to grow (see `PathStore`'s `Clone`).
+impl Clone for PrefixTrie {
+    fn clone(&self) -> Self {
+        fn roomy<T: Clone>(v: &[T]) -> Vec<T> {
+            let mut out = Vec::with_capacity(v.len() + v.len() / 4 + 8);
+            out.extend_from_slice(v);
+            out
+        }
+        PrefixTrie {
+            ch: roomy(&self.ch),
+            parent: roomy(&self.parent),
+            depth: roomy(&self.depth),
+            vl: roomy(&self.vl),
+            minpath: roomy(&self.minpath),
+        }
+    }
 }
 
 impl PrefixTrie {
@@ -923,10 +941,10 @@ impl<'f> Rftr<'f> {
             let t = self.fast_prefixes(s);
             self.fast_pre.insert(s, t);
         }
-        let offs: Vec<u32> = (0..128u32)
-            .filter(|&k| self.lid_used[e as usize] >> k & 1 == 1)
-            .collect();
-        for &k in &offs {
+        let mut bits = self.lid_used[e as usize];
+        while bits != 0 {
+            let k = bits.trailing_zeros();
+            bits &= bits - 1;
             if !self.suf_cache.contains_key(&(e, k)) {
                 let v = self.suffixes(e, k);
                 self.suf_cache.insert((e, k), v);
@@ -960,6 +978,9 @@ impl<'f> Rftr<'f> {
             self.pre_cache.insert(s, m);
         }
         let pre = &self.pre_cache[&s];
+        let offs: Vec<u32> = (0..128u32)
+            .filter(|&k| self.lid_used[e as usize] >> k & 1 == 1)
+            .collect();
         let sufs: Vec<(u32, &Vec<Option<Suffix>>)> = offs
             .iter()
             .map(|&k| (k, &self.suf_cache[&(e, k)].opt))
