@@ -171,7 +171,19 @@ fn selected_walks(r: &Rftr<'_>, mask: &FaultMask) -> Vec<(u32, u32, Walk)> {
 
 /// Applies `faults` one after another and checks the invariants after each.
 fn run_and_check(f: &Fabric, faults: &[Fault], vls: u8) -> (bool, u8) {
-    let mut r = start(f, vls);
+    run_and_check_cfg(
+        f,
+        faults,
+        RftrConfig {
+            vls,
+            ..Default::default()
+        },
+    )
+}
+
+fn run_and_check_cfg(f: &Fabric, faults: &[Fault], cfg: RftrConfig) -> (bool, u8) {
+    let vls = cfg.vls;
+    let mut r = start_cfg(f, cfg);
     let mut all_supported = true;
     for &fault in faults {
         let before = selected_walks(&r, &r.mask.clone());
@@ -394,6 +406,7 @@ proptest! {
         seed in 0u64..1000,
         nfaults in 1usize..5,
         with_switch in any::<bool>(),
+        reuse_dead_base in any::<bool>(),
     ) {
         let spec = match kind {
             0 => "torus 4x4 hcas=2 lmc=3".to_string(),
@@ -415,7 +428,8 @@ proptest! {
             let s = f.switches[rng.below(f.num_switches() as u64) as usize];
             faults.push(Fault::Switch(NodeId(s.0)));
         }
-        run_and_check(&f, &faults, 2);
+        let cfg = RftrConfig { vls: 2, reuse_dead_base, ..Default::default() };
+        run_and_check_cfg(&f, &faults, cfg);
     }
 }
 
