@@ -218,7 +218,7 @@ impl std::fmt::Debug for SweepContext<'_> {
 }
 
 /// Seed of the fault order within exhaustive scenarios.
-pub const EXHAUSTIVE_ORDER_SEED: u64 = 0x5EED_0F_0DE5;
+pub const EXHAUSTIVE_ORDER_SEED: u64 = 0x005E_ED0F_0DE5;
 
 /// The faults of scenario `id`, in the order they are applied.
 pub fn scenario_faults(f: &Fabric, links: &[LinkId], spec: &SweepSpec, id: u64) -> Vec<LinkId> {
