@@ -8,25 +8,12 @@
 //! run.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use fabric::gen::TopoSpec;
-use fabric::{Fabric, FaultMask};
+use fabric::FaultMask;
 use routing::engines::{by_name, RouteOptions};
 use std::time::{Duration, Instant};
 
-/// `FABROUTE_BENCH_ENGINES=ftree,sssp` / `FABROUTE_BENCH_FABRICS=torus16x16x16` restrict the
-/// run (unset = everything).
-fn selected(var: &str, name: &str) -> bool {
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => v.split(',').any(|x| x == name),
-        _ => true,
-    }
-}
-
-fn gen(spec: &str) -> Fabric {
-    spec.parse::<TopoSpec>()
-        .and_then(|s| s.generate())
-        .unwrap_or_else(|e| panic!("{spec}: {e}"))
-}
+mod common;
+use common::{gen, selected};
 
 const TREE: &[&str] = &["ftree", "minhop", "updn", "dnup", "sssp"];
 const TORUS: &[&str] = &["dor", "minhop", "updn", "dnup", "sssp"];

@@ -13,7 +13,6 @@
 //! roots are pinned (`pin_roots`) as `fabroute fault` and `fabroute sweep` do.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use fabric::gen::TopoSpec;
 use fabric::{Fabric, FaultMask, LinkId};
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::reconf::full_reconfiguration;
@@ -24,17 +23,12 @@ use std::time::{Duration, Instant};
 const FAULTS: usize = 8;
 const REPS: usize = 7;
 
-fn selected(name: &str) -> bool {
-    match std::env::var("FABROUTE_BENCH_FABRICS") {
-        Ok(v) if !v.is_empty() => v.split(',').any(|x| x == name),
-        _ => true,
-    }
-}
+mod common;
+use common::selected;
 
+/// The fabric of `spec` with LMC 2 (3 virtual LIDs per end port).
 fn gen(spec: &str) -> Fabric {
-    spec.parse::<TopoSpec>()
-        .and_then(|s| s.generate())
-        .unwrap_or_else(|e| panic!("{spec}: {e}"))
+    common::gen(spec)
         .with_lmc(2)
         .unwrap_or_else(|e| panic!("{spec}: {e}"))
 }
@@ -66,7 +60,7 @@ fn bench(c: &mut Criterion) {
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     for (name, spec) in fabrics {
-        if !selected(name) {
+        if !selected("FABROUTE_BENCH_FABRICS", name) {
             continue;
         }
         let f = gen(spec);

@@ -296,15 +296,17 @@ impl DaryHeap {
             let p = (i - 1) / ARITY;
             let pk = self.keys[p];
             if key < pk {
-                let pv = self.verts[p];
-                self.keys[i] = pk;
-                self.verts[i] = pv;
-                self.pos[pv as usize] = i as u32;
+                self.place(i, pk, self.verts[p]);
                 i = p;
             } else {
                 break;
             }
         }
+        self.place(i, key, v);
+    }
+    /// Puts vertex `v` with `key` in heap slot `i`.
+    #[inline]
+    fn place(&mut self, i: usize, key: u64, v: u32) {
         self.keys[i] = key;
         self.verts[i] = v;
         self.pos[v as usize] = i as u32;
@@ -345,18 +347,13 @@ impl DaryHeap {
                 (b, bk)
             };
             if key > bk {
-                let bv = self.verts[best];
-                self.keys[i] = bk;
-                self.verts[i] = bv;
-                self.pos[bv as usize] = i as u32;
+                self.place(i, bk, self.verts[best]);
                 i = best;
             } else {
                 break;
             }
         }
-        self.keys[i] = key;
-        self.verts[i] = v;
-        self.pos[v as usize] = i as u32;
+        self.place(i, key, v);
     }
     /// The queued vertices, in heap order.
     fn queued(&self) -> &[u32] {

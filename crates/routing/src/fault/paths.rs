@@ -43,15 +43,17 @@ pub struct PathStore {
     pub by_chan: Vec<Vec<PathId>>,
 }
 
+/// A copy of `v` with a quarter more capacity, for state that is cloned and then grows.
+pub(crate) fn roomy<T: Clone>(v: &[T]) -> Vec<T> {
+    let mut out = Vec::with_capacity(v.len() + v.len() / 4 + 8);
+    out.extend_from_slice(v);
+    out
+}
+
 /// A copy with room to grow: RFTR states are cloned to branch fault scenarios, and the
 /// first path added to an exactly-sized copy would reallocate (and copy) the whole arena.
 impl Clone for PathStore {
     fn clone(&self) -> Self {
-        fn roomy<T: Clone>(v: &[T]) -> Vec<T> {
-            let mut out = Vec::with_capacity(v.len() + v.len() / 4 + 8);
-            out.extend_from_slice(v);
-            out
-        }
         PathStore {
             src: roomy(&self.src),
             dst: roomy(&self.dst),

@@ -33,7 +33,7 @@
 //!   a virtual LID, as in the paper.)
 
 use super::delta::Delta;
-use super::paths::{PathId, PathStore, NONE};
+use super::paths::{roomy, PathId, PathStore, NONE};
 use super::turn::{TurnRule, MAX_CLASSES};
 use crate::tables::{PathSl, Routing, NUM_SLS};
 use fabric::{ChannelId, Fabric, FaultMask, Lid, LinkId, NodeId, NodeKind, NO_PORT};
@@ -192,11 +192,6 @@ struct PrefixTrie {
 /// Copies keep room to grow (see `PathStore`'s `Clone`).
 impl Clone for PrefixTrie {
     fn clone(&self) -> Self {
-        fn roomy<T: Clone>(v: &[T]) -> Vec<T> {
-            let mut out = Vec::with_capacity(v.len() + v.len() / 4 + 8);
-            out.extend_from_slice(v);
-            out
-        }
         PrefixTrie {
             ch: roomy(&self.ch),
             parent: roomy(&self.parent),
@@ -422,6 +417,7 @@ impl<'f> Rftr<'f> {
                     continue;
                 }
                 let lid = f.port(f.end_ports[e as usize]).lid;
+                buf.clear();
                 if !me.walk(s, e, lid, &mut buf) {
                     continue;
                 }
@@ -510,6 +506,12 @@ impl<'f> Rftr<'f> {
             .unwrap_or(0)
     }
 
+    /// Whether the turn from channel `a` into channel `b` breaks the base rule (by class).
+    #[inline]
+    fn illegal(&self, a: ChannelId, b: ChannelId) -> bool {
+        self.pen[self.ch_class[a.idx()] as usize * self.ncls + self.ch_class[b.idx()] as usize] != 0
+    }
+
     /// The live inter-switch channel leaving switch `sw` on `port`, if any.
     #[inline]
     fn next_ch(&self, sw: u32, port: u8) -> Option<ChannelId> {
@@ -525,10 +527,9 @@ impl<'f> Rftr<'f> {
         }
     }
 
-    /// Walks LFTs from switch `s` toward `lid` (owned by end `e`) into `buf`; true when it
-    /// reaches the end port over live channels without a loop.
+    /// Walks LFTs from switch `s` toward `lid` (owned by end `e`), appending the hops to
+    /// `buf`; true when it reaches the end port over live channels without a loop.
     fn walk(&self, s: u32, e: u32, lid: Lid, buf: &mut Vec<ChannelId>) -> bool {
-        buf.clear();
         let t = self.end_sw[e as usize];
         let mut cur = s;
         for _ in 0..=self.f.num_switches() {
@@ -704,27 +705,33 @@ impl<'f> Rftr<'f> {
 
     /// Adds the live prefixes of path `p` to a packed prefix table (see [`Rftr::fast_prefixes`]).
     fn add_fast_prefixes(&self, p: PathId, t: &mut [u64]) {
-        let m = self.ncls;
-        let m1 = m + 1;
         let live = self.paths.live_prefix(p);
         let hops = self.paths.hops_of(p);
         let vls = self.paths.vls_of(p);
         for i in 0..live {
             let ch = hops[i].idx();
-            let c = self.ch_dst_sw[ch] as usize;
-            let a = self.ch_class[ch] as usize;
             let key = (vls[i] as u64) << 48 | ((i as u64 + 1) << 32) | p as u64;
-            let row = &mut t[c * m1..c * m1 + m1];
-            let pen = &self.pen[a * m..a * m + m];
-            for b in 0..m {
-                let k = key + ((pen[b] as u64) << 48);
-                if k < row[b] {
-                    row[b] = k;
-                }
+            self.relax_prefix(t, ch, key);
+        }
+    }
+
+    /// Offers the prefix `key` ending with channel `ch` to a packed prefix table: per suffix
+    /// class with the turn's transition added, and unpenalised in the last column.
+    #[inline]
+    fn relax_prefix(&self, t: &mut [u64], ch: usize, key: u64) {
+        let m = self.ncls;
+        let c = self.ch_dst_sw[ch] as usize;
+        let a = self.ch_class[ch] as usize;
+        let row = &mut t[c * (m + 1)..(c + 1) * (m + 1)];
+        let pen = &self.pen[a * m..a * m + m];
+        for b in 0..m {
+            let k = key + ((pen[b] as u64) << 48);
+            if k < row[b] {
+                row[b] = k;
             }
-            if key < row[m] {
-                row[m] = key;
-            }
+        }
+        if key < row[m] {
+            row[m] = key;
         }
     }
 
@@ -733,8 +740,7 @@ impl<'f> Rftr<'f> {
     /// transition of the turn at `c` already counted; column `ncls` ignores the turn (the
     /// destination's own switch). The empty prefix at `s` itself is (0, 0, NONE).
     fn fast_prefixes(&self, s: u32) -> Vec<u64> {
-        let m = self.ncls;
-        let m1 = m + 1;
+        let m1 = self.ncls + 1;
         let mut t = vec![NO_PREFIX; self.f.num_switches() * m1];
         t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
         let tr = &self.tries[s as usize];
@@ -746,20 +752,8 @@ impl<'f> Rftr<'f> {
                 continue;
             }
             alive[i] = true;
-            let c = self.ch_dst_sw[ch] as usize;
-            let a = self.ch_class[ch] as usize;
             let key = (tr.vl[i] as u64) << 48 | (tr.depth[i] as u64) << 32 | tr.minpath[i] as u64;
-            let row = &mut t[c * m1..c * m1 + m1];
-            let pen = &self.pen[a * m..a * m + m];
-            for b in 0..m {
-                let k = key + ((pen[b] as u64) << 48);
-                if k < row[b] {
-                    row[b] = k;
-                }
-            }
-            if key < row[m] {
-                row[m] = key;
-            }
+            self.relax_prefix(&mut t, ch, key);
         }
         t
     }
@@ -855,13 +849,7 @@ impl<'f> Rftr<'f> {
             while let Some((sw, c)) = stack.pop() {
                 state[sw as usize] = 2;
                 acc = acc.map(|(h, tr, next_c)| {
-                    let ill = match next_c {
-                        Some(nc) => {
-                            self.pen[self.ch_class[c.idx()] as usize * self.ncls
-                                + self.ch_class[nc.idx()] as usize]
-                        }
-                        None => 0,
-                    };
+                    let ill = next_c.map_or(0, |nc| u8::from(self.illegal(c, nc)));
                     (h + 1, tr + ill, Some(c))
                 });
                 let v = acc.map(|(h, tr, c)| (h, tr, c.unwrap_or(ChannelId(0))));
@@ -1059,14 +1047,16 @@ impl<'f> Rftr<'f> {
             return None;
         }
         let trans = vls.last().copied().unwrap_or(0);
-        let off = self.free_offset(e, s, hops, trans)?;
-        let sl = if trans == 0 {
-            0
+        let req = self.required_ports(s, e, hops);
+        let off = self.free_offset(e, &req, trans)?;
+        let (sl, cons) = if trans == 0 {
+            (0, Vec::new())
         } else {
-            self.pick_sl(s, hops, vls, new_sl)?
+            let cons = self.sl_constraints(s, hops, vls);
+            (self.pick_sl(&cons, new_sl)?, cons)
         };
         let (h, v) = (std::mem::take(hops), std::mem::take(vls));
-        self.commit(slot, s, e, off, sl, &h, &v);
+        self.commit(slot, s, e, off, sl, &h, &v, &req, &cons);
         *hops = h;
         *vls = v;
         Some(trans)
@@ -1089,18 +1079,16 @@ impl<'f> Rftr<'f> {
         }
         if cand.suf_off != NONE {
             let lid = f.port(f.end_ports[e as usize]).lid + cand.suf_off as Lid;
-            let mut tail = Vec::new();
-            if !self.walk(cand.c, e, lid, &mut tail) {
+            if !self.walk(cand.c, e, lid, hops) {
                 return false;
             }
-            hops.extend_from_slice(&tail);
         }
         // No switch twice.
         self.stamp_gen += 1;
         let g = self.stamp_gen;
         self.stamp[s as usize] = g;
         for &c in hops.iter() {
-            let v = f.switch_index[f.port(f.channel_dst(c)).node.idx()] as usize;
+            let v = self.ch_dst_sw[c.idx()] as usize;
             if self.stamp[v] == g {
                 return false;
             }
@@ -1108,7 +1096,7 @@ impl<'f> Rftr<'f> {
         }
         let mut vl = 0u8;
         for i in 0..hops.len() {
-            if i > 0 && !self.rule.legal(f, hops[i - 1], hops[i]) {
+            if i > 0 && self.illegal(hops[i - 1], hops[i]) {
                 vl += 1;
             }
             vls.push(vl);
@@ -1123,7 +1111,7 @@ impl<'f> Rftr<'f> {
         let mut cur = s;
         for &c in hops {
             v.push((cur, f.port(f.channel_src(c)).num));
-            cur = f.switch_index[f.port(f.channel_dst(c)).node.idx()];
+            cur = self.ch_dst_sw[c.idx()];
         }
         v.push((cur, self.end_swport[e as usize]));
         v
@@ -1132,9 +1120,8 @@ impl<'f> Rftr<'f> {
     /// The LID offset for a new path: the base LID (0) when `reuse_dead_base` allows it (no
     /// transition; every entry equal, or dead and unclaimed), else the lowest offset ≥ 1 whose
     /// entries along the path are unset or equal.
-    fn free_offset(&self, e: u32, s: u32, hops: &[ChannelId], trans: u8) -> Option<u32> {
+    fn free_offset(&self, e: u32, req: &[(u32, u8)], trans: u8) -> Option<u32> {
         let base = self.f.port(self.f.end_ports[e as usize]).lid as u32;
-        let req = self.required_ports(s, e, hops);
         if self.cfg.reuse_dead_base && trans == 0 {
             let g = self.group;
             let ok = req.iter().all(|&(sw, port)| {
@@ -1177,9 +1164,8 @@ impl<'f> Rftr<'f> {
         v
     }
 
-    /// An SL ≥ 1 compatible with the path's VLs; a new one only when `allow_new`.
-    fn pick_sl(&self, s: u32, hops: &[ChannelId], vls: &[u8], allow_new: bool) -> Option<u8> {
-        let cons = self.sl_constraints(s, hops, vls);
+    /// An SL ≥ 1 compatible with a path's constraints; a new one only when `allow_new`.
+    fn pick_sl(&self, cons: &[(u32, u8, u8, u8)], allow_new: bool) -> Option<u8> {
         if !allow_new {
             return (1..self.sls_used).find(|&sl| {
                 cons.iter().all(|&(sw, i, o, vl)| {
@@ -1206,13 +1192,15 @@ impl<'f> Rftr<'f> {
         sl: u8,
         hops: &[ChannelId],
         vls: &[u8],
+        req: &[(u32, u8)],
+        cons: &[(u32, u8, u8, u8)],
     ) {
         let f = self.f;
         let ne = f.end_ports.len();
         let base = f.port(f.end_ports[e as usize]).lid as u32;
         let lid = (base + off) as Lid;
         let mut rewrote = false;
-        for (sw, port) in self.required_ports(s, e, hops) {
+        for &(sw, port) in req {
             let old = self.routing.out_port(sw as usize, lid);
             if old != port {
                 self.routing.lft_of_mut(sw as usize)[lid as usize] = port;
@@ -1227,7 +1215,7 @@ impl<'f> Rftr<'f> {
             if sl >= self.sls_used {
                 self.sls_used = sl + 1;
             }
-            for (sw, i, o, vl) in self.sl_constraints(s, hops, vls) {
+            for &(sw, i, o, vl) in cons {
                 let k = Self::key(sw, i, o, sl);
                 if self.slvl.insert(k, vl).is_none() {
                     let node = f.switches[sw as usize];

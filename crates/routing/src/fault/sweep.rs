@@ -220,6 +220,12 @@ impl std::fmt::Debug for SweepContext<'_> {
 /// Seed of the fault order within exhaustive scenarios.
 pub const EXHAUSTIVE_ORDER_SEED: u64 = 0x005E_ED0F_0DE5;
 
+/// The random stream of scenario `id`: independent of every other scenario, so shards and
+/// thread counts see the same faults.
+fn scenario_rng(seed: u64, id: u64) -> Rng {
+    Rng::new(seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
 /// The faults of scenario `id`, in the order they are applied.
 pub fn scenario_faults(f: &Fabric, links: &[LinkId], spec: &SweepSpec, id: u64) -> Vec<LinkId> {
     match spec.scenarios {
@@ -230,12 +236,12 @@ pub fn scenario_faults(f: &Fabric, links: &[LinkId], spec: &SweepSpec, id: u64) 
             // estimate the same thing.
             let mut idx = Vec::new();
             unrank_combination(links.len() as u64, spec.faults as u64, id, &mut idx);
-            let mut rng = Rng::new(EXHAUSTIVE_ORDER_SEED ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut rng = scenario_rng(EXHAUSTIVE_ORDER_SEED, id);
             rng.shuffle(&mut idx);
             idx.into_iter().map(|i| links[i as usize]).collect()
         }
         Scenarios::Samples { seed, .. } => {
-            let mut rng = Rng::new(seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut rng = scenario_rng(seed, id);
             let mut chosen: Vec<LinkId> = Vec::with_capacity(spec.faults);
             let n = spec.faults.min(links.len());
             while chosen.len() < n {
