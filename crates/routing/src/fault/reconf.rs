@@ -5,7 +5,7 @@
 use super::delta::{DeltaCounts, LFT_BLOCK};
 use crate::engines::{Engine, EngineError, RouteOptions};
 use crate::tables::Routing;
-use fabric::{ChannelId, Fabric, FaultMask, Lid};
+use fabric::{ChannelId, Fabric, FaultMask, Lid, NO_PORT};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -26,23 +26,6 @@ pub struct ReconfigReport {
     /// Pairs whose switch-level path differs from before (routed before and after).
     pub changed_pairs: u64,
     pub delta: DeltaCounts,
-}
-
-/// Walks switch-level hops from switch index `s` toward `lid` until the end port `target`;
-/// `None` when the walk fails under `mask`.
-pub(crate) fn walk_hops(
-    f: &Fabric,
-    r: &Routing,
-    mask: &FaultMask,
-    s: usize,
-    lid: Lid,
-    target: fabric::PortId,
-    out: &mut Vec<ChannelId>,
-) -> bool {
-    out.clear();
-    super::verify::follow(f, r, mask, f.switches[s], 0, lid, target, |_, _, _, c| {
-        out.push(c)
-    })
 }
 
 /// Runs `engine` on the fabric under `mask` and compares with `old`.
@@ -81,46 +64,56 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
             (e, blk, usize::from(e > 0))
         })
         .reduce(|| (0, 0, 0), |x, y| (x.0 + y.0, x.1 + y.1, x.2 + y.2));
-    // Pairs: per source switch and destination end port (all sources on a switch share it).
+    // Pairs: per source switch and destination end port (all sources on a switch share the
+    // path). Per destination, one memoised pass over the switches settles every source.
     let mut ends_on = vec![0u64; ns];
     for &p in &f.end_ports {
         if let Some(r) = f.attached_switch(p) {
             ends_on[f.switch_index[f.port(r).node.idx()] as usize] += 1;
         }
     }
-    let none = FaultMask::none(f);
-    let (routed, unrouted, changed) = (0..ns)
-        .into_par_iter()
-        .filter(|&s| ends_on[s] > 0 && !mask.node_dead(f.switches[s]))
-        .map(|s| {
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            let (mut routed, mut unrouted, mut changed) = (0u64, 0u64, 0u64);
-            for &dp in &f.end_ports {
+    let alive_new: Vec<bool> = (0..f.links.len() as u32 * 2)
+        .map(|c| mask.channel_alive(f, ChannelId(c)))
+        .collect();
+    let alive_old = vec![true; alive_new.len()];
+    let (routed, unrouted, changed) = f
+        .end_ports
+        .par_iter()
+        .map_init(
+            || (Trees::new(ns), Trees::new(ns)),
+            |(tn, to), &dp| {
                 let Some(r) = f.attached_switch(dp) else {
-                    continue;
+                    return (0, 0, 0);
                 };
                 let dsw = f.port(r).node;
                 if mask.node_dead(dsw) {
-                    continue;
+                    return (0, 0, 0);
                 }
-                let n = if f.switch_index[dsw.idx()] as usize == s {
-                    ends_on[s] - 1
-                } else {
-                    ends_on[s]
-                };
                 let lid = f.port(dp).lid;
-                let ok_new = walk_hops(f, new, mask, s, lid, dp, &mut b);
-                if ok_new {
-                    routed += n;
-                    if walk_hops(f, old, &none, s, lid, dp, &mut a) && a != b {
-                        changed += n;
+                tn.reset();
+                to.reset();
+                let (mut routed, mut unrouted, mut changed) = (0u64, 0u64, 0u64);
+                for (s, &on) in ends_on.iter().enumerate() {
+                    if on == 0 || mask.node_dead(f.switches[s]) {
+                        continue;
                     }
-                } else {
-                    unrouted += n;
+                    let n = if f.switch_index[dsw.idx()] as usize == s {
+                        on - 1
+                    } else {
+                        on
+                    };
+                    if tn.settle(f, new, &alive_new, s, lid, dp, Some(old)) {
+                        routed += n;
+                        if tn.differs[s] && to.settle(f, old, &alive_old, s, lid, dp, None) {
+                            changed += n;
+                        }
+                    } else {
+                        unrouted += n;
+                    }
                 }
-            }
-            (routed, unrouted, changed)
-        })
+                (routed, unrouted, changed)
+            },
+        )
         .reduce(|| (0, 0, 0), |x, y| (x.0 + y.0, x.1 + y.1, x.2 + y.2));
     ReconfigReport {
         routed_pairs: routed,
@@ -133,5 +126,198 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
             sl2vl_entries: 0,
             source_updates: 0,
         },
+    }
+}
+
+const UNSEEN: u8 = 0;
+const PENDING: u8 = 1;
+const ARRIVES: u8 = 2;
+const FAILS: u8 = 3;
+
+/// Memoised outcomes of following one routing toward one LID from every switch: each switch
+/// is expanded once per destination, so a whole column of sources costs O(switches).
+struct Trees {
+    state: Vec<u8>,
+    /// Per arriving switch: whether its path differs from the other routing's path from there
+    /// (set when [`Trees::settle`] is given that routing).
+    differs: Vec<bool>,
+    stack: Vec<u32>,
+}
+
+impl Trees {
+    fn new(ns: usize) -> Self {
+        Trees {
+            state: vec![UNSEEN; ns],
+            differs: vec![false; ns],
+            stack: Vec::new(),
+        }
+    }
+
+    fn reset(&mut self) {
+        self.state.fill(UNSEEN);
+    }
+
+    /// True when following `r` from switch index `s` toward `lid` leaves for end port
+    /// `target` over channels alive in `alive`; the same rules as a hop-by-hop walk (valid
+    /// port, existing live channel, a switch or the target on the far side, no switch twice).
+    /// With `other`, also records per switch whether the path differs from `other`'s path
+    /// (which must then be followed for arrival separately).
+    #[allow(clippy::too_many_arguments)]
+    fn settle(
+        &mut self,
+        f: &Fabric,
+        r: &Routing,
+        alive: &[bool],
+        s: usize,
+        lid: Lid,
+        target: fabric::PortId,
+        other: Option<&Routing>,
+    ) -> bool {
+        if self.state[s] != UNSEEN {
+            return self.state[s] == ARRIVES;
+        }
+        self.stack.clear();
+        let mut t = s;
+        // Outcome and "differs" of what follows the last stacked switch.
+        let (result, mut diff) = loop {
+            self.state[t] = PENDING;
+            self.stack.push(t as u32);
+            let node = f.switches[t];
+            let port = r.out_port(t, lid);
+            if port == NO_PORT || port == 0 || port > f.node(node).nports {
+                break (FAILS, false);
+            }
+            let Some(c) = f.out_channel(f.port_id(node, port)) else {
+                break (FAILS, false);
+            };
+            if !alive[c.idx()] {
+                break (FAILS, false);
+            }
+            let far = f.channel_dst(c);
+            if far == target {
+                break (ARRIVES, false);
+            }
+            let nn = f.port(far).node;
+            if !f.is_switch(nn) {
+                break (FAILS, false);
+            }
+            let nt = f.switch_index[nn.idx()] as usize;
+            match self.state[nt] {
+                UNSEEN => t = nt,
+                ARRIVES => break (ARRIVES, self.differs[nt]),
+                _ => break (FAILS, false),
+            }
+        };
+        for &v in self.stack.iter().rev() {
+            let v = v as usize;
+            self.state[v] = result;
+            if result == ARRIVES {
+                if let Some(o) = other {
+                    diff |= o.out_port(v, lid) != r.out_port(v, lid);
+                }
+                self.differs[v] = diff;
+            }
+        }
+        result == ARRIVES
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::by_name;
+    use fabric::gen::TopoSpec;
+
+    /// Hop-by-hop walk from an end port, the plain way: the channels crossed, or None.
+    fn naive(
+        f: &Fabric,
+        r: &Routing,
+        mask: &FaultMask,
+        src: fabric::PortId,
+        dst: fabric::PortId,
+    ) -> Option<Vec<ChannelId>> {
+        let lid = f.port(dst).lid;
+        let mut node = f.port(f.attached_switch(src)?).node;
+        let mut out = Vec::new();
+        for _ in 0..=f.num_switches() {
+            let s = f.switch_index[node.idx()] as usize;
+            let port = r.out_port(s, lid);
+            if port == NO_PORT || port == 0 || port > f.node(node).nports {
+                return None;
+            }
+            let c = f.out_channel(f.port_id(node, port))?;
+            if !mask.channel_alive(f, c) {
+                return None;
+            }
+            out.push(c);
+            let far = f.channel_dst(c);
+            if far == dst {
+                return Some(out);
+            }
+            node = f.port(far).node;
+            if !f.is_switch(node) {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// The memoised per-destination pass counts exactly what walking every pair does, on
+    /// tables that deliver everything and on the base tables under a fault (broken pairs).
+    #[test]
+    fn compare_counts_match_pairwise_walks() {
+        let f = "torus 4x4 hcas=2"
+            .parse::<TopoSpec>()
+            .unwrap()
+            .generate()
+            .unwrap();
+        let engine = by_name("updn").unwrap();
+        let opts = RouteOptions::default();
+        let none = FaultMask::none(&f);
+        let base = engine.route(&f, &none, &opts).unwrap();
+        let links = super::super::sweep::switch_links(&f);
+        for faults in [&links[..1], &links[3..6]] {
+            let mut mask = FaultMask::none(&f);
+            for &l in faults {
+                mask.fail_link(l);
+            }
+            let new = engine.route(&f, &mask, &opts).unwrap();
+            for (label, tables) in [("rerouted", &new), ("stale", &base)] {
+                let rep = compare(&f, &mask, &base, tables);
+                let (mut routed, mut unrouted, mut changed) = (0, 0, 0);
+                for &s in &f.end_ports {
+                    for &d in &f.end_ports {
+                        if s == d {
+                            continue;
+                        }
+                        match naive(&f, tables, &mask, s, d) {
+                            Some(p) => {
+                                routed += 1;
+                                if naive(&f, &base, &none, s, d).is_some_and(|q| q != p) {
+                                    changed += 1;
+                                }
+                            }
+                            None => unrouted += 1,
+                        }
+                    }
+                }
+                assert_eq!(
+                    (rep.routed_pairs, rep.unrouted_pairs, rep.changed_pairs),
+                    (routed, unrouted, changed),
+                    "{label}"
+                );
+                if label == "stale" {
+                    assert!(
+                        unrouted > 0 && changed == 0,
+                        "stale tables break pairs, change none"
+                    );
+                } else {
+                    assert!(
+                        unrouted == 0 && changed > 0,
+                        "rerouting delivers all, changes some"
+                    );
+                }
+            }
+        }
     }
 }

@@ -12,7 +12,7 @@
 use super::rftr::Rftr;
 use crate::cdg::cyclic_sccs;
 use crate::tables::{Routing, NUM_SLS};
-use fabric::{ChannelId, Fabric, FaultMask, Lid, NodeId, NO_PORT};
+use fabric::{Fabric, FaultMask, Lid, NO_PORT};
 use serde::Serialize;
 
 /// Verdict on one state.
@@ -27,47 +27,6 @@ pub struct SelectedCheck {
     /// Cyclic strongly connected components in the dependency graph.
     pub cyclic_sccs: usize,
     pub deadlock_free: bool,
-}
-
-/// Follows the LFTs toward `dlid` from switch node `node` (entered on port `inp`) until the
-/// packet leaves for end port `target`. `hop(switch, in port, out port, channel)` sees every
-/// inter-switch hop. True when it arrives over live channels within the switch count.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn follow(
-    f: &Fabric,
-    r: &Routing,
-    mask: &FaultMask,
-    mut node: fabric::NodeId,
-    mut inp: u8,
-    dlid: Lid,
-    target: fabric::PortId,
-    mut hop: impl FnMut(fabric::NodeId, u8, u8, ChannelId),
-) -> bool {
-    for _ in 0..=f.num_switches() {
-        let s = f.switch_index[node.idx()] as usize;
-        let port = r.out_port(s, dlid);
-        if port == NO_PORT || port == 0 || port > f.node(node).nports {
-            return false;
-        }
-        let Some(c) = f.out_channel(f.port_id(node, port)) else {
-            return false;
-        };
-        if !mask.channel_alive(f, c) {
-            return false;
-        }
-        let far = f.channel_dst(c);
-        if far == target {
-            return true;
-        }
-        let nn = f.port(far).node;
-        if !f.is_switch(nn) {
-            return false;
-        }
-        hop(node, inp, port, c);
-        node = nn;
-        inp = f.port(far).num;
-    }
-    false
 }
 
 /// What was in use before a fault: the tables and every selected
@@ -91,14 +50,28 @@ const PENDING: u8 = 0;
 const ARRIVES: u8 = 1;
 const FAILS: u8 = 2;
 
+/// One switch port's hop, resolved once per check: the live channel leaving it, the port
+/// at its far end, and the far switch (index) with its in-port when the far node is a switch.
+#[derive(Clone, Copy)]
+struct Hop {
+    /// `NONE` when the port is not cabled or its channel is dead under the mask.
+    chan: u32,
+    far: u32,
+    next: u32,
+    next_inp: u8,
+}
+
+const NONE: u32 = u32::MAX;
+
 /// Memoised table walker: stamps per (channel, VL) vertex record the (DLID, SL) group that
 /// expanded it and the outcome from there.
 struct Walker<'a> {
     f: &'a Fabric,
-    /// Per channel: alive under the mask.
-    alive: Vec<bool>,
-    /// Per end port: the switch it hangs off and the port there (None if not on a switch).
-    entry: Vec<Option<(NodeId, u8)>>,
+    /// Per port: its hop (see [`Hop`]).
+    hops: Vec<Hop>,
+    /// Per end port: the switch index it hangs off and the port there (`NONE` if not on a
+    /// switch).
+    entry: Vec<(u32, u8)>,
     stamp: Vec<u32>,
     status: Vec<u8>,
     stack: Vec<u32>,
@@ -109,17 +82,42 @@ struct Walker<'a> {
 impl<'a> Walker<'a> {
     fn new(f: &'a Fabric, mask: &'a FaultMask) -> Self {
         let nv = f.links.len() * 2 * NUM_SLS;
+        let hops = (0..f.ports.len() as u32)
+            .map(|p| {
+                let p = fabric::PortId(p);
+                match f.out_channel(p) {
+                    Some(c) if mask.channel_alive(f, c) => {
+                        let far = f.channel_dst(c);
+                        let nn = f.port(far).node;
+                        Hop {
+                            chan: c.0,
+                            far: far.0,
+                            next: if f.is_switch(nn) {
+                                f.switch_index[nn.idx()]
+                            } else {
+                                NONE
+                            },
+                            next_inp: f.port(far).num,
+                        }
+                    }
+                    _ => Hop {
+                        chan: NONE,
+                        far: NONE,
+                        next: NONE,
+                        next_inp: 0,
+                    },
+                }
+            })
+            .collect();
         Walker {
             f,
-            alive: (0..nv as u32 / NUM_SLS as u32)
-                .map(|c| mask.channel_alive(f, ChannelId(c)))
-                .collect(),
+            hops,
             entry: f
                 .end_ports
                 .iter()
-                .map(|&p| {
-                    f.attached_switch(p)
-                        .map(|q| (f.port(q).node, f.port(q).num))
+                .map(|&p| match f.attached_switch(p) {
+                    Some(q) => (f.switch_index[f.port(q).node.idx()], f.port(q).num),
+                    None => (NONE, 0),
                 })
                 .collect(),
             stamp: vec![0; nv],
@@ -168,38 +166,35 @@ impl<'a> Walker<'a> {
             let dlid = (key / NUM_SLS as u32) as Lid;
             let sl = (key % NUM_SLS as u32) as u8;
             let group = salt + key + 1;
-            let Some((mut node, mut inp)) = self.entry[src as usize] else {
+            let (mut sw, mut inp) = self.entry[src as usize];
+            if sw == NONE {
                 bad += 1;
                 continue;
-            };
-            let target = f.end_ports[dst as usize];
+            }
+            let target = f.end_ports[dst as usize].0;
             let mut prev = u32::MAX;
             self.stack.clear();
             let mut result = FAILS;
             for _ in 0..=f.num_switches() {
-                let s = f.switch_index[node.idx()] as usize;
-                let port = r.out_port(s, dlid);
+                let node = f.switches[sw as usize];
+                let port = r.out_port(sw as usize, dlid);
                 if port == NO_PORT || port == 0 || port > f.node(node).nports {
                     break;
                 }
-                let Some(c) = f.out_channel(f.port_id(node, port)) else {
-                    break;
-                };
-                if !self.alive[c.idx()] {
+                let h = self.hops[(f.port_base[node.idx()] + port as u32) as usize];
+                if h.chan == NONE {
                     break;
                 }
-                let far = f.channel_dst(c);
-                if far == target {
+                if h.far == target {
                     result = ARRIVES;
                     break;
                 }
-                let nn = f.port(far).node;
-                if !f.is_switch(nn) {
+                if h.next == NONE {
                     break;
                 }
                 let vl = r.sl2vl.vl(node, inp, port, sl);
                 self.vmax = self.vmax.max(vl + 1);
-                let v = (c.idx() * NUM_SLS + vl as usize) as u32;
+                let v = h.chan * NUM_SLS as u32 + vl as u32;
                 if prev != u32::MAX {
                     self.edges.push((prev, v));
                 }
@@ -215,8 +210,8 @@ impl<'a> Walker<'a> {
                 self.status[v as usize] = PENDING;
                 self.stack.push(v);
                 prev = v;
-                node = nn;
-                inp = f.port(far).num;
+                sw = h.next;
+                inp = h.next_inp;
             }
             for &v in &self.stack {
                 self.status[v as usize] = result;
@@ -260,17 +255,7 @@ pub fn check_tables(
         w.walk_all(br, bp, 1 << 30);
     }
     let nv = f.links.len() * 2 * NUM_SLS;
-    let mut edges = std::mem::take(&mut w.edges);
-    edges.sort_unstable();
-    edges.dedup();
-    let mut offsets = vec![0usize; nv + 1];
-    for &(a, _) in &edges {
-        offsets[a as usize + 1] += 1;
-    }
-    for i in 0..nv {
-        offsets[i + 1] += offsets[i];
-    }
-    let targets: Vec<u32> = edges.iter().map(|&(_, b)| b).collect();
+    let (offsets, targets) = csr(nv, &w.edges);
     let cyclic = cyclic_sccs(nv, &offsets, &targets).len();
     SelectedCheck {
         pairs: pairs.len() as u64,
@@ -279,6 +264,43 @@ pub fn check_tables(
         cyclic_sccs: cyclic,
         deadlock_free: cyclic == 0,
     }
+}
+
+/// The dependency graph as CSR without duplicate edges: a counting sort by tail, then each
+/// (short) successor list sorted and deduplicated in place. Linear in the edges.
+fn csr(nv: usize, edges: &[(u32, u32)]) -> (Vec<usize>, Vec<u32>) {
+    let mut offsets = vec![0usize; nv + 1];
+    for &(a, _) in edges {
+        offsets[a as usize + 1] += 1;
+    }
+    for i in 0..nv {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut fill = offsets.clone();
+    let mut targets = vec![0u32; edges.len()];
+    for &(a, b) in edges {
+        targets[fill[a as usize]] = b;
+        fill[a as usize] += 1;
+    }
+    let mut w = 0usize;
+    for v in 0..nv {
+        let (lo, hi) = (offsets[v], offsets[v + 1]);
+        offsets[v] = w;
+        let seg = &mut targets[lo..hi];
+        seg.sort_unstable();
+        let mut last = None;
+        for i in lo..hi {
+            let t = targets[i];
+            if last != Some(t) {
+                targets[w] = t;
+                w += 1;
+                last = Some(t);
+            }
+        }
+    }
+    offsets[nv] = w;
+    targets.truncate(w);
+    (offsets, targets)
 }
 
 #[cfg(test)]
