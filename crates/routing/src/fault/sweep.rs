@@ -13,7 +13,7 @@
 
 use super::reconf::compare;
 use super::rftr::{Fault, Rftr};
-use super::verify::{check_state, Snapshot};
+use super::verify::{check_tables, Snapshot};
 use crate::cdg;
 use crate::engines::{Engine, RouteOptions};
 use crate::tables::Routing;
@@ -277,9 +277,21 @@ pub fn evaluate(
     for (i, &l) in faults.iter().enumerate() {
         let rep = r.apply(Fault::Link(l));
         verdict.unsupported_pairs += rep.unsupported_pairs;
-        let chk = check_state(&r, Some(owned.as_ref().unwrap_or(&ctx.start_snapshot)));
+        // The selected pairs are listed once: checked now, kept for the next fault's union.
+        let pairs = r.selected_pairs();
+        let before = owned.as_ref().unwrap_or(&ctx.start_snapshot);
+        let chk = check_tables(
+            f,
+            &r.mask,
+            &r.routing,
+            &pairs,
+            Some((&before.routing, &before.pairs[..])),
+        );
         if i + 1 < faults.len() {
-            owned = Some(Snapshot::of(&r));
+            owned = Some(Snapshot {
+                routing: r.routing.clone(),
+                pairs,
+            });
         }
         if !chk.deadlock_free {
             verdict.deadlock_free = false;
