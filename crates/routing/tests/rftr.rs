@@ -502,6 +502,51 @@ mod sweeps {
         assert_eq!(parts, whole);
     }
 
+    /// `run` evaluates scenarios in fault-sequence order and shares the states of common
+    /// prefixes; every line must equal evaluating that scenario alone from the fault-free
+    /// state. Exhaustive 3-fault space of a 3x3 torus (with prefixes shared by many
+    /// scenarios), and samples drawn from so few links that whole sequences repeat.
+    #[test]
+    fn shared_prefix_runs_equal_scenarios_evaluated_alone() {
+        let f = fabric("torus 3x3 hcas=2 lmc=2");
+        let e = by_name("updn").unwrap();
+        let c = ctx(&f, e.as_ref());
+        let links = sweep::switch_links(&f);
+        for scenarios in [
+            Scenarios::Exhaustive,
+            Scenarios::Samples {
+                count: 300,
+                seed: 5,
+            },
+        ] {
+            let spec = SweepSpec {
+                faults: 3,
+                scenarios,
+                shard: (0, 1),
+                full: true,
+            };
+            let mut got = Vec::new();
+            let p = sweep::run(&c, &spec, |r| got.push(r.clone()), |_| {});
+            let mut alone = Vec::new();
+            for id in 0..p.total {
+                let faults = sweep::scenario_faults(&f, &links, &spec, id);
+                alone.extend(sweep::evaluate(&c, id, &faults, true));
+            }
+            assert_eq!(got, alone, "{scenarios:?}");
+            assert_eq!(got.len() as u64 + p.skipped_disconnected, p.total);
+            let mut seqs: Vec<&Vec<String>> = got.iter().map(|r| &r.faults).collect();
+            seqs.sort();
+            seqs.dedup();
+            if matches!(scenarios, Scenarios::Samples { .. }) {
+                assert!(seqs.len() < got.len(), "some sampled sequences repeat");
+            }
+            assert!(
+                got.iter().any(|r| r.sls > 1),
+                "some repairs need a transition"
+            );
+        }
+    }
+
     #[test]
     fn sampled_scenarios_are_reproducible_and_some_multi_faults_fail() {
         let f = fabric("torus 4x4 hcas=2 lmc=2");

@@ -3,7 +3,8 @@
 //!
 //! The scenario space is indexed so that shards can run on separate machines:
 //! - exhaustive: scenario `i` is the `i`-th N-combination of the fabric's inter-switch links in
-//!   lexicographic order (combinatorial number system), faults applied in increasing link order;
+//!   lexicographic order (combinatorial number system), its faults applied in an order drawn
+//!   from a generator seeded with (`EXHAUSTIVE_ORDER_SEED`, i);
 //! - sampled: scenario `i` is drawn from a generator seeded with (seed, i): N distinct links in
 //!   the drawn order.
 //!
@@ -256,57 +257,65 @@ pub fn scenario_faults(f: &Fabric, links: &[LinkId], spec: &SweepSpec, id: u64) 
     }
 }
 
-/// Evaluates one scenario; None when its faults disconnect the fabric.
-pub fn evaluate(
+/// The state after some of a scenario's faults: RFTR, the tables and pairs the next fault's
+/// union check starts from (not kept after the last fault), and the verdict so far.
+struct Level<'f> {
+    rftr: Rftr<'f>,
+    snapshot: Option<Snapshot>,
+    /// Every remaining pair delivered and the union CDG acyclic after every fault so far.
+    supported: bool,
+    deadlock_free: bool,
+    unsupported_pairs: u64,
+}
+
+/// Applies fault `l` to a copy of `r` (whose tables and pairs are `before`) and checks the
+/// result: the new walks together with the surviving old ones.
+fn step<'f>(
+    ctx: &SweepContext<'f>,
+    mut r: Rftr<'f>,
+    before: &Snapshot,
+    (supported, deadlock_free, unsupported): (bool, bool, u64),
+    l: LinkId,
+    keep_snapshot: bool,
+) -> Level<'f> {
+    let rep = r.apply(Fault::Link(l));
+    // The selected pairs are listed once: checked now, kept for the next fault's union.
+    let pairs = r.selected_pairs();
+    let chk = check_tables(
+        ctx.fabric,
+        &r.mask,
+        &r.routing,
+        &pairs,
+        Some((&before.routing, &before.pairs[..])),
+    );
+    let snapshot = keep_snapshot.then(|| Snapshot {
+        routing: r.routing.clone(),
+        pairs,
+    });
+    Level {
+        rftr: r,
+        snapshot,
+        supported: supported && chk.undelivered == 0,
+        deadlock_free: deadlock_free && chk.deadlock_free,
+        unsupported_pairs: unsupported + rep.unsupported_pairs,
+    }
+}
+
+/// The scenario's line once all its faults are applied (`last` is the final level).
+fn finish(
     ctx: &SweepContext<'_>,
     id: u64,
     faults: &[LinkId],
+    last: &Level<'_>,
     full: bool,
-) -> Option<ScenarioResult> {
+) -> ScenarioResult {
     let f = ctx.fabric;
-    if !connected(f, faults) {
-        return None;
-    }
-    let mut r = ctx.start.clone();
-    let mut verdict = RftrVerdict {
-        supported: true,
-        deadlock_free: true,
-        ..Default::default()
-    };
-    let mut owned: Option<Snapshot> = None;
-    for (i, &l) in faults.iter().enumerate() {
-        let rep = r.apply(Fault::Link(l));
-        verdict.unsupported_pairs += rep.unsupported_pairs;
-        // The selected pairs are listed once: checked now, kept for the next fault's union.
-        let pairs = r.selected_pairs();
-        let before = owned.as_ref().unwrap_or(&ctx.start_snapshot);
-        let chk = check_tables(
-            f,
-            &r.mask,
-            &r.routing,
-            &pairs,
-            Some((&before.routing, &before.pairs[..])),
-        );
-        if i + 1 < faults.len() {
-            owned = Some(Snapshot {
-                routing: r.routing.clone(),
-                pairs,
-            });
-        }
-        if !chk.deadlock_free {
-            verdict.deadlock_free = false;
-        }
-        if chk.undelivered > 0 {
-            verdict.supported = false;
-        }
-    }
-    verdict.supported &= verdict.unsupported_pairs == 0;
-    let full = if full {
+    let full = full.then(|| {
         let mut mask = FaultMask::none(f);
         for &l in faults {
             mask.fail_link(l);
         }
-        Some(match ctx.engine.route(f, &mask, &ctx.opts) {
+        match ctx.engine.route(f, &mask, &ctx.opts) {
             Ok(routing) => {
                 let rep = compare(f, &mask, &ctx.base, &routing);
                 let chk = cdg::check(f, &routing, Some(&mask));
@@ -318,24 +327,95 @@ pub fn evaluate(
                 }
             }
             Err(_) => FullVerdict::default(),
-        })
-    } else {
-        None
-    };
-    Some(ScenarioResult {
+        }
+    });
+    let r = &last.rftr;
+    ScenarioResult {
         id,
-        faults: faults
-            .iter()
-            .map(|&l| super::sweep::link_name(f, l))
-            .collect(),
-        supported: verdict.supported,
+        faults: faults.iter().map(|&l| link_name(f, l)).collect(),
+        supported: last.supported && last.unsupported_pairs == 0,
         sls: r.sls_used(),
         virtual_lids: r.max_virtual_lids(),
         transitions: r.max_transitions(),
-        deadlock_free: verdict.deadlock_free,
-        unsupported_pairs: verdict.unsupported_pairs,
+        deadlock_free: last.deadlock_free,
+        unsupported_pairs: last.unsupported_pairs,
         full,
-    })
+    }
+}
+
+/// Evaluates one scenario (at least one fault); None when its faults disconnect the fabric.
+pub fn evaluate(
+    ctx: &SweepContext<'_>,
+    id: u64,
+    faults: &[LinkId],
+    full: bool,
+) -> Option<ScenarioResult> {
+    if faults.is_empty() || !connected(ctx.fabric, faults) {
+        return None;
+    }
+    let mut level = step(
+        ctx,
+        ctx.start.clone(),
+        &ctx.start_snapshot,
+        (true, true, 0),
+        faults[0],
+        faults.len() > 1,
+    );
+    for (i, &l) in faults.iter().enumerate().skip(1) {
+        let before = level.snapshot.take().expect("kept for the next fault");
+        let acc = (
+            level.supported,
+            level.deadlock_free,
+            level.unsupported_pairs,
+        );
+        level = step(ctx, level.rftr, &before, acc, l, i + 1 < faults.len());
+    }
+    Some(finish(ctx, id, faults, &level, full))
+}
+
+/// Evaluates scenarios whose fault sequences are sorted, so that neighbours share prefixes:
+/// the state after a shared prefix is computed once and copied for each continuation. Each
+/// result is what [`evaluate`] gives for the same scenario (the same steps on the same states).
+/// `seqs` holds `n` faults per scenario; returns (position in `seqs`, result).
+fn evaluate_sorted(
+    ctx: &SweepContext<'_>,
+    seqs: &[LinkId],
+    n: usize,
+    items: &[(usize, u64)],
+    full: bool,
+) -> Vec<(usize, ScenarioResult)> {
+    let mut stack: Vec<Level<'_>> = Vec::with_capacity(n);
+    let mut path: &[LinkId] = &[];
+    let mut out = Vec::with_capacity(items.len());
+    for &(pos, id) in items {
+        let fs = &seqs[pos * n..(pos + 1) * n];
+        let keep = fs.iter().zip(path).take_while(|(a, b)| a == b).count();
+        stack.truncate(keep);
+        for (k, &l) in fs.iter().enumerate().skip(keep) {
+            let level = match stack.last() {
+                None => step(
+                    ctx,
+                    ctx.start.clone(),
+                    &ctx.start_snapshot,
+                    (true, true, 0),
+                    l,
+                    k + 1 < n,
+                ),
+                Some(prev) => step(
+                    ctx,
+                    prev.rftr.clone(),
+                    prev.snapshot.as_ref().expect("kept below the last fault"),
+                    (prev.supported, prev.deadlock_free, prev.unsupported_pairs),
+                    l,
+                    k + 1 < n,
+                ),
+            };
+            stack.push(level);
+        }
+        path = fs;
+        out.push((pos, finish(ctx, id, fs, &stack[n - 1], full)));
+    }
+    out
 }
 
 /// Progress of a sweep, reported after each chunk.
@@ -346,8 +426,13 @@ pub struct SweepProgress {
     pub skipped_disconnected: u64,
 }
 
-/// Runs this shard's scenarios in index order; `emit` receives each connected scenario's
-/// result and `progress` is called after every chunk. Returns the final progress.
+/// Runs this shard's scenarios; `emit` receives each connected scenario's result in index
+/// order and `progress` is called as the work advances. Returns the final progress.
+///
+/// Scenarios are evaluated in the order of their fault sequences so that a state shared by
+/// several scenarios (the same first faults in the same order) is computed once; results are
+/// then emitted by index, identical to evaluating each scenario on its own, whatever the
+/// thread count.
 pub fn run(
     ctx: &SweepContext<'_>,
     spec: &SweepSpec,
@@ -358,8 +443,9 @@ pub fn run(
     let links = switch_links(f);
     let size = space_size(f, spec);
     let (shard, shards) = spec.shard;
+    let shards = shards.max(1);
     let mine: u64 = if size > shard {
-        (size - shard).div_ceil(shards.max(1))
+        (size - shard).div_ceil(shards)
     } else {
         0
     };
@@ -367,28 +453,57 @@ pub fn run(
         total: mine,
         ..Default::default()
     };
-    let chunk = 4096u64;
-    let mut k = 0u64;
-    while k < mine {
-        let hi = (k + chunk).min(mine);
-        let results: Vec<Option<ScenarioResult>> = (k..hi)
-            .into_par_iter()
-            .map(|j| {
-                let id = shard + j * shards.max(1);
-                let faults = scenario_faults(f, &links, spec, id);
-                evaluate(ctx, id, &faults, spec.full)
-            })
-            .collect();
-        for r in &results {
-            match r {
-                Some(r) => emit(r),
-                None => p.skipped_disconnected += 1,
-            }
-        }
-        p.done = hi;
-        progress(p);
-        k = hi;
+    let n = spec.faults.min(links.len());
+    if mine == 0 || n == 0 {
+        return p;
     }
+    // Every scenario's faults (flat, n per scenario) and whether it stays connected.
+    let per: Vec<(Vec<LinkId>, bool)> = (0..mine)
+        .into_par_iter()
+        .map(|j| {
+            let fs = scenario_faults(f, &links, spec, shard + j * shards);
+            let ok = connected(f, &fs);
+            (fs, ok)
+        })
+        .collect();
+    let mut seqs: Vec<LinkId> = Vec::with_capacity(per.len() * n);
+    let mut items: Vec<(usize, u64)> = Vec::new();
+    for (j, (fs, ok)) in per.into_iter().enumerate() {
+        seqs.extend_from_slice(&fs);
+        if ok {
+            items.push((j, shard + j as u64 * shards));
+        } else {
+            p.skipped_disconnected += 1;
+        }
+    }
+    items.par_sort_unstable_by(|a, b| {
+        let sa = &seqs[a.0 * n..(a.0 + 1) * n];
+        let sb = &seqs[b.0 * n..(b.0 + 1) * n];
+        sa.cmp(sb).then(a.0.cmp(&b.0))
+    });
+    // Contiguous runs of the sorted order, a few per thread per wave, for progress reports.
+    let threads = rayon::current_num_threads().max(1);
+    let run_len = (items.len() / (threads * 64)).clamp(64, 4096);
+    let runs: Vec<&[(usize, u64)]> = items.chunks(run_len).collect();
+    let mut results: Vec<Option<ScenarioResult>> = vec![None; mine as usize];
+    let mut done_items = 0u64;
+    for wave in runs.chunks(threads * 4) {
+        let got: Vec<Vec<(usize, ScenarioResult)>> = wave
+            .par_iter()
+            .map(|items| evaluate_sorted(ctx, &seqs, n, items, spec.full))
+            .collect();
+        for (pos, r) in got.into_iter().flatten() {
+            results[pos] = Some(r);
+            done_items += 1;
+        }
+        p.done = done_items + p.skipped_disconnected;
+        progress(p);
+    }
+    for r in results.iter().flatten() {
+        emit(r);
+    }
+    p.done = mine;
+    progress(p);
     p
 }
 
