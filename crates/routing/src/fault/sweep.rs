@@ -374,9 +374,10 @@ pub fn evaluate(
 }
 
 /// Evaluates scenarios whose fault sequences are sorted, so that neighbours share prefixes:
-/// the state after a shared prefix is computed once and copied for each continuation. Each
-/// result is what [`evaluate`] gives for the same scenario (the same steps on the same states).
-/// `seqs` holds `n` faults per scenario; returns (position in `seqs`, result).
+/// the state after a prefix that the next scenario shares is kept and copied for each
+/// continuation; a state nobody needs afterwards is moved into the next step, not copied.
+/// Each result is what [`evaluate`] gives for the same scenario (the same steps on the same
+/// states). `seqs` holds `n` faults per scenario; returns (position in `seqs`, result).
 fn evaluate_sorted(
     ctx: &SweepContext<'_>,
     seqs: &[LinkId],
@@ -384,36 +385,62 @@ fn evaluate_sorted(
     items: &[(usize, u64)],
     full: bool,
 ) -> Vec<(usize, ScenarioResult)> {
+    let seq = |i: usize| &seqs[items[i].0 * n..(items[i].0 + 1) * n];
+    // `stack[d - 1]` is the state after the first d faults of the current scenario, for
+    // d ≤ the prefix it shares with the next one; deeper states are carried in `cur`.
     let mut stack: Vec<Level<'_>> = Vec::with_capacity(n);
-    let mut path: &[LinkId] = &[];
     let mut out = Vec::with_capacity(items.len());
-    for &(pos, id) in items {
-        let fs = &seqs[pos * n..(pos + 1) * n];
-        let keep = fs.iter().zip(path).take_while(|(a, b)| a == b).count();
-        stack.truncate(keep);
-        for (k, &l) in fs.iter().enumerate().skip(keep) {
-            let level = match stack.last() {
-                None => step(
-                    ctx,
-                    ctx.start.clone(),
-                    &ctx.start_snapshot,
-                    (true, true, 0),
-                    l,
-                    k + 1 < n,
-                ),
-                Some(prev) => step(
-                    ctx,
-                    prev.rftr.clone(),
-                    prev.snapshot.as_ref().expect("kept below the last fault"),
-                    (prev.supported, prev.deadlock_free, prev.unsupported_pairs),
-                    l,
-                    k + 1 < n,
-                ),
-            };
-            stack.push(level);
+    for (i, &(pos, id)) in items.iter().enumerate() {
+        let fs = seq(i);
+        let need = match items.get(i + 1) {
+            Some(_) => fs
+                .iter()
+                .zip(seq(i + 1))
+                .take_while(|(a, b)| a == b)
+                .count(),
+            None => 0,
+        };
+        let base = stack.len();
+        let mut cur: Option<Level<'_>> = None;
+        if base > need {
+            cur = stack.pop();
+            stack.truncate(need);
         }
-        path = fs;
-        out.push((pos, finish(ctx, id, fs, &stack[n - 1], full)));
+        for (k, &l) in fs.iter().enumerate().skip(base) {
+            let keep_snapshot = k + 1 < n;
+            let level = match cur.take() {
+                Some(c) => {
+                    let before = c.snapshot.expect("kept below the last fault");
+                    let acc = (c.supported, c.deadlock_free, c.unsupported_pairs);
+                    step(ctx, c.rftr, &before, acc, l, keep_snapshot)
+                }
+                None => match stack.last() {
+                    None => step(
+                        ctx,
+                        ctx.start.clone(),
+                        &ctx.start_snapshot,
+                        (true, true, 0),
+                        l,
+                        keep_snapshot,
+                    ),
+                    Some(prev) => step(
+                        ctx,
+                        prev.rftr.clone(),
+                        prev.snapshot.as_ref().expect("kept below the last fault"),
+                        (prev.supported, prev.deadlock_free, prev.unsupported_pairs),
+                        l,
+                        keep_snapshot,
+                    ),
+                },
+            };
+            if k < need {
+                stack.push(level);
+            } else {
+                cur = Some(level);
+            }
+        }
+        let last = cur.as_ref().unwrap_or_else(|| &stack[n - 1]);
+        out.push((pos, finish(ctx, id, fs, last, full)));
     }
     out
 }
