@@ -75,3 +75,12 @@ pub fn base_rule<'f>(
         )),
     }
 }
+
+/// A generated fabric for unit tests (`"torus 4x4 hcas=2"` and the like).
+#[cfg(test)]
+pub(crate) fn test_fabric(spec: &str) -> Fabric {
+    spec.parse::<fabric::gen::TopoSpec>()
+        .expect("topology spec")
+        .generate()
+        .expect("generated fabric")
+}

@@ -226,7 +226,6 @@ impl Trees {
 mod tests {
     use super::*;
     use crate::engines::by_name;
-    use fabric::gen::TopoSpec;
 
     /// Hop-by-hop walk from an end port, the plain way: the channels crossed, or None.
     fn naive(
@@ -266,11 +265,7 @@ mod tests {
     /// tables that deliver everything and on the base tables under a fault (broken pairs).
     #[test]
     fn compare_counts_match_pairwise_walks() {
-        let f = "torus 4x4 hcas=2"
-            .parse::<TopoSpec>()
-            .unwrap()
-            .generate()
-            .unwrap();
+        let f = super::super::test_fabric("torus 4x4 hcas=2");
         let engine = by_name("updn").unwrap();
         let opts = RouteOptions::default();
         let none = FaultMask::none(&f);

@@ -301,6 +301,49 @@ fn step<'f>(
     }
 }
 
+/// Applies fault `l` after `parent` (None: the fault-free start), leaving `parent` intact.
+fn step_after<'f>(
+    ctx: &SweepContext<'f>,
+    parent: Option<&Level<'f>>,
+    l: LinkId,
+    keep_snapshot: bool,
+) -> Level<'f> {
+    match parent {
+        None => step(
+            ctx,
+            ctx.start.clone(),
+            &ctx.start_snapshot,
+            (true, true, 0),
+            l,
+            keep_snapshot,
+        ),
+        Some(p) => step(
+            ctx,
+            p.rftr.clone(),
+            p.snapshot.as_ref().expect("kept below the last fault"),
+            (p.supported, p.deadlock_free, p.unsupported_pairs),
+            l,
+            keep_snapshot,
+        ),
+    }
+}
+
+/// Applies fault `l` after `parent`, reusing its state instead of copying it.
+fn step_from<'f>(
+    ctx: &SweepContext<'f>,
+    parent: Level<'f>,
+    l: LinkId,
+    keep_snapshot: bool,
+) -> Level<'f> {
+    let before = parent.snapshot.expect("kept below the last fault");
+    let acc = (
+        parent.supported,
+        parent.deadlock_free,
+        parent.unsupported_pairs,
+    );
+    step(ctx, parent.rftr, &before, acc, l, keep_snapshot)
+}
+
 /// The scenario's line once all its faults are applied (`last` is the final level).
 fn finish(
     ctx: &SweepContext<'_>,
@@ -353,22 +396,9 @@ pub fn evaluate(
     if faults.is_empty() || !connected(ctx.fabric, faults) {
         return None;
     }
-    let mut level = step(
-        ctx,
-        ctx.start.clone(),
-        &ctx.start_snapshot,
-        (true, true, 0),
-        faults[0],
-        faults.len() > 1,
-    );
+    let mut level = step_after(ctx, None, faults[0], faults.len() > 1);
     for (i, &l) in faults.iter().enumerate().skip(1) {
-        let before = level.snapshot.take().expect("kept for the next fault");
-        let acc = (
-            level.supported,
-            level.deadlock_free,
-            level.unsupported_pairs,
-        );
-        level = step(ctx, level.rftr, &before, acc, l, i + 1 < faults.len());
+        level = step_from(ctx, level, l, i + 1 < faults.len());
     }
     Some(finish(ctx, id, faults, &level, full))
 }
@@ -409,29 +439,8 @@ fn evaluate_sorted(
         for (k, &l) in fs.iter().enumerate().skip(base) {
             let keep_snapshot = k + 1 < n;
             let level = match cur.take() {
-                Some(c) => {
-                    let before = c.snapshot.expect("kept below the last fault");
-                    let acc = (c.supported, c.deadlock_free, c.unsupported_pairs);
-                    step(ctx, c.rftr, &before, acc, l, keep_snapshot)
-                }
-                None => match stack.last() {
-                    None => step(
-                        ctx,
-                        ctx.start.clone(),
-                        &ctx.start_snapshot,
-                        (true, true, 0),
-                        l,
-                        keep_snapshot,
-                    ),
-                    Some(prev) => step(
-                        ctx,
-                        prev.rftr.clone(),
-                        prev.snapshot.as_ref().expect("kept below the last fault"),
-                        (prev.supported, prev.deadlock_free, prev.unsupported_pairs),
-                        l,
-                        keep_snapshot,
-                    ),
-                },
+                Some(c) => step_from(ctx, c, l, keep_snapshot),
+                None => step_after(ctx, stack.last(), l, keep_snapshot),
             };
             if k < need {
                 stack.push(level);
@@ -607,12 +616,7 @@ mod tests {
     #[test]
     fn block_size_does_not_change_results() {
         use crate::engines::by_name;
-        use fabric::gen::TopoSpec;
-        let f = "torus 3x3 hcas=1 lmc=1"
-            .parse::<TopoSpec>()
-            .unwrap()
-            .generate()
-            .unwrap();
+        let f = super::super::test_fabric("torus 3x3 hcas=1 lmc=1");
         let engine = by_name("updn").unwrap();
         let opts = RouteOptions::default();
         let base = engine.route(&f, &FaultMask::none(&f), &opts).unwrap();

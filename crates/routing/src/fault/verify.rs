@@ -307,7 +307,6 @@ fn csr(nv: usize, edges: &[(u32, u32)]) -> (Vec<usize>, Vec<u32>) {
 mod tests {
     use super::*;
     use crate::engines::{by_name, RouteOptions};
-    use fabric::gen::TopoSpec;
 
     fn all_pairs(f: &Fabric) -> Vec<(u32, u32, Lid)> {
         let n = f.end_ports.len() as u32;
@@ -322,11 +321,7 @@ mod tests {
     /// broken pairs are counted and the old tables' surviving prefixes still add edges.
     #[test]
     fn memoised_walks_agree_with_the_checker() {
-        let f = "torus 4x4 hcas=2"
-            .parse::<TopoSpec>()
-            .unwrap()
-            .generate()
-            .unwrap();
+        let f = super::super::test_fabric("torus 4x4 hcas=2");
         let none = FaultMask::none(&f);
         let pairs = all_pairs(&f);
         for (engine, free) in [("minhop", false), ("updn", true)] {
