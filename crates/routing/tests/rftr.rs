@@ -298,11 +298,12 @@ fn base_walk_alive(f: &Fabric, r: &Routing, mask: &FaultMask, s: usize, e: usize
 #[test]
 fn repair_touches_few_entries_and_keeps_other_paths() {
     let f = fabric("torus 8x8 hcas=2 lmc=2");
-    for reuse in [true, false] {
+    for (reuse, prefer) in [(true, true), (true, false), (false, false)] {
         let mut r = start_cfg(
             &f,
             RftrConfig {
                 reuse_dead_base: reuse,
+                prefer_base_lid: prefer,
                 ..Default::default()
             },
         );
@@ -407,6 +408,7 @@ proptest! {
         nfaults in 1usize..5,
         with_switch in any::<bool>(),
         reuse_dead_base in any::<bool>(),
+        prefer_base_lid in any::<bool>(),
     ) {
         let spec = match kind {
             0 => "torus 4x4 hcas=2 lmc=3".to_string(),
@@ -428,7 +430,7 @@ proptest! {
             let s = f.switches[rng.below(f.num_switches() as u64) as usize];
             faults.push(Fault::Switch(NodeId(s.0)));
         }
-        let cfg = RftrConfig { vls: 2, reuse_dead_base, ..Default::default() };
+        let cfg = RftrConfig { vls: 2, reuse_dead_base, prefer_base_lid, ..Default::default() };
         run_and_check_cfg(&f, &faults, cfg);
     }
 }
@@ -599,4 +601,30 @@ fn dor_base_on_a_mesh_repairs_single_faults_deadlock_free() {
     // And the DOR rule refuses tori.
     let t = fabric("torus 4x4 hcas=1 lmc=2");
     assert!(routing::fault::base_rule(&t, "dor", &opts).is_err());
+}
+
+#[test]
+fn base_lid_ties_shrink_the_delta() {
+    // Preferring, among equally ranked candidates, one that keeps the base LID writes fewer
+    // LFT entries and virtual LIDs than taking the lowest join switch, on single faults of a
+    // torus; both stay fully repaired and deadlock-free (checked by run_and_check_cfg).
+    let f = fabric("torus 8x8 hcas=2 lmc=2");
+    let links = switch_links(&f);
+    let (mut entries, mut vlids) = ([0usize; 2], [0u32; 2]);
+    for &l in links.iter().step_by(links.len() / 6).take(6) {
+        for (i, prefer) in [true, false].into_iter().enumerate() {
+            let cfg = RftrConfig {
+                prefer_base_lid: prefer,
+                ..Default::default()
+            };
+            let (ok, _) = run_and_check_cfg(&f, &[Fault::Link(l)], cfg);
+            assert!(ok);
+            let mut r = start_cfg(&f, cfg);
+            r.apply(Fault::Link(l));
+            entries[i] += r.delta.counts().lft_entries;
+            vlids[i] += r.max_virtual_lids();
+        }
+    }
+    assert!(entries[0] < entries[1], "entries {entries:?}");
+    assert!(vlids[0] <= vlids[1], "virtual LIDs {vlids:?}");
 }

@@ -15,6 +15,24 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// How RFTR breaks ties between equally ranked candidates (`RftrConfig::prefer_base_lid`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TieBreak {
+    /// Prefer a candidate that keeps the destination's base LID.
+    BaseLid,
+    /// The lowest join switch.
+    LowestSwitch,
+}
+
+impl TieBreak {
+    pub fn name(self) -> &'static str {
+        match self {
+            TieBreak::BaseLid => "base-lid",
+            TieBreak::LowestSwitch => "lowest-switch",
+        }
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Fabric file.
@@ -35,6 +53,11 @@ pub struct Args {
     /// VL transition may keep the base LID where the entries it needs are dead).
     #[arg(long)]
     pub virtual_lids_only: bool,
+    /// How RFTR breaks ties between candidates with as few transitions and hops:
+    /// `base-lid` prefers one that keeps the destination's base LID (repairs stay next to
+    /// the failure), `lowest-switch` takes the lowest join switch (fabroute before 2026-11-30).
+    #[arg(long, value_enum, default_value_t = TieBreak::BaseLid)]
+    pub tie_break: TieBreak,
     /// A fault: `link:SWITCH/PORT` or `switch:SWITCH` (name or 0x GUID). Repeat for a
     /// sequence; faults are applied in order.
     #[arg(long = "fail", required = true)]
@@ -160,6 +183,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         vls: a.vls,
         max_sls: a.sls,
         reuse_dead_base: !a.virtual_lids_only,
+        prefer_base_lid: a.tie_break == TieBreak::BaseLid,
     };
     let mut r = Rftr::new(&f, &base, rule, cfg).map_err(anyhow::Error::msg)?;
     let mut steps = Vec::new();
@@ -253,6 +277,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let summary = json!({
         "fabric": a.fabric.display().to_string(),
         "engine": a.engine, "lmc": a.lmc, "vls": a.vls, "sls_available": a.sls,
+        "tie_break": a.tie_break.name(), "virtual_lids_only": a.virtual_lids_only,
         "faults": a.fail,
         "rftr": {
             "supported": all_ok,

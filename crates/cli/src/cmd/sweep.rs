@@ -1,6 +1,6 @@
 //! `fabroute sweep` (fault scenarios, sharded) and `fabroute merge` (join shard outputs).
 
-use crate::cmd::fault::load_base;
+use crate::cmd::fault::{load_base, TieBreak};
 use crate::util::{progress_bar, write_atomic};
 use anyhow::{bail, Context, Result};
 use routing::fault::sweep::{
@@ -57,6 +57,11 @@ pub struct Args {
     /// VL transition may keep the base LID where the entries it needs are dead).
     #[arg(long)]
     pub virtual_lids_only: bool,
+    /// How RFTR breaks ties between candidates with as few transitions and hops:
+    /// `base-lid` prefers one that keeps the destination's base LID (repairs stay next to
+    /// the failure), `lowest-switch` takes the lowest join switch (fabroute before 2026-11-30).
+    #[arg(long, value_enum, default_value_t = TieBreak::BaseLid)]
+    pub tie_break: TieBreak,
     /// Root switch GUID file for updn.
     #[arg(long)]
     pub roots: Option<PathBuf>,
@@ -101,6 +106,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         RftrConfig {
             vls: a.vls,
             reuse_dead_base: !a.virtual_lids_only,
+            prefer_base_lid: a.tie_break == TieBreak::BaseLid,
             ..Default::default()
         },
     )
@@ -159,6 +165,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let summary = SweepSummary::of(results.iter());
     let sj = serde_json::json!({
         "fabric": a.fabric.display().to_string(), "engine": a.engine, "vls": a.vls, "lmc": a.lmc,
+        "tie_break": a.tie_break.name(), "virtual_lids_only": a.virtual_lids_only,
         "faults": a.faults, "space": space, "shard": a.shard,
         "skipped_disconnected": p.skipped_disconnected, "summary": summary,
     });

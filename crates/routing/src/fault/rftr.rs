@@ -31,6 +31,15 @@
 //!   unaffected traffic keeps its tables; virtual LIDs are left for paths that need them,
 //!   and the delta shrinks to the entries next to the failure. (Off: every new path takes
 //!   a virtual LID, as in the paper.)
+//! - **Ties keep the base LID** (`RftrConfig::prefer_base_lid`, on by default). The
+//!   specification ranks candidates by transitions, then length; among the candidates as
+//!   good as the best by that order, one whose prefix only crosses base-LID entries that
+//!   point its way or are dead and unclaimed (so that it can keep the base LID) is taken
+//!   before the lowest join switch. On a torus most broken walks then get a one-hop local
+//!   detour, as a recomputation would: the delta stays at the switches next to the
+//!   failure, and the virtual LIDs stay free for later faults, so more fault combinations
+//!   are supported (`docs/rftr.md`). Only the best prefix per (join switch, class) is
+//!   considered, so a tie whose feasible prefix is not the stored best one is missed.
 
 use super::delta::Delta;
 use super::paths::{roomy, PathId, PathStore, NONE};
@@ -57,6 +66,13 @@ pub struct RftrConfig {
     /// base-LID entries it needs are equal already or *dead* (see the module docs). Off: every
     /// new path takes a virtual LID, as in the paper.
     pub reuse_dead_base: bool,
+    /// Among the candidates the specification ranks equal (same transitions, same length),
+    /// prefer one that can keep the base LID, i.e. whose prefix only crosses base-LID entries
+    /// that point its way already or are dead and unclaimed (needs `reuse_dead_base`; on by
+    /// default). Off: ties go to the lowest join switch. On, a repair tends to stay next to
+    /// the failure: fewer virtual LIDs, fewer entries and switches to push, and virtual LIDs
+    /// left for later faults (more fault combinations supported).
+    pub prefer_base_lid: bool,
 }
 
 impl Default for RftrConfig {
@@ -65,6 +81,7 @@ impl Default for RftrConfig {
             vls: 2,
             max_sls: NUM_SLS as u8,
             reuse_dead_base: true,
+            prefer_base_lid: true,
         }
     }
 }
@@ -957,6 +974,13 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
+        if self.cfg.reuse_dead_base && self.cfg.prefer_base_lid && best.trans == 0 {
+            if let Some(b) = self.base_lid_tie(s, e, &best) {
+                if let Some(tr) = self.try_candidate(slot, s, e, &b, false, &mut hops, &mut vls) {
+                    return Some(tr);
+                }
+            }
+        }
         if let Some(tr) = self.try_candidate(slot, s, e, &best, false, &mut hops, &mut vls) {
             return Some(tr);
         }
@@ -1026,6 +1050,78 @@ impl<'f> Rftr<'f> {
                 {
                     return Some(tr);
                 }
+            }
+        }
+        None
+    }
+
+    /// True when the base-LID entries a path from `s` needs along the first `len` hops of
+    /// stored path `p` (NONE: the empty prefix) point its way already or are dead and
+    /// unclaimed in this repair, as `free_offset` requires for offset 0.
+    fn base_lid_prefix_ok(&self, s: u32, e: u32, p: PathId, len: u32) -> bool {
+        if p == NONE {
+            return true;
+        }
+        let f = self.f;
+        let base = f.port(f.end_ports[e as usize]).lid;
+        let g = self.group;
+        let mut cur = s;
+        for &c in &self.paths.hops_of(p)[..len as usize] {
+            let port = f.port(f.channel_src(c)).num;
+            if self.routing.out_port(cur as usize, base) != port
+                && (self.dead0[cur as usize] != g || self.claimed[cur as usize] == g)
+            {
+                return false;
+            }
+            cur = self.ch_dst_sw[c.idx()];
+        }
+        true
+    }
+
+    /// A transition-free candidate as short as `best` that can keep the base LID: a join into
+    /// the base-LID walk (offset 0) of `e`, or at `e`'s own switch, whose prefix passes
+    /// `base_lid_prefix_ok`; lowest join switch first. None when `best` is such a candidate
+    /// already or there is none.
+    fn base_lid_tie(&self, s: u32, e: u32, best: &Cand) -> Option<Cand> {
+        if matches!(best.suf_off, 0 | NONE)
+            && self.base_lid_prefix_ok(s, e, best.pre_path, best.pre_len)
+        {
+            return None;
+        }
+        let m = self.ncls;
+        let m1 = m + 1;
+        let t = self.end_sw[e as usize] as usize;
+        let pre = &self.fast_pre[&s];
+        let sp = &self.suf_cache[&(e, 0)].packed;
+        let want = (best.hops as u64) << 32;
+        let tie = |c: usize, col: usize, sv: u64| -> Option<Cand> {
+            let key = pre[c * m1 + col] + (sv & !0xFF);
+            if key & HI != want {
+                return None;
+            }
+            let pk = pre[c * m1 + col];
+            let (p, len) = (pk as u32, ((pk >> 32) & 0xFFFF) as u32);
+            self.base_lid_prefix_ok(s, e, p, len).then_some(Cand {
+                trans: 0,
+                hops: best.hops,
+                c: c as u32,
+                pre_path: p,
+                pre_len: len,
+                suf_off: if c == t { NONE } else { 0 },
+            })
+        };
+        for (c, &sv) in sp.iter().enumerate() {
+            if c == t {
+                if let Some(cand) = tie(t, m, 0) {
+                    return Some(cand);
+                }
+                continue;
+            }
+            if sv == NO_SUFFIX {
+                continue;
+            }
+            if let Some(cand) = tie(c, (sv & 0xFF) as usize, sv) {
+                return Some(cand);
             }
         }
         None
