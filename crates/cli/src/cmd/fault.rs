@@ -24,12 +24,36 @@ pub enum TieBreak {
     LowestSwitch,
 }
 
-impl TieBreak {
-    pub fn name(self) -> &'static str {
-        match self {
-            TieBreak::BaseLid => "base-lid",
-            TieBreak::LowestSwitch => "lowest-switch",
+/// RFTR's choices that `fault` and `sweep` share.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct RepairArgs {
+    /// Give every new path a virtual LID, as in the RFTR paper (default: a new path without a
+    /// VL transition may keep the base LID where the entries it needs are dead).
+    #[arg(long)]
+    pub virtual_lids_only: bool,
+    /// How RFTR breaks ties between candidates with as few transitions and hops:
+    /// `base-lid` prefers one that keeps the destination's base LID (repairs stay next to
+    /// the failure), `lowest-switch` takes the lowest join switch (fabroute before 2026-11-30).
+    #[arg(long, value_enum, default_value_t = TieBreak::BaseLid)]
+    pub tie_break: TieBreak,
+}
+
+impl RepairArgs {
+    /// The RFTR settings for these choices, `vls` data VLs and `max_sls` SLs.
+    pub fn config(&self, vls: u8, max_sls: u8) -> RftrConfig {
+        RftrConfig {
+            vls,
+            max_sls,
+            reuse_dead_base: !self.virtual_lids_only,
+            prefer_base_lid: self.tie_break == TieBreak::BaseLid,
         }
+    }
+
+    /// The tie-break as written on the command line (for the summary files).
+    pub fn tie_break_name(&self) -> String {
+        use clap::ValueEnum as _;
+        let v = self.tie_break.to_possible_value();
+        v.expect("no skipped variants").get_name().to_string()
     }
 }
 
@@ -49,15 +73,8 @@ pub struct Args {
     /// Service levels available.
     #[arg(long, default_value_t = 16)]
     pub sls: u8,
-    /// Give every new path a virtual LID, as in the RFTR paper (default: a new path without a
-    /// VL transition may keep the base LID where the entries it needs are dead).
-    #[arg(long)]
-    pub virtual_lids_only: bool,
-    /// How RFTR breaks ties between candidates with as few transitions and hops:
-    /// `base-lid` prefers one that keeps the destination's base LID (repairs stay next to
-    /// the failure), `lowest-switch` takes the lowest join switch (fabroute before 2026-11-30).
-    #[arg(long, value_enum, default_value_t = TieBreak::BaseLid)]
-    pub tie_break: TieBreak,
+    #[command(flatten)]
+    pub repair: RepairArgs,
     /// A fault: `link:SWITCH/PORT` or `switch:SWITCH` (name or 0x GUID). Repeat for a
     /// sequence; faults are applied in order.
     #[arg(long = "fail", required = true)]
@@ -179,12 +196,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .with_context(|| format!("{} could not route the fault-free fabric", a.engine))?;
     let base_s = t0.elapsed().as_secs_f64();
     let rule = base_rule(&f, &a.engine, &opts).map_err(anyhow::Error::msg)?;
-    let cfg = RftrConfig {
-        vls: a.vls,
-        max_sls: a.sls,
-        reuse_dead_base: !a.virtual_lids_only,
-        prefer_base_lid: a.tie_break == TieBreak::BaseLid,
-    };
+    let cfg = a.repair.config(a.vls, a.sls);
     let mut r = Rftr::new(&f, &base, rule, cfg).map_err(anyhow::Error::msg)?;
     let mut steps = Vec::new();
     let mut repair_s = 0.0;
@@ -277,7 +289,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let summary = json!({
         "fabric": a.fabric.display().to_string(),
         "engine": a.engine, "lmc": a.lmc, "vls": a.vls, "sls_available": a.sls,
-        "tie_break": a.tie_break.name(), "virtual_lids_only": a.virtual_lids_only,
+        "tie_break": a.repair.tie_break_name(), "virtual_lids_only": a.repair.virtual_lids_only,
         "faults": a.fail,
         "rftr": {
             "supported": all_ok,

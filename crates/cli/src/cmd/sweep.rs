@@ -1,6 +1,6 @@
 //! `fabroute sweep` (fault scenarios, sharded) and `fabroute merge` (join shard outputs).
 
-use crate::cmd::fault::{load_base, TieBreak};
+use crate::cmd::fault::{load_base, RepairArgs};
 use crate::util::{progress_bar, write_atomic};
 use anyhow::{bail, Context, Result};
 use routing::fault::sweep::{
@@ -53,15 +53,8 @@ pub struct Args {
     /// Skip full reconfiguration (faster).
     #[arg(long)]
     pub no_full: bool,
-    /// Give every new path a virtual LID, as in the RFTR paper (default: a new path without a
-    /// VL transition may keep the base LID where the entries it needs are dead).
-    #[arg(long)]
-    pub virtual_lids_only: bool,
-    /// How RFTR breaks ties between candidates with as few transitions and hops:
-    /// `base-lid` prefers one that keeps the destination's base LID (repairs stay next to
-    /// the failure), `lowest-switch` takes the lowest join switch (fabroute before 2026-11-30).
-    #[arg(long, value_enum, default_value_t = TieBreak::BaseLid)]
-    pub tie_break: TieBreak,
+    #[command(flatten)]
+    pub repair: RepairArgs,
     /// Root switch GUID file for updn.
     #[arg(long)]
     pub roots: Option<PathBuf>,
@@ -103,12 +96,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         &f,
         &base,
         rule,
-        RftrConfig {
-            vls: a.vls,
-            reuse_dead_base: !a.virtual_lids_only,
-            prefer_base_lid: a.tie_break == TieBreak::BaseLid,
-            ..Default::default()
-        },
+        a.repair.config(a.vls, RftrConfig::default().max_sls),
     )
     .map_err(anyhow::Error::msg)?;
     let spec = SweepSpec {
@@ -165,7 +153,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let summary = SweepSummary::of(results.iter());
     let sj = serde_json::json!({
         "fabric": a.fabric.display().to_string(), "engine": a.engine, "vls": a.vls, "lmc": a.lmc,
-        "tie_break": a.tie_break.name(), "virtual_lids_only": a.virtual_lids_only,
+        "tie_break": a.repair.tie_break_name(), "virtual_lids_only": a.repair.virtual_lids_only,
         "faults": a.faults, "space": space, "shard": a.shard,
         "skipped_disconnected": p.skipped_disconnected, "summary": summary,
     });

@@ -1055,27 +1055,29 @@ impl<'f> Rftr<'f> {
         None
     }
 
+    /// True when a new path may send base LID `base` out of `port` at switch `sw`: the entry
+    /// points there already, or its walk was dead when the fault came and no other new path
+    /// of this repair has claimed it.
+    fn base_entry_usable(&self, sw: u32, base: Lid, port: u8) -> bool {
+        let g = self.group;
+        self.routing.out_port(sw as usize, base) == port
+            || (self.dead0[sw as usize] == g && self.claimed[sw as usize] != g)
+    }
+
     /// True when the base-LID entries a path from `s` needs along the first `len` hops of
-    /// stored path `p` (NONE: the empty prefix) point its way already or are dead and
-    /// unclaimed in this repair, as `free_offset` requires for offset 0.
+    /// stored path `p` (NONE: the empty prefix) are usable (`base_entry_usable`).
     fn base_lid_prefix_ok(&self, s: u32, e: u32, p: PathId, len: u32) -> bool {
         if p == NONE {
             return true;
         }
         let f = self.f;
         let base = f.port(f.end_ports[e as usize]).lid;
-        let g = self.group;
         let mut cur = s;
-        for &c in &self.paths.hops_of(p)[..len as usize] {
-            let port = f.port(f.channel_src(c)).num;
-            if self.routing.out_port(cur as usize, base) != port
-                && (self.dead0[cur as usize] != g || self.claimed[cur as usize] == g)
-            {
-                return false;
-            }
+        self.paths.hops_of(p)[..len as usize].iter().all(|&c| {
+            let ok = self.base_entry_usable(cur, base, f.port(f.channel_src(c)).num);
             cur = self.ch_dst_sw[c.idx()];
-        }
-        true
+            ok
+        })
     }
 
     /// A transition-free candidate as short as `best` that can keep the base LID: a join into
@@ -1095,11 +1097,10 @@ impl<'f> Rftr<'f> {
         let sp = &self.suf_cache[&(e, 0)].packed;
         let want = (best.hops as u64) << 32;
         let tie = |c: usize, col: usize, sv: u64| -> Option<Cand> {
-            let key = pre[c * m1 + col] + (sv & !0xFF);
-            if key & HI != want {
+            let pk = pre[c * m1 + col];
+            if (pk + (sv & !0xFF)) & HI != want {
                 return None;
             }
-            let pk = pre[c * m1 + col];
             let (p, len) = (pk as u32, ((pk >> 32) & 0xFFFF) as u32);
             self.base_lid_prefix_ok(s, e, p, len).then_some(Cand {
                 trans: 0,
@@ -1218,15 +1219,13 @@ impl<'f> Rftr<'f> {
     /// entries along the path are unset or equal.
     fn free_offset(&self, e: u32, req: &[(u32, u8)], trans: u8) -> Option<u32> {
         let base = self.f.port(self.f.end_ports[e as usize]).lid as u32;
-        if self.cfg.reuse_dead_base && trans == 0 {
-            let g = self.group;
-            let ok = req.iter().all(|&(sw, port)| {
-                self.routing.out_port(sw as usize, base as Lid) == port
-                    || (self.dead0[sw as usize] == g && self.claimed[sw as usize] != g)
-            });
-            if ok {
-                return Some(0);
-            }
+        if self.cfg.reuse_dead_base
+            && trans == 0
+            && req
+                .iter()
+                .all(|&(sw, port)| self.base_entry_usable(sw, base as Lid, port))
+        {
+            return Some(0);
         }
         (1..(1u32 << self.lmc)).find(|&k| {
             let lid = (base + k) as Lid;
