@@ -166,17 +166,15 @@ fn check_common(f: &Fabric) {
 // gen_topo.py reference files
 // ---------------------------------------------------------------------------------------------
 
+/// gen_topo.py's reference fabrics, vendored in `tests/data/topologies`.
 fn topo_dir() -> String {
-    std::env::var("FABROUTE_TOPOLOGIES").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/topologies").into()
-    })
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/topologies").into()
 }
 
 fn read_ref(name: &str) -> String {
     let path = format!("{}/{name}", topo_dir());
-    std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!("cannot read the reference file {path} ({e}); set FABROUTE_TOPOLOGIES to the directory holding gen_topo.py's topologies")
-    })
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read the reference file {path} ({e})"))
 }
 
 #[derive(Debug)]

@@ -951,6 +951,20 @@ fn fixture_pattern(f: &Fabric) -> String {
     s
 }
 
+/// A reference script from the folder named by `FABROUTE_REFERENCE_TOOLS` (the team's
+/// `shared/tools`), for live comparisons beside the committed reference values. None (and a
+/// note) when the variable is unset: the committed values are still compared.
+fn reference_tool(name: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("FABROUTE_REFERENCE_TOOLS")?;
+    let p = std::path::Path::new(&dir).join(name);
+    assert!(
+        p.exists(),
+        "FABROUTE_REFERENCE_TOOLS is set but {} is missing",
+        p.display()
+    );
+    Some(p)
+}
+
 fn ebb_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/ebb")
 }
@@ -995,15 +1009,9 @@ fn ebb_equals_orcs_reference_on_fixed_patterns() {
     );
 
     // And live, when python3 and the reference script are present.
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/orcs_ebb.py");
-    if !script.exists() {
-        eprintln!(
-            "orcs_ebb.py not found at {}; compared with committed values only",
-            script.display()
-        );
+    let Some(script) = reference_tool("orcs_ebb.py") else {
         return;
-    }
+    };
     let out = std::process::Command::new("python3")
         .arg(dir.join("ebb_fixed.py"))
         .arg(&script)
@@ -1078,38 +1086,77 @@ fn generated_fabrics_with_engines() {
     }
 }
 
-/// Runs `shared/tools/lft_stats.py --cdg --json` on our dumps; None when unavailable.
-fn lft_stats(f: &Fabric, r: &Routing, tag: &str) -> Option<serde_json::Value> {
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/lft_stats.py");
-    if !script.exists() {
-        eprintln!("lft_stats.py not found at {}", script.display());
-        return None;
+/// `lft_stats.py --cdg --json` on our dumps of one case. Its output is committed in
+/// `tests/data/lft_stats/<tag>/` beside the dumps it was computed from (so the test needs
+/// nothing outside the repository); with `FABROUTE_REFERENCE_TOOLS` naming the folder of the
+/// reference scripts the script is also run live and must agree, and `FABROUTE_BLESS=1` rewrites
+/// the committed files.
+fn lft_stats(f: &Fabric, r: &Routing, tag: &str) -> serde_json::Value {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/lft_stats")
+        .join(tag);
+    let script = reference_tool("lft_stats.py");
+    let inputs = [
+        ("subnet.lst", subnet_lst(f)),
+        ("lfts.dump", lfts_dump(f, r)),
+    ];
+    let run_live = |script: &std::path::Path, d: &std::path::Path| -> serde_json::Value {
+        let out = std::process::Command::new("python3")
+            .arg(script)
+            .arg("--lfts")
+            .arg(d.join("lfts.dump"))
+            .arg("--subnet")
+            .arg(d.join("subnet.lst"))
+            .arg("--cdg")
+            .arg("--json")
+            .arg(d.join("out.json"))
+            .output()
+            .expect("python3 runs");
+        let text = std::fs::read_to_string(d.join("out.json")).unwrap_or_else(|_| {
+            panic!(
+                "lft_stats.py failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        serde_json::from_str(&text).unwrap()
+    };
+    if let (Some(script), true) = (&script, std::env::var_os("FABROUTE_BLESS").is_some()) {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (n, text) in &inputs {
+            std::fs::write(dir.join(n), text).unwrap();
+        }
+        let v = run_live(script, &dir);
+        std::fs::write(
+            dir.join("out.json"),
+            serde_json::to_string_pretty(&v).unwrap() + "\n",
+        )
+        .unwrap();
     }
-    let dir = std::env::temp_dir().join(format!("fabroute-check-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).ok()?;
-    std::fs::write(dir.join("subnet.lst"), subnet_lst(f)).ok()?;
-    std::fs::write(dir.join("lfts.dump"), lfts_dump(f, r)).ok()?;
-    let out = std::process::Command::new("python3")
-        .arg(&script)
-        .arg("--lfts")
-        .arg(dir.join("lfts.dump"))
-        .arg("--subnet")
-        .arg(dir.join("subnet.lst"))
-        .arg("--cdg")
-        .arg("--json")
-        .arg(dir.join("out.json"))
-        .output()
-        .ok()?;
-    let text = std::fs::read_to_string(dir.join("out.json"));
-    let _ = std::fs::remove_dir_all(&dir);
-    match text {
-        Ok(t) => Some(serde_json::from_str(&t).unwrap()),
-        Err(_) => panic!(
-            "lft_stats.py failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
+    for (n, text) in &inputs {
+        let committed = std::fs::read_to_string(dir.join(n))
+            .unwrap_or_else(|e| panic!("{}/{n}: {e}", dir.display()));
+        assert!(
+            &committed == text,
+            "{}/{n} is stale: the tables changed; rerun with FABROUTE_BLESS=1 and FABROUTE_REFERENCE_TOOLS set",
+            dir.display()
+        );
     }
+    let committed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out.json")).unwrap()).unwrap();
+    if let Some(script) = &script {
+        let tmp = std::env::temp_dir().join(format!("fabroute-check-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        for (n, text) in &inputs {
+            std::fs::write(tmp.join(n), text).unwrap();
+        }
+        let live = run_live(script, &tmp);
+        let _ = std::fs::remove_dir_all(&tmp);
+        assert_eq!(
+            live, committed,
+            "lft_stats.py now disagrees with its committed output"
+        );
+    }
+    committed
 }
 
 #[test]
@@ -1123,9 +1170,7 @@ fn agrees_with_lft_stats_reference() {
     ];
     for (i, (spec, engine)) in cases.iter().enumerate() {
         let (f, r) = generated(spec, engine);
-        let Some(py) = lft_stats(&f, &r, &i.to_string()) else {
-            return;
-        };
+        let py = lft_stats(&f, &r, &i.to_string());
         let m = route_metrics(&f, &r, None);
         let rep = check(&f, &r, None);
         let what = format!("{spec} / {engine}");
