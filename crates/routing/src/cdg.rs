@@ -21,8 +21,9 @@
 //! A forwarding loop is a CDG cycle too (it is a real credit loop); the walker reports it
 //! separately as a loop. Under a [`FaultMask`], routes stop at dead channels.
 
+use crate::forward::{Hop, NONE};
 use crate::tables::{PathSl, Routing, NUM_SLS};
-use crate::walk::{self, Dest, Hop, IssueCount, Net, WalkOptions, WalkReport, BLOCK, NONE};
+use crate::walk::{self, Dest, IssueCount, Net, WalkOptions, WalkReport, BLOCK};
 use fabric::{ChannelId, Fabric, FaultMask, Lid, NodeId};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -181,14 +182,14 @@ impl CaPorts {
             let s = s as usize;
             let n = f.switches[s];
             let srcs = net.srcs_of(s);
-            let q0 = net.ep_inport[srcs[0] as usize];
+            let q0 = net.ep_inport(srcs[0]);
             rep[s] = q0;
             if net.r.sl2vl.is_identity(n) {
                 continue;
             }
             let np = f.node(n).nports;
             'q: for &e in &srcs[1..] {
-                let q = net.ep_inport[e as usize];
+                let q = net.ep_inport(e);
                 for o in 0..=np {
                     for sl in 0..NUM_SLS as u8 {
                         if net.r.sl2vl.vl(n, q, o, sl) != net.r.sl2vl.vl(n, q0, o, sl) {
@@ -265,7 +266,7 @@ impl Ctx<'_, '_> {
     fn collect_starts(&self, d: &Dest, sc: &mut Scratch) {
         let net = self.net;
         sc.starts.clear();
-        let sd = net.ep_sw[d.ep as usize];
+        let sd = net.ep_sw(d.ep);
         let per_pair = matches!(net.r.path_sl, PathSl::PerPair { .. });
         for &s in &net.src_switches {
             let srcs = net.srcs_of(s as usize);
@@ -280,7 +281,7 @@ impl Ctx<'_, '_> {
                     sc.starts.push((sl, s, self.ca.rep[s as usize]));
                 } else {
                     for &e in srcs.iter().filter(|&&e| e != d.ep) {
-                        sc.starts.push((sl, s, net.ep_inport[e as usize]));
+                        sc.starts.push((sl, s, net.ep_inport(e)));
                     }
                 }
             } else {
@@ -290,7 +291,7 @@ impl Ctx<'_, '_> {
                     if uni {
                         m |= 1 << sl;
                     } else {
-                        sc.starts.push((sl, s, net.ep_inport[e as usize]));
+                        sc.starts.push((sl, s, net.ep_inport(e)));
                     }
                 }
                 for sl in bits(m) {
@@ -476,7 +477,7 @@ fn build_with_ctx(ctx: &Ctx<'_, '_>) -> Cdg {
     // CA injection VLs: every live source's own SL2VL row for the SLs in use.
     let mut vls = vls;
     for (e, &p) in f.end_ports.iter().enumerate() {
-        if !ctx.net.ep_live[e] {
+        if !ctx.net.ep_live(e as u32) {
             continue;
         }
         let port = f.port(p);
@@ -803,7 +804,7 @@ fn attach_examples(ctx: &Ctx<'_, '_>, cycles: &mut [CycleReport]) {
                         let uni = ctx.ca.uniform[s as usize];
                         let src = net.srcs_of(s as usize).iter().copied().find(|&e| {
                             e != d.ep
-                                && (uni || net.ep_inport[e as usize] == q)
+                                && (uni || net.ep_inport(e) == q)
                                 && (!per_pair || net.r.path_sl.get(e as usize, d.lid) & 15 == sl)
                         });
                         if let Some(src) = src {

@@ -6,6 +6,7 @@
 pub mod cdg;
 pub mod engines;
 pub mod fault;
+pub mod forward;
 pub mod metrics;
 pub mod opensm;
 pub mod tables;

@@ -20,8 +20,9 @@
 //!   explicit pattern files ([`parse_pattern`]) give identical per-run values.
 
 use crate::cdg;
+use crate::forward::{Control, WalkEnd};
 use crate::tables::Routing;
-use crate::walk::{self, Failure, Hop, Net, WalkOptions, WalkReport, NONE};
+use crate::walk::{self, Failure, Net, WalkOptions, WalkReport, NONE};
 use fabric::rng::Rng;
 use fabric::{Fabric, FaultMask, Lid};
 use rayon::prelude::*;
@@ -315,39 +316,19 @@ pub type Flow = (u32, u32);
 fn route_into(net: &Net<'_>, src: u32, dst: u32, buf: &mut Vec<u32>) -> Result<(), Failure> {
     let f = net.f;
     let dp = f.end_ports[dst as usize];
-    let dlid = f.port(dp).lid;
-    if !net.ep_live[src as usize] || !net.ep_live[dst as usize] {
+    if !net.ep_live(src) || !net.ep_live(dst) {
         return Err(Failure::DeadChannel);
     }
-    let c0 = net.ep_chan[src as usize];
-    buf.push(c0.0);
-    let mut s = net.ep_sw[src as usize];
-    if s == NONE {
-        return if f.channel_dst(c0) == dp {
-            Ok(())
-        } else {
-            Err(Failure::Misdelivered)
-        };
+    buf.push(net.ep_chan(src).0);
+    let end = net.forward().walk_pair(src, f.port(dp).lid, dp, |step| {
+        buf.push(step.ch.0);
+        Control::Continue
+    });
+    match end {
+        WalkEnd::Delivered { .. } => Ok(()),
+        WalkEnd::Broken(b) => Err(b.failure),
+        WalkEnd::Stopped => unreachable!("the visitor never stops"),
     }
-    for _ in 0..=net.num_switches() {
-        let o = walk::lft_entry(net.r, s as usize, dlid);
-        match net.hop(s as usize, o) {
-            Hop::Switch { sw, ch } => {
-                buf.push(ch.0);
-                s = sw;
-            }
-            Hop::End { port, ch } => {
-                buf.push(ch.0);
-                return if port == dp {
-                    Ok(())
-                } else {
-                    Err(Failure::Misdelivered)
-                };
-            }
-            Hop::Fail(k) => return Err(k),
-        }
-    }
-    Err(Failure::Loop)
 }
 
 struct RunScratch {
@@ -457,7 +438,7 @@ pub fn bisect_flows(hosts: &[u32], rng: &mut Rng, pattern: EbbPattern) -> Vec<Fl
 
 fn hosts_of(net: &Net<'_>) -> Vec<u32> {
     (0..net.f.end_ports.len() as u32)
-        .filter(|&e| net.ep_live[e as usize])
+        .filter(|&e| net.ep_live(e))
         .collect()
 }
 

@@ -20,130 +20,13 @@
 //! port), which makes them "number of (source end port, destination end port) pairs routed over
 //! the channel" — the definition of `lft_stats.py`. Hop histograms are given both ways.
 
+use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::Routing;
 use fabric::{ChannelId, Fabric, FaultMask, Lid, NodeId, PortId, NO_PORT};
 use rayon::prelude::*;
 use serde::Serialize;
 
-/// Why a route does not reach its destination.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Failure {
-    /// An LFT entry on the way is `NO_PORT` (no route): the pair is unreachable.
-    NoRoute,
-    /// The route visits more switches than the fabric has: a forwarding loop.
-    Loop,
-    /// An LFT entry points at port 0 (the switch itself) for an end port's LID.
-    PortZero,
-    /// An LFT entry points beyond the switch's port count.
-    BeyondPortCount,
-    /// An LFT entry points at a port without a cable.
-    Unconnected,
-    /// An LFT entry points at a channel that is dead under the fault mask.
-    DeadChannel,
-    /// The packet is delivered to an end port that does not own the LID.
-    Misdelivered,
-}
-
-/// Coarse classes used in reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureClass {
-    Unreachable,
-    Loop,
-    BlackHole,
-    Misdelivered,
-}
-
-impl Failure {
-    pub const ALL: [Failure; 7] = [
-        Failure::NoRoute,
-        Failure::Loop,
-        Failure::PortZero,
-        Failure::BeyondPortCount,
-        Failure::Unconnected,
-        Failure::DeadChannel,
-        Failure::Misdelivered,
-    ];
-    #[inline]
-    fn code(self) -> u32 {
-        self as u32
-    }
-    fn from_code(c: u32) -> Failure {
-        Failure::ALL
-            .get(c as usize)
-            .copied()
-            .unwrap_or(Failure::NoRoute)
-    }
-    /// Black holes: the LFT sends the packet somewhere it cannot go on.
-    pub fn class(self) -> FailureClass {
-        match self {
-            Failure::NoRoute => FailureClass::Unreachable,
-            Failure::Loop => FailureClass::Loop,
-            Failure::PortZero
-            | Failure::BeyondPortCount
-            | Failure::Unconnected
-            | Failure::DeadChannel => FailureClass::BlackHole,
-            Failure::Misdelivered => FailureClass::Misdelivered,
-        }
-    }
-    pub fn describe(self) -> &'static str {
-        match self {
-            Failure::NoRoute => "no LFT entry",
-            Failure::Loop => "forwarding loop",
-            Failure::PortZero => "LFT points at port 0",
-            Failure::BeyondPortCount => "LFT port beyond the port count",
-            Failure::Unconnected => "LFT points at an unconnected port",
-            Failure::DeadChannel => "LFT points at a dead link",
-            Failure::Misdelivered => "delivered to the wrong end port",
-        }
-    }
-}
-
-/// What an output port of a switch leads to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Hop {
-    /// To switch index `sw` over channel `ch`.
-    Switch {
-        sw: u32,
-        ch: ChannelId,
-    },
-    /// To end port `port` over channel `ch`.
-    End {
-        port: PortId,
-        ch: ChannelId,
-    },
-    Fail(Failure),
-}
-
-/// Decodes output port `o` of switch node `n` (any port number, including `NO_PORT`).
-pub(crate) fn decode_port(f: &Fabric, mask: Option<&FaultMask>, n: NodeId, o: u8) -> Hop {
-    if o == NO_PORT {
-        return Hop::Fail(Failure::NoRoute);
-    }
-    if o == 0 {
-        return Hop::Fail(Failure::PortZero);
-    }
-    if o > f.node(n).nports {
-        return Hop::Fail(Failure::BeyondPortCount);
-    }
-    let Some(ch) = f.out_channel(f.port_id(n, o)) else {
-        return Hop::Fail(Failure::Unconnected);
-    };
-    if let Some(m) = mask {
-        if !m.channel_alive(f, ch) {
-            return Hop::Fail(Failure::DeadChannel);
-        }
-    }
-    let dst = f.channel_dst(ch);
-    let dn = f.port(dst).node;
-    let si = f.switch_index[dn.idx()];
-    if si != u32::MAX {
-        Hop::Switch { sw: si, ch }
-    } else {
-        Hop::End { port: dst, ch }
-    }
-}
+pub use crate::forward::{Failure, FailureClass, NONE};
 
 /// A destination LID owned by a live end port.
 #[derive(Clone, Copy, Debug)]
@@ -154,26 +37,13 @@ pub(crate) struct Dest {
     pub base: bool,
 }
 
-pub(crate) const NONE: u32 = u32::MAX;
-
-/// Per-call precomputation shared by the walker, the CDG builder and the metrics.
+/// Per-call precomputation shared by the walker, the CDG builder and the metrics: the
+/// forwarding plane plus who sends and who receives.
 #[derive(Debug)]
 pub(crate) struct Net<'a> {
     pub f: &'a Fabric,
     pub r: &'a Routing,
-    /// Per switch: offset into `hops` (ports 0..=nports); one extra entry.
-    hop_start: Vec<u32>,
-    hops: Vec<Hop>,
-    /// Per end port: switch index it hangs off (`NONE` if not on a live switch).
-    pub ep_sw: Vec<u32>,
-    /// Per end port: the switch-side port number.
-    pub ep_inport: Vec<u8>,
-    /// Per end port: usable under the mask (node alive and cable alive).
-    pub ep_live: Vec<bool>,
-    /// Per end port: its injection channel (valid when live).
-    pub ep_chan: Vec<ChannelId>,
-    /// `PortId` → end-port index (`NONE` for other ports).
-    pub ep_index: Vec<u32>,
+    pub plane: Plane,
     /// Live sources per switch, CSR over end-port indices in ascending order.
     pub sw_src_start: Vec<u32>,
     pub sw_srcs: Vec<u32>,
@@ -190,48 +60,19 @@ pub(crate) struct Net<'a> {
 impl<'a> Net<'a> {
     pub fn new(f: &'a Fabric, r: &'a Routing, mask: Option<&FaultMask>) -> Net<'a> {
         let ns = f.num_switches();
-        let mut hop_start = Vec::with_capacity(ns + 1);
-        let mut hops = Vec::new();
-        for &n in &f.switches {
-            hop_start.push(hops.len() as u32);
-            for o in 0..=f.node(n).nports {
-                hops.push(decode_port(f, mask, n, o));
-            }
-        }
-        hop_start.push(hops.len() as u32);
-
+        let plane = Plane::new(f, mask);
         let ne = f.end_ports.len();
-        let mut ep_index = vec![NONE; f.ports.len()];
-        let mut ep_sw = vec![NONE; ne];
-        let mut ep_inport = vec![0u8; ne];
-        let mut ep_live = vec![false; ne];
-        let mut ep_chan = vec![ChannelId(0); ne];
         let mut direct_srcs = Vec::new();
-        for (i, &p) in f.end_ports.iter().enumerate() {
-            ep_index[p.idx()] = i as u32;
-            let node = f.port(p).node;
-            if mask.is_some_and(|m| m.node_dead(node)) {
-                continue;
-            }
-            let Some(c) = f.out_channel(p) else { continue };
-            if mask.is_some_and(|m| !m.channel_alive(f, c)) {
-                continue;
-            }
-            ep_live[i] = true;
-            ep_chan[i] = c;
-            let rp = f.channel_dst(c);
-            let si = f.switch_index[f.port(rp).node.idx()];
-            if si != NONE {
-                ep_sw[i] = si;
-                ep_inport[i] = f.port(rp).num;
-            } else {
-                direct_srcs.push(i as u32);
-            }
-        }
         let mut cnt = vec![0u32; ns + 1];
-        for &s in &ep_sw {
-            if s != NONE {
-                cnt[s as usize + 1] += 1;
+        for e in 0..ne as u32 {
+            let a = plane.attach(e);
+            if !a.live {
+                continue;
+            }
+            if a.sw != NONE {
+                cnt[a.sw as usize + 1] += 1;
+            } else {
+                direct_srcs.push(e);
             }
         }
         for i in 0..ns {
@@ -240,10 +81,11 @@ impl<'a> Net<'a> {
         let sw_src_start = cnt.clone();
         let mut fill = cnt;
         let mut sw_srcs = vec![0u32; sw_src_start[ns] as usize];
-        for (i, &s) in ep_sw.iter().enumerate() {
-            if s != NONE {
-                sw_srcs[fill[s as usize] as usize] = i as u32;
-                fill[s as usize] += 1;
+        for e in 0..ne as u32 {
+            let a = plane.attach(e);
+            if a.live && a.sw != NONE {
+                sw_srcs[fill[a.sw as usize] as usize] = e;
+                fill[a.sw as usize] += 1;
             }
         }
         let src_switches = (0..ns as u32)
@@ -255,12 +97,11 @@ impl<'a> Net<'a> {
             let Some(p) = f.lid_port(lid as Lid) else {
                 continue;
             };
-            let ep = ep_index[p.idx()];
-            if ep == NONE {
+            let Some(ep) = plane.end_index(p) else {
                 continue;
-            }
+            };
             all_ep_lids += 1;
-            if ep_live[ep as usize] {
+            if plane.attach(ep).live {
                 dests.push(Dest {
                     lid: lid as Lid,
                     ep,
@@ -271,13 +112,7 @@ impl<'a> Net<'a> {
         Net {
             f,
             r,
-            hop_start,
-            hops,
-            ep_sw,
-            ep_inport,
-            ep_live,
-            ep_chan,
-            ep_index,
+            plane,
             sw_src_start,
             sw_srcs,
             src_switches,
@@ -289,21 +124,49 @@ impl<'a> Net<'a> {
 
     #[inline]
     pub fn num_switches(&self) -> usize {
-        self.hop_start.len() - 1
+        self.plane.num_switches()
+    }
+
+    /// The forwarding view over this net's plane and tables.
+    #[inline]
+    pub fn forward(&self) -> Forward<'_> {
+        Forward::new(self.f, &self.plane, self.r)
     }
 
     /// What output port `o` of switch index `s` leads to.
     #[inline]
     pub fn hop(&self, s: usize, o: u8) -> Hop {
-        if o == NO_PORT {
-            return Hop::Fail(Failure::NoRoute);
+        self.plane.hop(s, o)
+    }
+
+    /// Usable under the mask (node alive and cable alive).
+    #[inline]
+    pub fn ep_live(&self, e: u32) -> bool {
+        self.plane.attach(e).live
+    }
+
+    /// The switch index a live end port hangs off (`NONE` if it is not live or not on a
+    /// switch).
+    #[inline]
+    pub fn ep_sw(&self, e: u32) -> u32 {
+        let a = self.plane.attach(e);
+        if a.live {
+            a.sw
+        } else {
+            NONE
         }
-        let st = self.hop_start[s];
-        let n = self.hop_start[s + 1] - st;
-        if o as u32 >= n {
-            return Hop::Fail(Failure::BeyondPortCount);
-        }
-        self.hops[(st + o as u32) as usize]
+    }
+
+    /// The switch-side port number of end port `e`.
+    #[inline]
+    pub fn ep_inport(&self, e: u32) -> u8 {
+        self.plane.attach(e).inp
+    }
+
+    /// The injection channel of end port `e` (valid when it is cabled).
+    #[inline]
+    pub fn ep_chan(&self, e: u32) -> ChannelId {
+        self.plane.attach(e).ch
     }
 
     /// Live sources hanging off switch `s`.
@@ -313,7 +176,9 @@ impl<'a> Net<'a> {
     }
 
     pub fn live_sources(&self) -> u64 {
-        self.ep_live.iter().filter(|&&l| l).count() as u64
+        (0..self.plane.num_end_ports() as u32)
+            .filter(|&e| self.ep_live(e))
+            .count() as u64
     }
 
     /// Fills `out[b * S + s]` with the LFT entry of switch `s` for `lids[b]`.
@@ -333,7 +198,7 @@ impl<'a> Net<'a> {
         }
     }
 
-    /// The route of one destination-tree step: the destination end port of `d`.
+    /// The destination end port of `d`.
     #[inline]
     pub fn dest_port(&self, d: &Dest) -> PortId {
         self.f.end_ports[d.ep as usize]
@@ -356,6 +221,8 @@ fn st_fail(k: Failure) -> u32 {
 
 /// Resolves every switch for one destination: `st[s]` = switch hops to the destination
 /// (`st_ok`) or a failure code. `outp[s]` is the LFT entry of switch `s` for the destination.
+/// Memoised: each switch is walked through once (the walk stops at the first switch already
+/// known, or on the current walk: a loop).
 pub(crate) fn resolve(
     net: &Net<'_>,
     outp: &[u8],
@@ -364,48 +231,43 @@ pub(crate) fn resolve(
     stack: &mut Vec<u32>,
 ) {
     st.fill(ST_UNKNOWN);
+    let fw = net.forward();
     for s0 in 0..st.len() {
         if st[s0] != ST_UNKNOWN {
             continue;
         }
         stack.clear();
-        let mut cur = s0;
-        let res = loop {
-            let c = st[cur];
-            if c == ST_ONSTACK {
-                break st_fail(Failure::Loop);
-            }
-            if c != ST_UNKNOWN {
-                break c;
-            }
-            match net.hop(cur, outp[cur]) {
-                Hop::Switch { sw, .. } => {
-                    st[cur] = ST_ONSTACK;
-                    stack.push(cur as u32);
-                    cur = sw as usize;
+        st[s0] = ST_ONSTACK;
+        stack.push(s0 as u32);
+        let mut known = ST_UNKNOWN;
+        let end = fw.walk_from(outp, s0 as u32, 0, dest, |step| {
+            if let Hop::Switch { sw, .. } = step.to {
+                let c = st[sw as usize];
+                if c == ST_ONSTACK {
+                    known = st_fail(Failure::Loop);
+                    return Control::Stop;
                 }
-                Hop::End { port, .. } => {
-                    let v = if port == dest {
-                        0
-                    } else {
-                        st_fail(Failure::Misdelivered)
-                    };
-                    st[cur] = v;
-                    break v;
+                if c != ST_UNKNOWN {
+                    known = c;
+                    return Control::Stop;
                 }
-                Hop::Fail(k) => {
-                    let v = st_fail(k);
-                    st[cur] = v;
-                    break v;
-                }
+                st[sw as usize] = ST_ONSTACK;
+                stack.push(sw);
             }
+            Control::Continue
+        });
+        // The value of the last switch on the stack; each earlier one is one hop farther.
+        let mut v = match end {
+            WalkEnd::Delivered { .. } => 0,
+            WalkEnd::Broken(b) => st_fail(b.failure),
+            WalkEnd::Stopped if st_ok(known) => known + 1,
+            WalkEnd::Stopped => known,
         };
-        let mut v = res;
         for &c in stack.iter().rev() {
+            st[c as usize] = v;
             if st_ok(v) {
                 v += 1;
             }
-            st[c as usize] = v;
         }
     }
 }
@@ -536,6 +398,31 @@ pub fn walk_pair(
     src: PortId,
     dlid: Lid,
 ) -> PairWalk {
+    let Some(ep) = f.out_channel(src).and_then(|_| {
+        let plane_ep = f.end_ports.iter().position(|&p| p == src)?;
+        Some(plane_ep as u32)
+    }) else {
+        return PairWalk {
+            src,
+            dlid,
+            channels: Vec::new(),
+            sw_hops: 0,
+            outcome: Outcome::Failed {
+                failure: Failure::Unconnected,
+                switch: None,
+                port: 0,
+            },
+        };
+    };
+    let plane = Plane::new(f, mask);
+    trace_pair(f, &Forward::new(f, &plane, r), ep, dlid)
+}
+
+/// The route of one pair (source end-port index `ep`) through a forwarding view.
+pub(crate) fn trace_pair(f: &Fabric, fw: &Forward<'_>, ep: u32, dlid: Lid) -> PairWalk {
+    let src = f.end_ports[ep as usize];
+    // A LID nobody owns: no end port is the target, so the walk ends misdelivered.
+    let target = f.lid_port(dlid).unwrap_or(PortId(u32::MAX));
     let mut w = PairWalk {
         src,
         dlid,
@@ -543,71 +430,34 @@ pub fn walk_pair(
         sw_hops: 0,
         outcome: Outcome::Delivered,
     };
-    let fail = |k, sw, port| Outcome::Failed {
-        failure: k,
-        switch: sw,
-        port,
-    };
-    let dest = f.lid_port(dlid);
-    let Some(c0) = f.out_channel(src) else {
-        w.outcome = fail(Failure::Unconnected, None, 0);
-        return w;
-    };
-    let src_node = f.port(src).node;
-    if mask.is_some_and(|m| !m.channel_alive(f, c0) || m.node_dead(src_node)) {
-        w.outcome = fail(Failure::DeadChannel, None, 0);
-        return w;
+    let a = fw.plane.attach(ep);
+    if a.live {
+        w.channels.push(a.ch);
     }
-    w.channels.push(c0);
-    let mut at = f.channel_dst(c0);
-    let mut visits = 0usize;
-    loop {
-        let node = f.port(at).node;
-        let si = f.switch_index[node.idx()];
-        if si == NONE {
-            if Some(at) != dest {
-                w.outcome = fail(Failure::Misdelivered, None, 0);
-            }
-            return w;
+    let end = fw.walk_pair(ep, dlid, target, |step| {
+        w.channels.push(step.ch);
+        if matches!(step.to, Hop::Switch { .. }) {
+            w.sw_hops += 1;
         }
-        visits += 1;
-        let o = lft_entry(r, si as usize, dlid);
-        if visits > f.num_switches() {
-            w.outcome = fail(Failure::Loop, Some(node), o);
-            return w;
+        Control::Continue
+    });
+    match end {
+        WalkEnd::Delivered { .. } => {}
+        WalkEnd::Broken(b) => {
+            w.outcome = Outcome::Failed {
+                failure: b.failure,
+                switch: b.at.map(|s| f.switches[s as usize]),
+                // No route is reported as OpenSM's "no port" entry; a break before any
+                // switch as port 0.
+                port: match b.at {
+                    None => 0,
+                    Some(_) => b.entry.unwrap_or(NO_PORT),
+                },
+            };
         }
-        match decode_port(f, mask, node, o) {
-            Hop::Switch { ch, .. } => {
-                w.channels.push(ch);
-                w.sw_hops += 1;
-                at = f.channel_dst(ch);
-            }
-            Hop::End { port, ch } => {
-                w.channels.push(ch);
-                if Some(port) != dest {
-                    w.outcome = fail(Failure::Misdelivered, Some(node), o);
-                }
-                return w;
-            }
-            Hop::Fail(k) => {
-                w.outcome = fail(k, Some(node), o);
-                return w;
-            }
-        }
+        WalkEnd::Stopped => unreachable!("the visitor never stops"),
     }
-}
-
-/// LFT entry of switch index `s` for `lid`; `NO_PORT` when outside the table (never panics on
-/// a table whose size does not match the fabric).
-#[inline]
-pub(crate) fn lft_entry(r: &Routing, s: usize, lid: Lid) -> u8 {
-    if lid > r.max_lid {
-        return NO_PORT;
-    }
-    r.lft
-        .get(s * r.stride() + lid as usize)
-        .copied()
-        .unwrap_or(NO_PORT)
+    w
 }
 
 /// Walks every pair. See the module documentation.
@@ -739,7 +589,7 @@ impl Acc {
     /// Charges one resolved destination.
     fn account(&mut self, net: &Net<'_>, d: &Dest, outp: &[u8], opts: &WalkOptions) {
         let dport = net.dest_port(d);
-        let sd = net.ep_sw[d.ep as usize];
+        let sd = net.ep_sw(d.ep);
         for &s in &net.src_switches {
             let s = s as usize;
             let srcs = net.srcs_of(s);
@@ -776,7 +626,7 @@ impl Acc {
             if e == d.ep {
                 continue;
             }
-            let c = net.ep_chan[e as usize];
+            let c = net.ep_chan(e);
             if net.f.channel_dst(c) == dport {
                 self.ok += 1;
                 add_hist(&mut self.hops_all, 0, 1);
@@ -799,7 +649,7 @@ impl Acc {
     /// Sums flows down the destination tree, farthest switches first.
     fn charge_loads(&mut self, net: &Net<'_>, d: &Dest, outp: &[u8]) {
         let ns = net.num_switches();
-        let sd = net.ep_sw[d.ep as usize];
+        let sd = net.ep_sw(d.ep);
         let mut maxh = 0usize;
         self.bucket.clear();
         for s in 0..ns {
@@ -841,7 +691,7 @@ impl Acc {
                 continue;
             }
             match net.hop(s, outp[s]) {
-                Hop::Switch { sw, ch } => {
+                Hop::Switch { sw, ch, .. } => {
                     self.load[ch.idx()] += fl;
                     self.flow[sw as usize] += fl;
                 }
@@ -892,14 +742,16 @@ pub(crate) fn walk_net(net: &Net<'_>, opts: WalkOptions) -> WalkReport {
     if opts.loads {
         // Injection channels: base destinations delivered from the source's switch, minus
         // the source's own LID.
-        let mut own = vec![false; net.ep_sw.len()];
+        let ne = net.plane.num_end_ports();
+        let mut own = vec![false; ne];
         for &e in &acc.self_ok {
             own[e as usize] = true;
         }
-        for (e, &s) in net.ep_sw.iter().enumerate() {
-            if s != NONE && net.ep_live[e] {
-                let c = net.ep_chan[e];
-                acc.load[c.idx()] += acc.okb[s as usize] - u64::from(own[e]);
+        for e in 0..ne as u32 {
+            let s = net.ep_sw(e);
+            if s != NONE {
+                let c = net.ep_chan(e);
+                acc.load[c.idx()] += acc.okb[s as usize] - u64::from(own[e as usize]);
             }
         }
     }
@@ -955,7 +807,7 @@ fn describe_issue(net: &Net<'_>, src_ep: u32, lid: Lid) -> PairIssue {
     let f = net.f;
     let sp = f.end_ports[src_ep as usize];
     // Re-walk with the same hop table (the mask is folded into it).
-    let w = walk_pair_net(net, sp, lid);
+    let w = trace_pair(f, &net.forward(), src_ep, lid);
     let (failure, sw, port) = match w.outcome {
         Outcome::Failed {
             failure,
@@ -979,81 +831,5 @@ fn describe_issue(net: &Net<'_>, src_ep: u32, lid: Lid) -> PairIssue {
         at_switch: sw.map(|n| f.node(n).name.clone()),
         at_guid: sw.map(|n| guid_str(f.node(n).guid)),
         at_port: port,
-    }
-}
-
-/// [`walk_pair`] using a precomputed hop table (mask already applied).
-pub(crate) fn walk_pair_net(net: &Net<'_>, src: PortId, dlid: Lid) -> PairWalk {
-    let f = net.f;
-    let mut w = PairWalk {
-        src,
-        dlid,
-        channels: Vec::new(),
-        sw_hops: 0,
-        outcome: Outcome::Delivered,
-    };
-    let dest = f.lid_port(dlid);
-    let e = net.ep_index.get(src.idx()).copied().unwrap_or(NONE);
-    if e == NONE || !net.ep_live[e as usize] {
-        w.outcome = Outcome::Failed {
-            failure: Failure::DeadChannel,
-            switch: None,
-            port: 0,
-        };
-        return w;
-    }
-    let c0 = net.ep_chan[e as usize];
-    w.channels.push(c0);
-    let s0 = net.ep_sw[e as usize];
-    if s0 == NONE {
-        if Some(f.channel_dst(c0)) != dest {
-            w.outcome = Outcome::Failed {
-                failure: Failure::Misdelivered,
-                switch: None,
-                port: 0,
-            };
-        }
-        return w;
-    }
-    let mut s = s0 as usize;
-    let mut visits = 0usize;
-    loop {
-        visits += 1;
-        let o = lft_entry(net.r, s, dlid);
-        let node = f.switches[s];
-        if visits > net.num_switches() {
-            w.outcome = Outcome::Failed {
-                failure: Failure::Loop,
-                switch: Some(node),
-                port: o,
-            };
-            return w;
-        }
-        match net.hop(s, o) {
-            Hop::Switch { sw, ch } => {
-                w.channels.push(ch);
-                w.sw_hops += 1;
-                s = sw as usize;
-            }
-            Hop::End { port, ch } => {
-                w.channels.push(ch);
-                if Some(port) != dest {
-                    w.outcome = Outcome::Failed {
-                        failure: Failure::Misdelivered,
-                        switch: Some(node),
-                        port: o,
-                    };
-                }
-                return w;
-            }
-            Hop::Fail(k) => {
-                w.outcome = Outcome::Failed {
-                    failure: k,
-                    switch: Some(node),
-                    port: o,
-                };
-                return w;
-            }
-        }
     }
 }
