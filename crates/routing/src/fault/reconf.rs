@@ -4,8 +4,9 @@
 
 use super::delta::{DeltaCounts, LFT_BLOCK};
 use crate::engines::{Engine, EngineError, RouteOptions};
+use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::Routing;
-use fabric::{ChannelId, Fabric, FaultMask, Lid, NO_PORT};
+use fabric::{Fabric, FaultMask, Lid};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -72,10 +73,11 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
             ends_on[f.switch_index[f.port(r).node.idx()] as usize] += 1;
         }
     }
-    let alive_new: Vec<bool> = (0..f.links.len() as u32 * 2)
-        .map(|c| mask.channel_alive(f, ChannelId(c)))
-        .collect();
-    let alive_old = vec![true; alive_new.len()];
+    let (plane_new, plane_old) = (Plane::new(f, Some(mask)), Plane::new(f, None));
+    let (fw_new, fw_old) = (
+        Forward::new(f, &plane_new, new),
+        Forward::new(f, &plane_old, old),
+    );
     let (routed, unrouted, changed) = f
         .end_ports
         .par_iter()
@@ -102,9 +104,9 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
                     } else {
                         on
                     };
-                    if tn.settle(f, new, &alive_new, s, lid, dp, Some(old)) {
+                    if tn.settle(&fw_new, s, lid, dp, Some(old)) {
                         routed += n;
-                        if tn.differs[s] && to.settle(f, old, &alive_old, s, lid, dp, None) {
+                        if tn.differs[s] && to.settle(&fw_old, s, lid, dp, None) {
                             changed += n;
                         }
                     } else {
@@ -157,17 +159,13 @@ impl Trees {
         self.state.fill(UNSEEN);
     }
 
-    /// True when following `r` from switch index `s` toward `lid` leaves for end port
-    /// `target` over channels alive in `alive`; the same rules as a hop-by-hop walk (valid
-    /// port, existing live channel, a switch or the target on the far side, no switch twice).
-    /// With `other`, also records per switch whether the path differs from `other`'s path
-    /// (which must then be followed for arrival separately).
-    #[allow(clippy::too_many_arguments)]
+    /// True when following `fw`'s tables from switch index `s` toward `lid` leaves for end
+    /// port `target` over live channels, by the walker's rules (no switch twice). With
+    /// `other`, also records per switch whether the path differs from `other`'s path (which
+    /// must then be followed for arrival separately).
     fn settle(
         &mut self,
-        f: &Fabric,
-        r: &Routing,
-        alive: &[bool],
+        fw: &Forward<'_>,
         s: usize,
         lid: Lid,
         target: fabric::PortId,
@@ -176,46 +174,46 @@ impl Trees {
         if self.state[s] != UNSEEN {
             return self.state[s] == ARRIVES;
         }
-        self.stack.clear();
-        let mut t = s;
+        let Trees {
+            state,
+            differs,
+            stack,
+        } = self;
+        stack.clear();
+        state[s] = PENDING;
+        stack.push(s as u32);
         // Outcome and "differs" of what follows the last stacked switch.
-        let (result, mut diff) = loop {
-            self.state[t] = PENDING;
-            self.stack.push(t as u32);
-            let node = f.switches[t];
-            let port = r.out_port(t, lid);
-            if port == NO_PORT || port == 0 || port > f.node(node).nports {
-                break (FAILS, false);
-            }
-            let Some(c) = f.out_channel(f.port_id(node, port)) else {
-                break (FAILS, false);
+        let mut tail = (FAILS, false);
+        let end = fw.walk_from(&fw.column(lid), s as u32, 0, target, |step| {
+            let Hop::Switch { sw, .. } = step.to else {
+                return Control::Continue;
             };
-            if !alive[c.idx()] {
-                break (FAILS, false);
+            match state[sw as usize] {
+                UNSEEN => {
+                    state[sw as usize] = PENDING;
+                    stack.push(sw);
+                    Control::Continue
+                }
+                ARRIVES => {
+                    tail = (ARRIVES, differs[sw as usize]);
+                    Control::Stop
+                }
+                _ => Control::Stop,
             }
-            let far = f.channel_dst(c);
-            if far == target {
-                break (ARRIVES, false);
-            }
-            let nn = f.port(far).node;
-            if !f.is_switch(nn) {
-                break (FAILS, false);
-            }
-            let nt = f.switch_index[nn.idx()] as usize;
-            match self.state[nt] {
-                UNSEEN => t = nt,
-                ARRIVES => break (ARRIVES, self.differs[nt]),
-                _ => break (FAILS, false),
-            }
+        });
+        let (result, mut diff) = match end {
+            WalkEnd::Delivered { .. } => (ARRIVES, false),
+            WalkEnd::Broken(_) => (FAILS, false),
+            WalkEnd::Stopped => tail,
         };
-        for &v in self.stack.iter().rev() {
+        for &v in stack.iter().rev() {
             let v = v as usize;
-            self.state[v] = result;
+            state[v] = result;
             if result == ARRIVES {
                 if let Some(o) = other {
-                    diff |= o.out_port(v, lid) != r.out_port(v, lid);
+                    diff |= o.out_port(v, lid) != fw.r.out_port(v, lid);
                 }
-                self.differs[v] = diff;
+                differs[v] = diff;
             }
         }
         result == ARRIVES
@@ -226,6 +224,7 @@ impl Trees {
 mod tests {
     use super::*;
     use crate::engines::by_name;
+    use fabric::{ChannelId, NO_PORT};
 
     /// Hop-by-hop walk from an end port, the plain way: the channels crossed, or None.
     fn naive(

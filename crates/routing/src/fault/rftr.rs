@@ -44,6 +44,7 @@
 use super::delta::Delta;
 use super::paths::{roomy, PathId, PathStore, NONE};
 use super::turn::{TurnRule, MAX_CLASSES};
+use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::{PathSl, Routing, NUM_SLS};
 use fabric::{ChannelId, Fabric, FaultMask, Lid, LinkId, NodeId, NodeKind, NO_PORT};
 use rustc_hash::FxHashMap;
@@ -145,10 +146,9 @@ pub struct Rftr<'f> {
     pen: Vec<u8>,
     /// Per channel: switch index at its far end (NONE for end ports).
     ch_dst_sw: Vec<u32>,
-    /// `hop_tab[hop_base[sw] + port]`: the inter-switch channel leaving switch `sw` on `port`
-    /// (NONE for end ports and unlinked ports); `ch_dead`: channels failed so far.
-    hop_base: Vec<u32>,
-    hop_tab: Vec<u32>,
+    /// The forwarding plane under the faults so far (every walk of the tables goes through
+    /// it), and the channels failed so far (for the stored paths).
+    plane: Plane,
     ch_dead: Vec<bool>,
     // Caches valid during one `apply` (dead hops do not change inside it): best prefixes per
     // source switch (per join switch and class: `fast_pre`; per input channel: `pre_cache`,
@@ -369,16 +369,6 @@ impl<'f> Rftr<'f> {
         let ch_dst_sw: Vec<u32> = (0..nch as u32)
             .map(|c| f.switch_index[f.port(f.channel_dst(ChannelId(c))).node.idx()])
             .collect();
-        let mut hop_base = Vec::with_capacity(ns + 1);
-        let mut hop_tab = Vec::new();
-        for &n in &f.switches {
-            hop_base.push(hop_tab.len() as u32);
-            for p in f.node_ports(n) {
-                let c = f.out_channel(p).filter(|&c| ch_dst_sw[c.idx()] != NONE);
-                hop_tab.push(c.map_or(NONE, |c| c.0));
-            }
-        }
-        hop_base.push(hop_tab.len() as u32);
         let mut me = Rftr {
             f,
             rule,
@@ -402,8 +392,7 @@ impl<'f> Rftr<'f> {
             ncls,
             pen,
             ch_dst_sw,
-            hop_base,
-            hop_tab,
+            plane: Plane::new(f, None),
             ch_dead: vec![false; nch],
             fast_pre: FxHashMap::default(),
             tries: Vec::new(),
@@ -529,38 +518,29 @@ impl<'f> Rftr<'f> {
         self.pen[self.ch_class[a.idx()] as usize * self.ncls + self.ch_class[b.idx()] as usize] != 0
     }
 
-    /// The live inter-switch channel leaving switch `sw` on `port`, if any.
-    #[inline]
-    fn next_ch(&self, sw: u32, port: u8) -> Option<ChannelId> {
-        let b = self.hop_base[sw as usize];
-        if port as u32 >= self.hop_base[sw as usize + 1] - b {
-            return None;
-        }
-        let c = self.hop_tab[(b + port as u32) as usize];
-        if c == NONE || self.ch_dead[c as usize] {
-            None
-        } else {
-            Some(ChannelId(c))
-        }
-    }
-
     /// Walks LFTs from switch `s` toward `lid` (owned by end `e`), appending the hops to
     /// `buf`; true when it reaches the end port over live channels without a loop.
     fn walk(&self, s: u32, e: u32, lid: Lid, buf: &mut Vec<ChannelId>) -> bool {
+        let f = self.f;
         let t = self.end_sw[e as usize];
-        let mut cur = s;
-        for _ in 0..=self.f.num_switches() {
-            let port = self.routing.out_port(cur as usize, lid);
-            if cur == t {
-                return port == self.end_swport[e as usize];
-            }
-            let Some(c) = self.next_ch(cur, port) else {
-                return false;
-            };
-            buf.push(c);
-            cur = self.ch_dst_sw[c.idx()];
+        let target = f.end_ports[e as usize];
+        let fw = Forward::new(f, &self.plane, &self.routing);
+        if s == t {
+            return fw.entry(t, lid) == self.end_swport[e as usize];
         }
-        false
+        let mut arrived = false;
+        let end = fw.walk_from(&fw.column(lid), s, 0, target, |step| {
+            let Hop::Switch { sw, .. } = step.to else {
+                return Control::Stop;
+            };
+            buf.push(step.ch);
+            if sw == t {
+                arrived = fw.entry(t, lid) == self.end_swport[e as usize];
+                return Control::Stop;
+            }
+            Control::Continue
+        });
+        end == WalkEnd::Stopped && arrived
     }
 
     /// Applies one fault and repairs every affected pair.
@@ -593,6 +573,7 @@ impl<'f> Rftr<'f> {
         }
         for &c in &dead {
             self.ch_dead[c.idx()] = true;
+            self.plane.fail_channel(f, c);
         }
         self.fast_pre.clear();
         self.pre_cache.clear();
@@ -823,44 +804,43 @@ impl<'f> Rftr<'f> {
         let f = self.f;
         let lid = f.port(f.end_ports[e as usize]).lid + off as Lid;
         let t = self.end_sw[e as usize];
+        let target = f.end_ports[e as usize];
+        let fw = Forward::new(f, &self.plane, &self.routing);
+        let col = fw.column(lid);
         let mut stack: Vec<(u32, ChannelId)> = Vec::new();
         for s0 in starts {
             if state[s0 as usize] != 0 || s0 == t {
                 continue;
             }
-            let mut cur = s0;
             stack.clear();
-            let tail: Option<(u32, u8, Option<ChannelId>)>;
-            loop {
-                if cur == t {
-                    tail = if self.routing.out_port(t as usize, lid) == self.end_swport[e as usize]
-                    {
-                        Some((0, 0, None))
-                    } else {
-                        None
-                    };
-                    break;
-                }
-                match state[cur as usize] {
-                    2 => {
-                        tail = st.opt[cur as usize].map(|(h, tr, c)| (h, tr, Some(c)));
-                        break;
-                    }
-                    1 => {
-                        tail = None;
-                        break;
-                    }
-                    _ => {}
-                }
-                state[cur as usize] = 1;
-                let port = self.routing.out_port(cur as usize, lid);
-                let Some(c) = self.next_ch(cur, port) else {
-                    tail = None;
-                    break;
+            state[s0 as usize] = 1;
+            // What follows the last stacked hop: (hops, transitions, first channel) from the
+            // switch it leads to, or None when that switch's walk does not arrive.
+            let mut tail: Option<(u32, u8, Option<ChannelId>)> = None;
+            fw.walk_from(&col, s0, 0, target, |step| {
+                let Hop::Switch { sw: next, .. } = step.to else {
+                    // An end port before the destination's switch: no arrival.
+                    return Control::Stop;
                 };
-                stack.push((cur, c));
-                cur = self.ch_dst_sw[c.idx()];
-            }
+                stack.push((step.sw, step.ch));
+                if next == t {
+                    if fw.entry(t, lid) == self.end_swport[e as usize] {
+                        tail = Some((0, 0, None));
+                    }
+                    return Control::Stop;
+                }
+                match state[next as usize] {
+                    2 => {
+                        tail = st.opt[next as usize].map(|(h, tr, c)| (h, tr, Some(c)));
+                        Control::Stop
+                    }
+                    1 => Control::Stop,
+                    _ => {
+                        state[next as usize] = 1;
+                        Control::Continue
+                    }
+                }
+            });
             // Unwind.
             let mut acc = tail;
             while let Some((sw, c)) = stack.pop() {

@@ -11,8 +11,9 @@
 
 use super::rftr::Rftr;
 use crate::cdg::cyclic_sccs;
+use crate::forward::{Control, Forward, Hop, Plane, WalkEnd, NONE};
 use crate::tables::{Routing, NUM_SLS};
-use fabric::{Fabric, FaultMask, Lid, NO_PORT};
+use fabric::{Fabric, FaultMask, Lid};
 use serde::Serialize;
 
 /// Verdict on one state.
@@ -50,28 +51,11 @@ const PENDING: u8 = 0;
 const ARRIVES: u8 = 1;
 const FAILS: u8 = 2;
 
-/// One switch port's hop, resolved once per check: the live channel leaving it, the port
-/// at its far end, and the far switch (index) with its in-port when the far node is a switch.
-#[derive(Clone, Copy)]
-struct Hop {
-    /// `NONE` when the port is not cabled or its channel is dead under the mask.
-    chan: u32,
-    far: u32,
-    next: u32,
-    next_inp: u8,
-}
-
-const NONE: u32 = u32::MAX;
-
 /// Memoised table walker: stamps per (channel, VL) vertex record the (DLID, SL) group that
 /// expanded it and the outcome from there.
 struct Walker<'a> {
     f: &'a Fabric,
-    /// Per port: its hop (see [`Hop`]).
-    hops: Vec<Hop>,
-    /// Per end port: the switch index it hangs off and the port there (`NONE` if not on a
-    /// switch).
-    entry: Vec<(u32, u8)>,
+    plane: Plane,
     stamp: Vec<u32>,
     status: Vec<u8>,
     stack: Vec<u32>,
@@ -82,44 +66,9 @@ struct Walker<'a> {
 impl<'a> Walker<'a> {
     fn new(f: &'a Fabric, mask: &'a FaultMask) -> Self {
         let nv = f.links.len() * 2 * NUM_SLS;
-        let hops = (0..f.ports.len() as u32)
-            .map(|p| {
-                let p = fabric::PortId(p);
-                match f.out_channel(p) {
-                    Some(c) if mask.channel_alive(f, c) => {
-                        let far = f.channel_dst(c);
-                        let nn = f.port(far).node;
-                        Hop {
-                            chan: c.0,
-                            far: far.0,
-                            next: if f.is_switch(nn) {
-                                f.switch_index[nn.idx()]
-                            } else {
-                                NONE
-                            },
-                            next_inp: f.port(far).num,
-                        }
-                    }
-                    _ => Hop {
-                        chan: NONE,
-                        far: NONE,
-                        next: NONE,
-                        next_inp: 0,
-                    },
-                }
-            })
-            .collect();
         Walker {
             f,
-            hops,
-            entry: f
-                .end_ports
-                .iter()
-                .map(|&p| match f.attached_switch(p) {
-                    Some(q) => (f.switch_index[f.port(q).node.idx()], f.port(q).num),
-                    None => (NONE, 0),
-                })
-                .collect(),
+            plane: Plane::new(f, Some(mask)),
             stamp: vec![0; nv],
             status: vec![FAILS; nv],
             stack: Vec::new(),
@@ -132,7 +81,17 @@ impl<'a> Walker<'a> {
     /// `old`, walks stop silently at the first dead channel (surviving prefixes) and `salt`
     /// keeps their groups apart from the current state's. Returns the pairs that do not arrive.
     fn walk_all(&mut self, r: &Routing, pairs: &[(u32, u32, Lid)], salt: u32) -> u64 {
-        let f = self.f;
+        let Walker {
+            f,
+            plane,
+            stamp,
+            status,
+            stack,
+            edges,
+            vmax,
+        } = self;
+        let f: &Fabric = f;
+        let fw = Forward::new(f, plane, r);
         let mut bad = 0u64;
         // Group by (DLID, SL) so that the memo of one group is complete before the next.
         let mut order: Vec<(u32, u32, u32)> = pairs
@@ -166,55 +125,46 @@ impl<'a> Walker<'a> {
             let dlid = (key / NUM_SLS as u32) as Lid;
             let sl = (key % NUM_SLS as u32) as u8;
             let group = salt + key + 1;
-            let (mut sw, mut inp) = self.entry[src as usize];
-            if sw == NONE {
+            // The switch the source hangs off, whatever the mask says of the source itself
+            // (its pairs are selected, so it is alive).
+            let a = fw.plane.attach(src);
+            if a.sw == NONE {
                 bad += 1;
                 continue;
             }
-            let target = f.end_ports[dst as usize].0;
+            let target = f.end_ports[dst as usize];
             let mut prev = u32::MAX;
-            self.stack.clear();
-            let mut result = FAILS;
-            for _ in 0..=f.num_switches() {
-                let node = f.switches[sw as usize];
-                let port = r.out_port(sw as usize, dlid);
-                if port == NO_PORT || port == 0 || port > f.node(node).nports {
-                    break;
+            let mut known = FAILS;
+            stack.clear();
+            let end = fw.walk_from(&fw.column(dlid), a.sw, a.inp, target, |step| {
+                if !matches!(step.to, Hop::Switch { .. }) {
+                    return Control::Continue;
                 }
-                let h = self.hops[(f.port_base[node.idx()] + port as u32) as usize];
-                if h.chan == NONE {
-                    break;
-                }
-                if h.far == target {
-                    result = ARRIVES;
-                    break;
-                }
-                if h.next == NONE {
-                    break;
-                }
-                let vl = r.sl2vl.vl(node, inp, port, sl);
-                self.vmax = self.vmax.max(vl + 1);
-                let v = h.chan * NUM_SLS as u32 + vl as u32;
+                let vl = fw.vl(step.sw, step.inp, step.out, sl);
+                *vmax = (*vmax).max(vl + 1);
+                let v = step.ch.0 * NUM_SLS as u32 + vl as u32;
                 if prev != u32::MAX {
-                    self.edges.push((prev, v));
+                    edges.push((prev, v));
                 }
-                if self.stamp[v as usize] == group {
+                if stamp[v as usize] == group {
                     // Known from here on (or a loop back into this walk: PENDING).
-                    result = self.status[v as usize];
-                    if result == PENDING {
-                        result = FAILS;
-                    }
-                    break;
+                    known = status[v as usize];
+                    return Control::Stop;
                 }
-                self.stamp[v as usize] = group;
-                self.status[v as usize] = PENDING;
-                self.stack.push(v);
+                stamp[v as usize] = group;
+                status[v as usize] = PENDING;
+                stack.push(v);
                 prev = v;
-                sw = h.next;
-                inp = h.next_inp;
-            }
-            for &v in &self.stack {
-                self.status[v as usize] = result;
+                Control::Continue
+            });
+            let result = match end {
+                WalkEnd::Delivered { .. } => ARRIVES,
+                WalkEnd::Broken(_) => FAILS,
+                WalkEnd::Stopped if known == PENDING => FAILS,
+                WalkEnd::Stopped => known,
+            };
+            for &v in stack.iter() {
+                status[v as usize] = result;
             }
             if result != ARRIVES {
                 bad += 1;
