@@ -424,7 +424,8 @@ impl<'a> Forward<'a> {
     }
 
     /// Follows the entries of `col` from switch index `sw` (entered on `inp`) until the packet
-    /// reaches end port `target`, breaks, or `visit` stops it. `visit` sees every step that
+    /// reaches `target` (an end port, or port 0 of a switch: a switch's own LID), breaks, or
+    /// `visit` stops it. `visit` sees every step that
     /// leads somewhere (a switch, or an end port: the target or not), before the walk looks at
     /// its outcome; it is not called for a hop that fails. No allocation.
     #[inline]
@@ -453,6 +454,12 @@ impl<'a> Forward<'a> {
             let to = self.plane.hop(sw as usize, out);
             let ch = match to {
                 Hop::Switch { ch, .. } | Hop::End { ch, .. } => ch,
+                // Port 0 of the switch that owns the DLID: the packet is home.
+                Hop::Fail(Failure::PortZero)
+                    if self.f.port_id(self.f.switches[sw as usize], 0) == target =>
+                {
+                    return WalkEnd::Delivered { sw_hops };
+                }
                 Hop::Fail(failure) => {
                     return WalkEnd::Broken(Break {
                         failure,

@@ -17,6 +17,7 @@
 //! that achieves it when the route is longer.
 
 use super::{numbered_lines, perr, switches_in_osm_order, take_0x, take_dec, text_of, LftLoad};
+use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::Routing;
 use fabric::io::ParseError;
 use fabric::{Fabric, Lid, NodeKind, NO_PORT};
@@ -65,41 +66,6 @@ fn lid_target(f: &Fabric, lid: Lid) -> Option<(usize, u8)> {
     }
 }
 
-enum Step {
-    Arrived(u8),
-    Next(usize),
-    Fail,
-}
-
-fn step(f: &Fabric, r: &Routing, s: usize, lid: Lid) -> Step {
-    let port = r.out_port_checked(s, lid);
-    if port == NO_PORT {
-        return Step::Fail;
-    }
-    let n = f.switches[s];
-    let owner = f.lid_port(lid);
-    if port == 0 {
-        return match owner {
-            Some(o) if f.port(o).node == n => Step::Arrived(0),
-            _ => Step::Fail,
-        };
-    }
-    if port > f.node(n).nports {
-        return Step::Fail;
-    }
-    let Some(remote) = f.remote(f.port_id(n, port)) else {
-        return Step::Fail;
-    };
-    let rn = f.port(remote).node;
-    if f.node(rn).kind == NodeKind::Switch {
-        Step::Next(f.switch_index[rn.idx()] as usize)
-    } else if owner == Some(remote) {
-        Step::Arrived(1)
-    } else {
-        Step::Fail
-    }
-}
-
 /// Computes walked and minimum hop counts for every (switch, LID 1..=max).
 /// Cost O(switches × LIDs) for the walk plus one BFS per destination switch.
 pub fn route_hops(f: &Fabric, r: &Routing) -> HopTable {
@@ -111,51 +77,56 @@ pub fn route_hops(f: &Fabric, r: &Routing) -> HopTable {
     const ACTIVE: u8 = 0xFD;
     const FAIL: u8 = HOPS_NONE;
     let mut st = vec![UNVISITED; ns];
-    let mut stack: Vec<usize> = Vec::new();
+    let mut stack: Vec<u32> = Vec::new();
+    let plane = Plane::new(f, None);
+    let fw = Forward::new(f, &plane, r);
     // LIDs grouped by destination switch for the BFS part.
     let mut by_dest: Vec<Vec<(Lid, u8)>> = vec![Vec::new(); ns];
     for lid in 1..stride {
         let lid = lid as Lid;
-        if let Some((d, extra)) = lid_target(f, lid) {
+        let target = lid_target(f, lid);
+        if let Some((d, extra)) = target {
             by_dest[d].push((lid, extra));
         }
+        let (Some(owner), Some((_, extra))) = (f.lid_port(lid), target) else {
+            continue;
+        };
         st.fill(UNVISITED);
         for s0 in 0..ns {
             if st[s0] != UNVISITED {
                 continue;
             }
             stack.clear();
-            stack.push(s0);
+            stack.push(s0 as u32);
             st[s0] = ACTIVE;
-            // Value carried back down the stack.
-            let mut val: u8 = loop {
-                let Some(&top) = stack.last() else {
-                    break FAIL;
+            let mut known = FAIL;
+            let end = fw.walk_from(&fw.column(lid), s0 as u32, 0, owner, |step| {
+                let Hop::Switch { sw, .. } = step.to else {
+                    return Control::Continue;
                 };
-                match step(f, r, top, lid) {
-                    Step::Arrived(h) => {
-                        stack.pop();
-                        st[top] = h;
-                        break h;
+                match st[sw as usize] {
+                    UNVISITED => {
+                        st[sw as usize] = ACTIVE;
+                        stack.push(sw);
+                        Control::Continue
                     }
-                    Step::Fail => {
-                        stack.pop();
-                        st[top] = FAIL;
-                        break FAIL;
+                    // ACTIVE: a loop; anything else: known from there.
+                    v => {
+                        known = if v == ACTIVE { FAIL } else { v };
+                        Control::Stop
                     }
-                    Step::Next(t) => match st[t] {
-                        UNVISITED => {
-                            st[t] = ACTIVE;
-                            stack.push(t);
-                        }
-                        ACTIVE => break FAIL, // loop
-                        v => break v,
-                    },
                 }
+            });
+            // The value of the last stacked switch: links left from it.
+            let mut val = match end {
+                WalkEnd::Delivered { .. } => extra,
+                WalkEnd::Broken(_) => FAIL,
+                WalkEnd::Stopped if known >= 0xFB => FAIL,
+                WalkEnd::Stopped => known + 1,
             };
             while let Some(s) = stack.pop() {
+                st[s as usize] = val;
                 val = if val >= 0xFB { FAIL } else { val + 1 };
-                st[s] = val;
             }
         }
         for (s, &v) in st.iter().enumerate() {
