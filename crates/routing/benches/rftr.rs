@@ -17,7 +17,7 @@ use fabric::{Fabric, FaultMask, LinkId};
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::reconf::full_reconfiguration;
 use routing::fault::sweep::switch_links;
-use routing::fault::{base_rule, pin_roots, Fault, Rftr, RftrConfig};
+use routing::fault::{base_rule, Fault, Rftr, RftrConfig};
 use std::time::{Duration, Instant};
 
 const FAULTS: usize = 8;
@@ -64,10 +64,10 @@ fn bench(c: &mut Criterion) {
             continue;
         }
         let f = gen(spec);
-        let opts = pin_roots(&f, "updn", &opts).expect("updn roots");
+        let opts = engine.pin_choices(&f, &opts).expect("updn roots");
         let none = FaultMask::none(&f);
         let base = engine.route(&f, &none, &opts).expect("base routing");
-        let rule = base_rule(&f, "updn", &opts).expect("turn rule");
+        let rule = base_rule(&f, engine.as_ref(), &opts).expect("turn rule");
         let start = Rftr::new(&f, &base, rule, RftrConfig::default()).expect("rftr");
         let links = switch_links(&f);
         let step = (links.len() / FAULTS).max(1);

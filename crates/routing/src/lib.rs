@@ -10,6 +10,7 @@ pub mod forward;
 pub mod metrics;
 pub mod opensm;
 pub mod tables;
+pub mod turn;
 pub mod walk;
 
-pub use tables::{PathSl, Routing, Sl2Vl};
+pub use tables::{PathSl, Routing, Sl2Vl, TableError};

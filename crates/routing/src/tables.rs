@@ -163,29 +163,28 @@ impl Routing {
     }
 
     /// Checks the InfiniBand limits and table shapes against the fabric.
-    pub fn validate(&self, f: &Fabric) -> Result<(), String> {
+    pub fn validate(&self, f: &Fabric) -> Result<(), TableError> {
         if self.max_lid > MAX_UNICAST_LID {
-            return Err(format!(
-                "max LID {:#x} exceeds the unicast range {MAX_UNICAST_LID:#x}",
-                self.max_lid
-            ));
+            return Err(TableError::MaxLid(self.max_lid));
         }
         if self.lft.len() != f.num_switches() * self.stride() {
-            return Err("LFT array size does not match the switch count".into());
+            return Err(TableError::Shape);
         }
         for p in &f.ports {
             if p.lmc > MAX_LMC {
-                return Err(format!("LMC {} exceeds {MAX_LMC}", p.lmc));
+                return Err(TableError::Lmc(p.lmc));
             }
         }
         for (si, &n) in f.switches.iter().enumerate() {
             let np = f.node(n).nports;
             for (lid, &port) in self.lft_of(si).iter().enumerate() {
                 if port != NO_PORT && port > np {
-                    return Err(format!(
-                        "switch {:?} routes LID {lid} to port {port}, beyond its {np} ports",
-                        f.node(n).name
-                    ));
+                    return Err(TableError::PortBeyondCount {
+                        switch: f.node(n).name.clone(),
+                        lid: lid as Lid,
+                        port,
+                        nports: np,
+                    });
                 }
             }
         }
@@ -195,13 +194,35 @@ impl Routing {
             PathSl::PerPair { sl, .. } => sl.iter().copied().max().unwrap_or(0),
         };
         if max_sl as usize >= NUM_SLS {
-            return Err(format!("SL {max_sl} is beyond the 16 service levels"));
+            return Err(TableError::Sl(max_sl));
         }
         if self.sl2vl.data.iter().any(|&v| v >= NUM_DATA_VLS) {
-            return Err("an SL2VL entry maps to a VL beyond the 15 data VLs".into());
+            return Err(TableError::Vl);
         }
         Ok(())
     }
+}
+
+/// A routing outside InfiniBand's limits or not shaped for its fabric.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    #[error("max LID {0:#x} exceeds the unicast range {MAX_UNICAST_LID:#x}")]
+    MaxLid(Lid),
+    #[error("LFT array size does not match the switch count")]
+    Shape,
+    #[error("LMC {0} exceeds {MAX_LMC}")]
+    Lmc(u8),
+    #[error("switch {switch:?} routes LID {lid} to port {port}, beyond its {nports} ports")]
+    PortBeyondCount {
+        switch: String,
+        lid: Lid,
+        port: u8,
+        nports: u8,
+    },
+    #[error("SL {0} is beyond the 16 service levels")]
+    Sl(u8),
+    #[error("an SL2VL entry maps to a VL beyond the 15 data VLs")]
+    Vl,
 }
 
 /// Helper shared by engines and checkers: the (switch index, switch port number) an end port

@@ -14,7 +14,7 @@ use fabric::{
 };
 use proptest::prelude::*;
 use routing::engines::{
-    by_name, route_chain, Dir, EngineError, RouteOptions, UpDownRanking, ENGINE_NAMES,
+    by_name, engine_names, route_chain, Dir, EngineError, RouteOptions, UpDownRanking,
 };
 use routing::Routing;
 use std::collections::HashMap;
@@ -569,7 +569,7 @@ fn every_engine_reaches_every_destination() {
     ];
     for (fname, f) in &fabrics {
         let mask = FaultMask::none(f);
-        for &name in ENGINE_NAMES {
+        for name in engine_names() {
             let e = by_name(name).unwrap();
             match e.route(f, &mask, &RouteOptions::default()) {
                 Ok(r) => {
@@ -591,7 +591,7 @@ fn masks_make_dead_parts_absent() {
     let mut mask = FaultMask::none(&f);
     mask.fail_node(f.switches[5]);
     mask.fail_link(LinkId(0));
-    for &name in ENGINE_NAMES {
+    for name in engine_names() {
         let e = by_name(name).unwrap();
         let Ok(r) = e.route(&f, &mask, &RouteOptions::default()) else {
             assert_eq!(name, "dnup");
@@ -880,7 +880,7 @@ fn results_do_not_depend_on_thread_count() {
     let t = torus(&[4, 4], true, 2, 0);
     for fab in [&f, &t] {
         let mask = FaultMask::none(fab);
-        for &name in ENGINE_NAMES {
+        for name in engine_names() {
             let one = rayon::ThreadPoolBuilder::new()
                 .num_threads(1)
                 .build()
@@ -951,7 +951,7 @@ fn options_are_honoured() {
         guid_routing_order: vec![f.port(f.end_ports[3]).guid],
         ..Default::default()
     };
-    for &name in ENGINE_NAMES {
+    for name in engine_names() {
         let e = by_name(name).unwrap();
         let r = e.route_detailed(&f, &mask, &opts).unwrap();
         check_all(&f, &r.routing, &mask, name);
@@ -1090,7 +1090,7 @@ fn generated_fabrics_are_routed_and_checked() {
     for spec in specs {
         let f = gen(spec);
         let mask = FaultMask::none(&f);
-        for &name in ENGINE_NAMES {
+        for name in engine_names() {
             let res = by_name(name)
                 .unwrap()
                 .route_detailed(&f, &mask, &RouteOptions::default());

@@ -45,7 +45,10 @@ fn pinned_opts(f: &Fabric) -> RouteOptions {
         c.borrow_mut()
             .entry(key)
             .or_insert_with(|| {
-                routing::fault::pin_roots(f, "updn", &RouteOptions::default()).unwrap()
+                by_name("updn")
+                    .unwrap()
+                    .pin_choices(f, &RouteOptions::default())
+                    .unwrap()
             })
             .clone()
     })
@@ -472,7 +475,7 @@ mod sweeps {
     fn ctx<'f>(f: &'f Fabric, engine: &'f dyn routing::engines::Engine) -> SweepContext<'f> {
         let opts = RouteOptions::default();
         let base = engine.route(f, &FaultMask::none(f), &opts).unwrap();
-        let rule = routing::fault::base_rule(f, "updn", &opts).unwrap();
+        let rule = routing::fault::base_rule(f, engine, &opts).unwrap();
         SweepContext::new(
             f,
             Rftr::new(f, &base, rule, RftrConfig::default()).unwrap(),
@@ -588,7 +591,7 @@ fn dor_base_on_a_mesh_repairs_single_faults_deadlock_free() {
     let opts = RouteOptions::default();
     let mask = FaultMask::none(&f);
     let base = by_name("dor").unwrap().route(&f, &mask, &opts).unwrap();
-    let rule = routing::fault::base_rule(&f, "dor", &opts).unwrap();
+    let rule = routing::fault::base_rule(&f, by_name("dor").unwrap().as_ref(), &opts).unwrap();
     let mut supported = 0;
     let links = switch_links(&f);
     for &l in &links {
@@ -606,7 +609,7 @@ fn dor_base_on_a_mesh_repairs_single_faults_deadlock_free() {
     assert!(supported * 2 > links.len(), "{supported}/{}", links.len());
     // And the DOR rule refuses tori.
     let t = fabric("torus 4x4 hcas=1 lmc=2");
-    assert!(routing::fault::base_rule(&t, "dor", &opts).is_err());
+    assert!(routing::fault::base_rule(&t, by_name("dor").unwrap().as_ref(), &opts).is_err());
 }
 
 #[test]

@@ -61,8 +61,8 @@ impl RepairArgs {
 pub struct Args {
     /// Fabric file.
     pub fabric: PathBuf,
-    /// Base routing engine (updn; dor on meshes).
-    #[arg(long, default_value = "updn")]
+    /// Base routing engine: one that states a turn rule RFTR can build on.
+    #[arg(long, default_value = "updn", long_help = base_engine_help())]
     pub engine: String,
     /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for new paths.
     #[arg(long, default_value_t = 2)]
@@ -85,6 +85,14 @@ pub struct Args {
     /// Output directory.
     #[arg(short, long)]
     pub output: PathBuf,
+}
+
+/// `--engine`'s long help: the registry's RFTR bases.
+pub fn base_engine_help() -> String {
+    format!(
+        "Base routing engine: one that states a turn rule RFTR can build on ({}).",
+        routing::engines::rftr_bases().join(", ")
+    )
 }
 
 /// Finds a switch by name or GUID.
@@ -160,6 +168,15 @@ pub fn read_guid_file(path: &std::path::Path) -> Result<Vec<u64>> {
     Ok(v)
 }
 
+/// Why an engine cannot serve as RFTR's base, as the user reads it: the engine's own reason
+/// when it declines, else the error with the engine's name.
+pub fn base_error(engine: &str, e: routing::engines::EngineError) -> anyhow::Error {
+    match e {
+        routing::engines::EngineError::NotApplicable(why) => anyhow::Error::msg(why),
+        e => anyhow::anyhow!("{engine}: {e}"),
+    }
+}
+
 /// What `fault` and `sweep` share: the fabric with LIDs for LMC `lmc`, the base engine and its
 /// options.
 pub fn load_base(
@@ -173,12 +190,19 @@ pub fn load_base(
         .fabric
         .with_lmc(lmc)
         .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {lmc}: {e}"))?;
-    let engine = by_name(engine).with_context(|| format!("unknown engine {engine:?}"))?;
+    let engine = by_name(engine).with_context(|| {
+        format!(
+            "unknown engine {engine:?} (RFTR bases: {})",
+            routing::engines::rftr_bases().join(", ")
+        )
+    })?;
     let mut opts = RouteOptions::default();
     if let Some(r) = roots {
         opts.root_guids = read_guid_file(r)?;
     }
-    let opts = routing::fault::pin_roots(&f, engine.name(), &opts).map_err(anyhow::Error::msg)?;
+    let opts = engine
+        .pin_choices(&f, &opts)
+        .map_err(|e| base_error(engine.name(), e))?;
     Ok((f, engine, opts))
 }
 
@@ -195,7 +219,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .route(&f, &none, &opts)
         .with_context(|| format!("{} could not route the fault-free fabric", a.engine))?;
     let base_s = t0.elapsed().as_secs_f64();
-    let rule = base_rule(&f, &a.engine, &opts).map_err(anyhow::Error::msg)?;
+    let rule = base_rule(&f, engine.as_ref(), &opts).map_err(|e| base_error(engine.name(), e))?;
     let cfg = a.repair.config(a.vls, a.sls);
     let mut r = Rftr::new(&f, &base, rule, cfg).map_err(anyhow::Error::msg)?;
     let mut steps = Vec::new();

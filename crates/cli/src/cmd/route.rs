@@ -6,7 +6,7 @@ use crate::cmd::fault::read_guid_file;
 use crate::util::{load_fabric, spinner, write_atomic};
 use anyhow::{Context, Result};
 use fabric::BuildOptions;
-use routing::engines::{route_chain, RouteOptions, ENGINE_NAMES};
+use routing::engines::{engine_names, route_chain, RouteOptions};
 use routing::opensm::{write_set, SetOptions};
 use serde_json::json;
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ pub struct Args {
     pub fabric: PathBuf,
     /// Engine, or a comma-separated chain tried in order (e.g. ftree,updn). Never a silent
     /// fallback: the summary says which engine routed and why earlier ones failed.
-    #[arg(short = 'R', long)]
+    #[arg(short = 'R', long, long_help = engine_help())]
     pub engine: String,
     /// LMC: 2^LMC LIDs per end port (reassigns LIDs when given).
     #[arg(long)]
@@ -51,6 +51,15 @@ pub struct Args {
     /// Write only summary.json (the OpenSM dumps of very large fabrics run to gigabytes).
     #[arg(long)]
     pub summary_only: bool,
+}
+
+/// `-R`'s long help: the chain rule and every engine of the registry.
+fn engine_help() -> String {
+    format!(
+        "Engine, or a comma-separated chain tried in order (e.g. ftree,updn). Never a silent \
+         fallback: the summary says which engine routed and why earlier ones failed.\n\nEngines:\n{}",
+        routing::engines::engine_list()
+    )
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -89,7 +98,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let res = route_chain(&names, &f, &mask, &opts);
     let route_s = t0.elapsed().as_secs_f64();
     sp.finish_and_clear();
-    let chain = res.map_err(|e| anyhow::anyhow!("{e} (engines: {})", ENGINE_NAMES.join(", ")))?;
+    let chain = res.map_err(|e| anyhow::anyhow!("{e} (engines: {})", engine_names().join(", ")))?;
     for (n, e) in &chain.attempts {
         eprintln!("fabroute: {n} failed: {e}; trying the next engine");
     }

@@ -1,6 +1,6 @@
 //! `fabroute sweep` (fault scenarios, sharded) and `fabroute merge` (join shard outputs).
 
-use crate::cmd::fault::{load_base, RepairArgs};
+use crate::cmd::fault::{base_error, load_base, RepairArgs};
 use crate::util::{progress_bar, write_atomic};
 use anyhow::{bail, Context, Result};
 use routing::fault::sweep::{
@@ -26,8 +26,8 @@ i mod N), so they can run as separate jobs and be joined with `fabroute merge`. 
 pub struct Args {
     /// Fabric file.
     pub fabric: PathBuf,
-    /// Base routing engine (updn; dor on meshes).
-    #[arg(long, default_value = "updn")]
+    /// Base routing engine: one that states a turn rule RFTR can build on.
+    #[arg(long, default_value = "updn", long_help = crate::cmd::fault::base_engine_help())]
     pub engine: String,
     /// Data VLs available to RFTR.
     #[arg(long, default_value_t = 2)]
@@ -91,7 +91,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let (f, engine, opts) = load_base(&a.fabric, a.lmc, &a.engine, a.roots.as_deref())?;
     let base = engine.route(&f, &fabric::FaultMask::none(&f), &opts)?;
-    let rule = base_rule(&f, &a.engine, &opts).map_err(anyhow::Error::msg)?;
+    let rule = base_rule(&f, engine.as_ref(), &opts).map_err(|e| base_error(engine.name(), e))?;
     let start = Rftr::new(
         &f,
         &base,

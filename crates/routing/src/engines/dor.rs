@@ -16,9 +16,11 @@
 use super::common::{
     generic_lfts, generic_order, hop_matrix, unreached_note, GenericParams, Topo, INF,
 };
-use super::{Engine, EngineError, RouteOptions, Routed};
+use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
+use crate::turn::{DorRule, TurnRule};
 use fabric::{Fabric, FaultMask};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// The `dor` engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -48,9 +50,39 @@ fn switch_coords(f: &Fabric) -> Option<Coords<'_>> {
     Some((v, h.dims.as_slice(), wrap))
 }
 
+/// The `dor` entry of the engine registry.
+pub const INFO: EngineInfo = EngineInfo {
+    name: "dor",
+    aliases: &[],
+    summary: "dimension-order routing on meshes, tori and hypercubes",
+    deadlock_free: false,
+    rftr_base: true,
+    new: || Box::new(Dor),
+};
+
 impl Engine for Dor {
-    fn name(&self) -> &'static str {
-        "dor"
+    fn info(&self) -> &'static EngineInfo {
+        &INFO
+    }
+    /// Dimension order on a mesh (coordinates from the topology hints); a torus has no
+    /// deadlock-free dimension order.
+    fn turn_rule<'f>(
+        &self,
+        f: &'f Fabric,
+        _opts: &RouteOptions,
+    ) -> Result<Arc<dyn TurnRule + 'f>, EngineError> {
+        if f.hints.wrap.iter().any(|&w| w) {
+            return Err(EngineError::NotApplicable(
+                "dor is deadlock-free only on meshes; this fabric has wrap-around links (use updn as the base engine)".into(),
+            ));
+        }
+        DorRule::from_hints(f)
+            .map(|r| Arc::new(r) as Arc<dyn TurnRule>)
+            .ok_or_else(|| {
+                EngineError::NotApplicable(
+                    "dor as an RFTR base needs mesh coordinates (a generated mesh)".into(),
+                )
+            })
     }
     fn route_detailed(
         &self,

@@ -48,7 +48,7 @@ use super::updn::{
     bfs_levels, code_is_legal, codes_matrix, components, count_illegal, escape_note, updown_cands,
     UpDownRanking,
 };
-use super::{Engine, EngineError, RouteOptions, Routed};
+use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::Routing;
 use fabric::{Fabric, FaultMask, NodeKind, NO_PORT};
 use rayon::prelude::*;
@@ -691,9 +691,19 @@ fn single_root_ranking(t: &Topo, roots: &[usize]) -> UpDownRanking {
     UpDownRanking::from_roots(t, &single)
 }
 
+/// The `ftree` entry of the engine registry.
+pub const INFO: EngineInfo = EngineInfo {
+    name: "ftree",
+    aliases: &[],
+    summary: "fat-tree routing, balanced by routes created, degraded trees routed",
+    deadlock_free: true,
+    rftr_base: false,
+    new: || Box::new(FatTree),
+};
+
 impl Engine for FatTree {
-    fn name(&self) -> &'static str {
-        "ftree"
+    fn info(&self) -> &'static EngineInfo {
+        &INFO
     }
     fn route_detailed(
         &self,

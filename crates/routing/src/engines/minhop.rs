@@ -9,16 +9,26 @@
 use super::common::{
     generic_lfts, hop_matrix, opensm_order, unreached_note, GenericParams, Topo, INF,
 };
-use super::{Engine, EngineError, RouteOptions, Routed};
+use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use fabric::{Fabric, FaultMask};
 
 /// The `minhop` engine.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MinHop;
 
+/// The `minhop` entry of the engine registry.
+pub const INFO: EngineInfo = EngineInfo {
+    name: "minhop",
+    aliases: &[],
+    summary: "min-hop ports, least loaded by per-port path counts (OpenSM default)",
+    deadlock_free: false,
+    rftr_base: false,
+    new: || Box::new(MinHop),
+};
+
 impl Engine for MinHop {
-    fn name(&self) -> &'static str {
-        "minhop"
+    fn info(&self) -> &'static EngineInfo {
+        &INFO
     }
     fn route_detailed(
         &self,

@@ -31,9 +31,11 @@ pub mod minhop;
 pub mod sssp;
 pub mod updn;
 
-use crate::tables::Routing;
+use crate::tables::{Routing, NUM_DATA_VLS, NUM_SLS};
+use crate::turn::TurnRule;
 use fabric::{Fabric, FaultMask};
 use std::fmt;
+use std::sync::Arc;
 
 pub use updn::{Dir, UpDownRanking};
 
@@ -60,6 +62,59 @@ pub struct RouteOptions {
     /// (base LIDs only). 0 = off. Reproducible: the generator is seeded per switch from the
     /// seed and the switch GUID, so results do not depend on thread count.
     pub scatter_ports: u64,
+    /// The virtual lanes and service levels an engine may use.
+    pub budget: Budget,
+}
+
+/// The virtual lanes and service levels an engine may use: data VLs `start_vl..start_vl +
+/// vls` and SLs `0..sls`. Engines that need more fail and say so; engines that need one VL
+/// use `start_vl`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// Data VLs available (1..=15).
+    pub vls: u8,
+    /// Service levels available (1..=16).
+    pub sls: u8,
+    /// The lowest VL an engine may use (OpenSM's `lash_start_vl`): `start_vl + vls <= 15`.
+    pub start_vl: u8,
+}
+
+impl Default for Budget {
+    /// What most InfiniBand switches offer: 8 data VLs, 16 SLs, from VL 0.
+    fn default() -> Self {
+        Budget {
+            vls: 8,
+            sls: NUM_SLS as u8,
+            start_vl: 0,
+        }
+    }
+}
+
+impl Budget {
+    /// The budget for `f`: what its ports report when the fabric says (no reader sees VL
+    /// capabilities today: ibnetdiscover and ibsim files do not carry them), else the
+    /// default.
+    pub fn for_fabric(_f: &Fabric) -> Self {
+        Budget::default()
+    }
+
+    /// Checks InfiniBand's limits: 15 data VLs, 16 SLs.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        if self.vls == 0 || self.start_vl as u32 + self.vls as u32 > NUM_DATA_VLS as u32 {
+            return Err(EngineError::BadOptions(format!(
+                "VLs {}..{} are outside the {NUM_DATA_VLS} data VLs (need 1 <= VLs and start VL + VLs <= {NUM_DATA_VLS})",
+                self.start_vl,
+                self.start_vl as u32 + self.vls as u32
+            )));
+        }
+        if self.sls == 0 || self.sls as usize > NUM_SLS {
+            return Err(EngineError::BadOptions(format!(
+                "{} SLs: InfiniBand has 1..={NUM_SLS}",
+                self.sls
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Why an engine declined or failed.
@@ -88,10 +143,71 @@ pub struct Routed {
     pub notes: Vec<String>,
 }
 
+/// What the CLI, the chain and RFTR need to know about an engine. Every engine file defines
+/// its own `INFO` constant; [`ENGINES`] lists them all, and nothing else in the code base
+/// names an engine.
+#[derive(Debug)]
+pub struct EngineInfo {
+    /// OpenSM's name, used by `-R`.
+    pub name: &'static str,
+    /// Other names accepted by `-R` (exact match).
+    pub aliases: &'static [&'static str],
+    /// One line for `--help` and error messages.
+    pub summary: &'static str,
+    /// Tables free of credit loops by construction on every fabric the engine accepts.
+    pub deadlock_free: bool,
+    /// The engine states a turn rule ([`Engine::turn_rule`]) RFTR can repair its tables with.
+    pub rftr_base: bool,
+    /// Builds the engine.
+    pub new: fn() -> Box<dyn Engine>,
+}
+
+/// Every engine, in the order `--help` lists them.
+pub static ENGINES: &[&EngineInfo] = &[
+    &minhop::INFO,
+    &updn::UPDN,
+    &updn::DNUP,
+    &dor::INFO,
+    &ftree::INFO,
+    &sssp::INFO,
+];
+
+/// The engine called `name` (its name or an alias; exact match).
+pub fn lookup(name: &str) -> Option<&'static EngineInfo> {
+    ENGINES
+        .iter()
+        .copied()
+        .find(|e| e.name == name || e.aliases.contains(&name))
+}
+
+/// The names of every engine, for messages.
+pub fn engine_names() -> Vec<&'static str> {
+    ENGINES.iter().map(|e| e.name).collect()
+}
+
+/// One line per engine (`name  summary`), for `--help`.
+pub fn engine_list() -> String {
+    ENGINES
+        .iter()
+        .map(|e| {
+            let mut l = format!("  {:<8} {}", e.name, e.summary);
+            if !e.aliases.is_empty() {
+                l.push_str(&format!(" (also: {})", e.aliases.join(", ")));
+            }
+            l
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// One routing engine.
 pub trait Engine: Send + Sync {
-    /// The OpenSM name (`minhop`, `updn`, ...).
-    fn name(&self) -> &'static str;
+    /// The engine's entry in [`ENGINES`].
+    fn info(&self) -> &'static EngineInfo;
+    /// OpenSM's name (`minhop`, `updn`, ...).
+    fn name(&self) -> &'static str {
+        self.info().name
+    }
     /// Routes the fabric under the fault mask, with notes.
     fn route_detailed(
         &self,
@@ -108,22 +224,42 @@ pub trait Engine: Send + Sync {
     ) -> Result<Routing, EngineError> {
         self.route_detailed(f, mask, opts).map(|r| r.routing)
     }
+    /// The turn rule every path of this engine's fault-free tables obeys on `f` with `opts`
+    /// (inferred exactly as the engine infers it when it routes), for RFTR to build on.
+    /// Engines without one (`rftr_base: false`) say why not.
+    fn turn_rule<'f>(
+        &self,
+        f: &'f Fabric,
+        opts: &RouteOptions,
+    ) -> Result<Arc<dyn TurnRule + 'f>, EngineError> {
+        let _ = (f, opts);
+        Err(EngineError::NotApplicable(format!(
+            "{} routes by no turn rule RFTR can build on (bases: {})",
+            self.name(),
+            rftr_bases().join(", ")
+        )))
+    }
+    /// `opts` with the choices this engine makes on the fault-free fabric written in (updn:
+    /// its roots), so that routing again under faults keeps them, as a subnet manager keeps
+    /// its roots. Most engines make no such choice.
+    fn pin_choices(&self, f: &Fabric, opts: &RouteOptions) -> Result<RouteOptions, EngineError> {
+        let _ = f;
+        Ok(opts.clone())
+    }
 }
 
-/// Names accepted by [`by_name`].
-pub const ENGINE_NAMES: &[&str] = &["minhop", "updn", "dnup", "dor", "ftree", "sssp"];
+/// Engines RFTR can repair (`rftr_base`).
+pub fn rftr_bases() -> Vec<&'static str> {
+    ENGINES
+        .iter()
+        .filter(|e| e.rftr_base)
+        .map(|e| e.name)
+        .collect()
+}
 
-/// The engine called `name` (OpenSM's names; exact match).
+/// The engine called `name` (see [`lookup`]).
 pub fn by_name(name: &str) -> Option<Box<dyn Engine>> {
-    Some(match name {
-        "minhop" => Box::new(minhop::MinHop),
-        "updn" => Box::new(updn::UpDn),
-        "dnup" => Box::new(updn::DnUp),
-        "dor" => Box::new(dor::Dor),
-        "ftree" => Box::new(ftree::FatTree),
-        "sssp" => Box::new(sssp::Sssp),
-        _ => return None,
-    })
+    lookup(name).map(|e| (e.new)())
 }
 
 /// Result of [`route_chain`]: never silent about what happened.

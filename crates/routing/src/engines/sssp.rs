@@ -16,7 +16,7 @@
 //! arrays are reused for all destinations. Not deadlock-free.
 
 use super::common::{transpose_rect, unreached_note, Topo};
-use super::{Engine, EngineError, RouteOptions, Routed};
+use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::Routing;
 use fabric::{Fabric, FaultMask, NO_PORT};
 use rustc_hash::FxHashSet;
@@ -26,9 +26,19 @@ use std::cmp::Reverse;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sssp;
 
+/// The `sssp` entry of the engine registry.
+pub const INFO: EngineInfo = EngineInfo {
+    name: "sssp",
+    aliases: &[],
+    summary: "globally balanced shortest paths (one Dijkstra per destination LID)",
+    deadlock_free: false,
+    rftr_base: false,
+    new: || Box::new(Sssp),
+};
+
 impl Engine for Sssp {
-    fn name(&self) -> &'static str {
-        "sssp"
+    fn info(&self) -> &'static EngineInfo {
+        &INFO
     }
     fn route_detailed(
         &self,

@@ -87,10 +87,12 @@ use super::common::{
     eccentricities, generic_lfts, generic_order, hop_matrix, unreached_note, EndDest,
     GenericParams, Topo, INF,
 };
-use super::{Engine, EngineError, RouteOptions, Routed};
+use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::Routing;
+use crate::turn::{TurnRule, UpDownRule};
 use fabric::{ChannelId, Fabric, FaultMask};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// Direction of a channel under an up/down ranking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1259,9 +1261,45 @@ fn route_updown(
 #[derive(Clone, Copy, Debug, Default)]
 pub struct UpDn;
 
+/// The `updn` entry of the engine registry.
+pub const UPDN: EngineInfo = EngineInfo {
+    name: "updn",
+    aliases: &[],
+    summary: "Up*/Down*: ranks from roots, always picks working roots",
+    deadlock_free: true,
+    rftr_base: true,
+    new: || Box::new(UpDn),
+};
+
 impl Engine for UpDn {
-    fn name(&self) -> &'static str {
-        "updn"
+    fn info(&self) -> &'static EngineInfo {
+        &UPDN
+    }
+    /// The Up*/Down* rule of the ranking the engine routes with (the same roots).
+    fn turn_rule<'f>(
+        &self,
+        f: &'f Fabric,
+        opts: &RouteOptions,
+    ) -> Result<Arc<dyn TurnRule + 'f>, EngineError> {
+        let (rk, _) = UpDownRanking::for_updn(f, &FaultMask::none(f), opts)?;
+        Ok(Arc::new(UpDownRule::from_fn(f, |c| {
+            rk.channel_dir(f, c) == Dir::Up
+        })))
+    }
+    /// The roots chosen on the fault-free fabric, written into `root_guids` when none are
+    /// given: the base routing, RFTR's turn rule and every full reconfiguration after faults
+    /// then rank the fabric from the same roots, and the root choice is paid once.
+    fn pin_choices(&self, f: &Fabric, opts: &RouteOptions) -> Result<RouteOptions, EngineError> {
+        let mut o = opts.clone();
+        if o.root_guids.is_empty() {
+            let (rk, _) = UpDownRanking::for_updn(f, &FaultMask::none(f), opts)?;
+            o.root_guids = rk
+                .roots
+                .iter()
+                .map(|&s| f.node(f.switches[s]).guid)
+                .collect();
+        }
+        Ok(o)
     }
     fn route_detailed(
         &self,
@@ -1281,9 +1319,19 @@ impl Engine for UpDn {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DnUp;
 
+/// The `dnup` entry of the engine registry.
+pub const DNUP: EngineInfo = EngineInfo {
+    name: "dnup",
+    aliases: &[],
+    summary: "Down*/Up*: rank 0 = switches with end ports",
+    deadlock_free: true,
+    rftr_base: false,
+    new: || Box::new(DnUp),
+};
+
 impl Engine for DnUp {
-    fn name(&self) -> &'static str {
-        "dnup"
+    fn info(&self) -> &'static EngineInfo {
+        &DNUP
     }
     fn route_detailed(
         &self,

@@ -43,9 +43,9 @@
 
 use super::delta::Delta;
 use super::paths::{roomy, PathId, PathStore, NONE};
-use super::turn::{TurnRule, MAX_CLASSES};
 use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::{PathSl, Routing, NUM_SLS};
+use crate::turn::{TurnRule, MAX_CLASSES};
 use fabric::{ChannelId, Fabric, FaultMask, Lid, LinkId, NodeId, NodeKind, NO_PORT};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -85,6 +85,27 @@ impl Default for RftrConfig {
             prefer_base_lid: true,
         }
     }
+}
+
+/// Why RFTR cannot start.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RftrError {
+    #[error("VLs must be 1..=15, not {0}")]
+    Vls(u8),
+    #[error("SLs must be 1..=16, not {0}")]
+    Sls(u8),
+    #[error("turn rule {rule} uses {classes} channel classes (at most {MAX_CLASSES})")]
+    Classes { rule: &'static str, classes: usize },
+    #[error(
+        "the base routing breaks the {rule} turn rule at switch {at:?} (path from {from:?} to LID {lid}); \
+         RFTR needs a base routing that obeys its rule"
+    )]
+    BaseBreaksRule {
+        rule: &'static str,
+        at: String,
+        from: String,
+        lid: Lid,
+    },
 }
 
 /// A fault to apply.
@@ -286,12 +307,12 @@ impl<'f> Rftr<'f> {
         base: &Routing,
         rule: Arc<dyn TurnRule + 'f>,
         cfg: RftrConfig,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RftrError> {
         if cfg.vls == 0 || cfg.vls > crate::tables::NUM_DATA_VLS {
-            return Err(format!("VLs must be 1..=15, not {}", cfg.vls));
+            return Err(RftrError::Vls(cfg.vls));
         }
         if cfg.max_sls == 0 || cfg.max_sls as usize > NUM_SLS {
-            return Err(format!("SLs must be 1..=16, not {}", cfg.max_sls));
+            return Err(RftrError::Sls(cfg.max_sls));
         }
         let ns = f.num_switches();
         let ne = f.end_ports.len();
@@ -344,10 +365,10 @@ impl<'f> Rftr<'f> {
         let ch_class: Vec<u8> = (0..nch as u32).map(|c| rule.class(ChannelId(c))).collect();
         let ncls = ch_class.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
         if ncls > MAX_CLASSES {
-            return Err(format!(
-                "turn rule {} uses {ncls} channel classes (at most {MAX_CLASSES})",
-                rule.name()
-            ));
+            return Err(RftrError::Classes {
+                rule: rule.name(),
+                classes: ncls,
+            });
         }
         // One representative channel per class gives the penalty table (legality depends
         // only on the classes: the TurnRule invariant).
@@ -430,13 +451,12 @@ impl<'f> Rftr<'f> {
                 for w in buf.windows(2) {
                     if !me.rule.legal(f, w[0], w[1]) {
                         let at = f.port(f.channel_dst(w[0])).node;
-                        return Err(format!(
-                            "the base routing breaks the {} turn rule at switch {:?} (path from {:?} to LID {lid}); \
-                             RFTR needs a base routing that obeys its rule",
-                            me.rule.name(),
-                            f.node(at).name,
-                            f.node(f.switches[s as usize]).name
-                        ));
+                        return Err(RftrError::BaseBreaksRule {
+                            rule: me.rule.name(),
+                            at: f.node(at).name.clone(),
+                            from: f.node(f.switches[s as usize]).name.clone(),
+                            lid,
+                        });
                     }
                 }
                 let id = me.paths.push(s, e, 0, 0, &buf, &zeros[..buf.len()]);

@@ -620,7 +620,7 @@ mod tests {
         let engine = by_name("updn").unwrap();
         let opts = RouteOptions::default();
         let base = engine.route(&f, &FaultMask::none(&f), &opts).unwrap();
-        let rule = super::super::base_rule(&f, "updn", &opts).unwrap();
+        let rule = super::super::base_rule(&f, engine.as_ref(), &opts).unwrap();
         let start = Rftr::new(&f, &base, rule, super::super::RftrConfig::default()).unwrap();
         let ctx = SweepContext::new(&f, start, base, engine.as_ref(), opts);
         let spec = SweepSpec {
