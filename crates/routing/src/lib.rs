@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod opensm;
 pub mod tables;
 pub mod turn;
+pub mod vl;
 pub mod walk;
 
 pub use tables::{PathSl, Routing, Sl2Vl, TableError};

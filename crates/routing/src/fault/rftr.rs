@@ -46,6 +46,7 @@ use super::paths::{roomy, PathId, PathStore, NONE};
 use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::{PathSl, Routing, NUM_SLS};
 use crate::turn::{TurnRule, MAX_CLASSES};
+use crate::vl::{Need, SlColouring};
 use fabric::{ChannelId, Fabric, FaultMask, Lid, LinkId, NodeId, NodeKind, NO_PORT};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -151,9 +152,9 @@ pub struct Rftr<'f> {
     end_swport: Vec<u8>,
     /// Selected path per (slot, end): path id, NONE (unrouted), SAME or DROPPED.
     sel: Vec<u32>,
-    /// SL → VL assignments for SLs ≥ 1 on inter-switch hops: key (switch, in, out, sl).
-    slvl: FxHashMap<u64, u8>,
-    sls_used: u8,
+    /// SL → VL assignments for SLs ≥ 1 on inter-switch hops (SL 0 carries every path
+    /// without a transition and maps everything to VL 0).
+    colours: SlColouring,
     /// Per end port: bit k set when LID offset k is in use.
     lid_used: Vec<u128>,
     lmc: u8,
@@ -280,7 +281,7 @@ impl std::fmt::Debug for Rftr<'_> {
         f.debug_struct("Rftr")
             .field("rule", &self.rule.name())
             .field("paths", &self.paths.len())
-            .field("sls_used", &self.sls_used)
+            .field("sls_used", &self.colours.end())
             .finish()
     }
 }
@@ -403,8 +404,7 @@ impl<'f> Rftr<'f> {
             end_sw,
             end_swport,
             sel: Vec::new(),
-            slvl: FxHashMap::default(),
-            sls_used: 1,
+            colours: SlColouring::new(1, cfg.max_sls),
             lid_used: vec![1; ne],
             lmc,
             delta: Delta::default(),
@@ -512,7 +512,7 @@ impl<'f> Rftr<'f> {
         (self.paths.len(), self.paths.total_hops())
     }
     pub fn sls_used(&self) -> u8 {
-        self.sls_used
+        self.colours.end()
     }
     /// Largest number of virtual LIDs (offsets ≥ 1) in use for one destination.
     pub fn max_virtual_lids(&self) -> u32 {
@@ -1236,12 +1236,9 @@ impl<'f> Rftr<'f> {
         })
     }
 
-    fn key(sw: u32, inp: u8, out: u8, sl: u8) -> u64 {
-        ((sw as u64) << 24) | ((inp as u64) << 16) | ((out as u64) << 8) | sl as u64
-    }
-
-    /// The (switch, in port, out port, VL) constraints a path puts on its SL.
-    fn sl_constraints(&self, s: u32, hops: &[ChannelId], vls: &[u8]) -> Vec<(u32, u8, u8, u8)> {
+    /// The (switch, in port, out port, VL) needs a path puts on its SL (at the source switch,
+    /// for every input port a source end port uses).
+    fn sl_constraints(&self, s: u32, hops: &[ChannelId], vls: &[u8]) -> Vec<Need> {
         let f = self.f;
         let mut v = Vec::new();
         for (i, &c) in hops.iter().enumerate() {
@@ -1249,31 +1246,32 @@ impl<'f> Rftr<'f> {
             let out = f.port(f.channel_src(c)).num;
             if i == 0 {
                 for &e in &self.slot_ends[self.slot_of[s as usize] as usize] {
-                    v.push((sw, self.end_swport[e as usize], out, vls[0]));
+                    v.push(Need {
+                        sw,
+                        inp: self.end_swport[e as usize],
+                        out,
+                        vl: vls[0],
+                    });
                 }
             } else {
                 let inp = f.port(f.channel_dst(hops[i - 1])).num;
-                v.push((sw, inp, out, vls[i]));
+                v.push(Need {
+                    sw,
+                    inp,
+                    out,
+                    vl: vls[i],
+                });
             }
         }
         v
     }
 
-    /// An SL ≥ 1 compatible with a path's constraints; a new one only when `allow_new`.
-    fn pick_sl(&self, cons: &[(u32, u8, u8, u8)], allow_new: bool) -> Option<u8> {
-        if !allow_new {
-            return (1..self.sls_used).find(|&sl| {
-                cons.iter().all(|&(sw, i, o, vl)| {
-                    self.slvl
-                        .get(&Self::key(sw, i, o, sl))
-                        .is_none_or(|&x| x == vl)
-                })
-            });
-        }
-        if self.sls_used < self.cfg.max_sls {
-            Some(self.sls_used)
+    /// An SL ≥ 1 compatible with a path's needs; a new one only when `allow_new`.
+    fn pick_sl(&self, cons: &[Need], allow_new: bool) -> Option<u8> {
+        if allow_new {
+            self.colours.fresh()
         } else {
-            None
+            self.colours.find(cons)
         }
     }
 
@@ -1288,7 +1286,7 @@ impl<'f> Rftr<'f> {
         hops: &[ChannelId],
         vls: &[u8],
         req: &[(u32, u8)],
-        cons: &[(u32, u8, u8, u8)],
+        cons: &[Need],
     ) {
         let f = self.f;
         let ne = f.end_ports.len();
@@ -1307,20 +1305,15 @@ impl<'f> Rftr<'f> {
             }
         }
         if sl != 0 {
-            if sl >= self.sls_used {
-                self.sls_used = sl + 1;
-            }
-            for &(sw, i, o, vl) in cons {
-                let k = Self::key(sw, i, o, sl);
-                if self.slvl.insert(k, vl).is_none() {
-                    let node = f.switches[sw as usize];
-                    let old = self.routing.sl2vl.vl(node, i, o, sl);
-                    if old != vl {
-                        self.routing.sl2vl.set(node, i, o, sl, vl);
-                        self.delta.sl2vl_change(sw, i, o, sl, old, vl);
-                    }
+            let (sl2vl, delta) = (&mut self.routing.sl2vl, &mut self.delta);
+            self.colours.assign(sl, cons, |n| {
+                let node = f.switches[n.sw as usize];
+                let old = sl2vl.vl(node, n.inp, n.out, sl);
+                if old != n.vl {
+                    sl2vl.set(node, n.inp, n.out, sl, n.vl);
+                    delta.sl2vl_change(n.sw, n.inp, n.out, sl, old, n.vl);
                 }
-            }
+            });
         }
         self.lid_used[e as usize] |= 1u128 << off;
         let prev = self.sel[slot as usize * ne + e as usize];

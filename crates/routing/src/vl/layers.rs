@@ -1,0 +1,346 @@
+//! Layers of paths whose channel dependency graphs stay acyclic.
+//!
+//! A layer is one VL: a path placed in it adds an edge `c1 → c2` for every two consecutive
+//! channels it takes. [`Layers::try_add`] places a path in a layer only if the layer's graph
+//! stays acyclic, and otherwise leaves the layer exactly as it was. The check is incremental:
+//! each layer keeps a topological order of its vertices (Pearce and Kelly's dynamic
+//! topological sort), so an edge that agrees with the order costs O(1) and one that does not
+//! searches only the vertices between its ends in the order. Edges are reference-counted per
+//! path, so [`Layers::remove`] takes a path out again (the order stays valid).
+//!
+//! Vertices are dense indices (the caller's channel numbering); a layer allocates its arrays
+//! on first use.
+
+use rustc_hash::FxHashMap;
+
+/// One layer: a DAG with multiplicities and a topological order.
+#[derive(Clone, Debug, Default)]
+struct Layer {
+    /// Edge (u, v) → number of paths that induce it.
+    count: FxHashMap<u64, u32>,
+    succ: Vec<Vec<u32>>,
+    pred: Vec<Vec<u32>>,
+    /// Topological position of each vertex, and the vertex at each position.
+    ord: Vec<u32>,
+    at: Vec<u32>,
+    paths: u64,
+}
+
+#[inline]
+fn ekey(u: u32, v: u32) -> u64 {
+    (u as u64) << 32 | v as u64
+}
+
+impl Layer {
+    fn ensure(&mut self, n: usize) {
+        if self.ord.is_empty() && n > 0 {
+            self.succ = vec![Vec::new(); n];
+            self.pred = vec![Vec::new(); n];
+            self.ord = (0..n as u32).collect();
+            self.at = (0..n as u32).collect();
+        }
+    }
+
+    /// Adds one reference to edge u → v. False (and nothing changed) when it would close a
+    /// cycle.
+    fn add_edge(&mut self, u: u32, v: u32, fwd: &mut Vec<u32>, back: &mut Vec<u32>) -> bool {
+        if u == v {
+            return false;
+        }
+        let k = ekey(u, v);
+        if let Some(c) = self.count.get_mut(&k) {
+            *c += 1;
+            return true;
+        }
+        let (ou, ov) = (self.ord[u as usize], self.ord[v as usize]);
+        if ou > ov && !self.reorder(u, v, ou, ov, fwd, back) {
+            return false;
+        }
+        self.count.insert(k, 1);
+        self.succ[u as usize].push(v);
+        self.pred[v as usize].push(u);
+        true
+    }
+
+    /// Pearce–Kelly: vertices reachable from v with order ≤ ord(u), and those reaching u with
+    /// order ≥ ord(v); a cycle if the first set holds u. Otherwise the two sets are given the
+    /// positions they held, backward set first.
+    fn reorder(
+        &mut self,
+        u: u32,
+        v: u32,
+        ou: u32,
+        ov: u32,
+        fwd: &mut Vec<u32>,
+        back: &mut Vec<u32>,
+    ) -> bool {
+        fwd.clear();
+        back.clear();
+        // Forward from v, bounded by ord(u). Visited: collected in `fwd`, marked by a
+        // temporary flip of their order to a value past every position.
+        let n = self.ord.len() as u32;
+        let mark = |o: u32| o + n;
+        let mut stack = vec![v];
+        self.ord[v as usize] = mark(self.ord[v as usize]);
+        let mut cycle = false;
+        while let Some(x) = stack.pop() {
+            fwd.push(x);
+            for &y in &self.succ[x as usize] {
+                if y == u {
+                    cycle = true;
+                }
+                let oy = self.ord[y as usize];
+                if oy < n && oy <= ou {
+                    self.ord[y as usize] = mark(oy);
+                    stack.push(y);
+                }
+            }
+        }
+        if cycle {
+            for &x in fwd.iter() {
+                self.ord[x as usize] -= n;
+            }
+            return false;
+        }
+        let mut stack = vec![u];
+        self.ord[u as usize] = mark(self.ord[u as usize]);
+        while let Some(x) = stack.pop() {
+            back.push(x);
+            for &y in &self.pred[x as usize] {
+                let oy = self.ord[y as usize];
+                if oy < n && oy >= ov {
+                    self.ord[y as usize] = mark(oy);
+                    stack.push(y);
+                }
+            }
+        }
+        for &x in fwd.iter().chain(back.iter()) {
+            self.ord[x as usize] -= n;
+        }
+        // The positions both sets hold, sorted; backward set (by order) then forward set.
+        let key = |x: &u32| self.ord[*x as usize];
+        fwd.sort_unstable_by_key(key);
+        back.sort_unstable_by_key(key);
+        let mut slots: Vec<u32> = fwd.iter().chain(back.iter()).map(key).collect();
+        slots.sort_unstable();
+        for (&x, &p) in back.iter().chain(fwd.iter()).zip(&slots) {
+            self.ord[x as usize] = p;
+            self.at[p as usize] = x;
+        }
+        true
+    }
+
+    /// Drops one reference to edge u → v (which must exist).
+    fn remove_edge(&mut self, u: u32, v: u32) {
+        let k = ekey(u, v);
+        let Some(c) = self.count.get_mut(&k) else {
+            return;
+        };
+        *c -= 1;
+        if *c == 0 {
+            self.count.remove(&k);
+            let s = &mut self.succ[u as usize];
+            if let Some(i) = s.iter().position(|&x| x == v) {
+                s.swap_remove(i);
+            }
+            let p = &mut self.pred[v as usize];
+            if let Some(i) = p.iter().position(|&x| x == u) {
+                p.swap_remove(i);
+            }
+        }
+    }
+}
+
+/// Layers over `n` vertices. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Layers {
+    n: usize,
+    layers: Vec<Layer>,
+    fwd: Vec<u32>,
+    back: Vec<u32>,
+}
+
+impl Layers {
+    /// `count` empty layers over vertices `0..n`.
+    pub fn new(n: usize, count: usize) -> Self {
+        Layers {
+            n,
+            layers: vec![Layer::default(); count],
+            fwd: Vec::new(),
+            back: Vec::new(),
+        }
+    }
+
+    /// Number of layers.
+    pub fn len(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// True when there are no layers.
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty()
+    }
+
+    /// Paths currently in layer `l`.
+    pub fn paths(&self, l: usize) -> u64 {
+        self.layers[l].paths
+    }
+
+    /// Distinct dependency edges in layer `l`.
+    pub fn edges(&self, l: usize) -> usize {
+        self.layers[l].count.len()
+    }
+
+    /// Places the path through vertices `chans` (in order) in layer `l` if the layer stays
+    /// acyclic; otherwise changes nothing and returns false. A path revisiting a vertex right
+    /// away (`c → c`) never fits.
+    pub fn try_add(&mut self, l: usize, chans: &[u32]) -> bool {
+        let n = self.n;
+        let layer = &mut self.layers[l];
+        layer.ensure(n);
+        for (i, w) in chans.windows(2).enumerate() {
+            if !layer.add_edge(w[0], w[1], &mut self.fwd, &mut self.back) {
+                for w in chans[..i + 1].windows(2) {
+                    layer.remove_edge(w[0], w[1]);
+                }
+                return false;
+            }
+        }
+        layer.paths += 1;
+        true
+    }
+
+    /// Takes a path placed with [`Layers::try_add`] out of layer `l`.
+    pub fn remove(&mut self, l: usize, chans: &[u32]) {
+        let layer = &mut self.layers[l];
+        for w in chans.windows(2) {
+            layer.remove_edge(w[0], w[1]);
+        }
+        layer.paths = layer.paths.saturating_sub(1);
+    }
+
+    /// The first layer from `from` on where the path fits, placing it there.
+    pub fn first_fit(&mut self, from: usize, chans: &[u32]) -> Option<usize> {
+        (from..self.layers.len()).find(|&l| self.try_add(l, chans))
+    }
+
+    /// Adds one more empty layer.
+    pub fn push_layer(&mut self) {
+        self.layers.push(Layer::default());
+    }
+
+    /// True when layer `l`'s graph is acyclic (an independent check by Kahn's algorithm, for
+    /// tests and assertions).
+    pub fn is_acyclic(&self, l: usize) -> bool {
+        let layer = &self.layers[l];
+        if layer.ord.is_empty() {
+            return true;
+        }
+        let n = layer.succ.len();
+        let mut indeg = vec![0u32; n];
+        for s in &layer.succ {
+            for &v in s {
+                indeg[v as usize] += 1;
+            }
+        }
+        let mut q: Vec<u32> = (0..n as u32).filter(|&v| indeg[v as usize] == 0).collect();
+        let mut seen = 0;
+        while let Some(x) = q.pop() {
+            seen += 1;
+            for &y in &layer.succ[x as usize] {
+                indeg[y as usize] -= 1;
+                if indeg[y as usize] == 0 {
+                    q.push(y);
+                }
+            }
+        }
+        seen == n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::rng::Rng;
+
+    #[test]
+    fn a_ring_needs_two_layers_and_removal_frees_the_first() {
+        // Four channels around a ring; paths of two hops each close the ring together.
+        let paths: Vec<Vec<u32>> = (0..4).map(|i| vec![i, (i + 1) % 4]).collect();
+        let mut l = Layers::new(4, 2);
+        let placed: Vec<usize> = paths.iter().map(|p| l.first_fit(0, p).unwrap()).collect();
+        assert_eq!(
+            placed,
+            vec![0, 0, 0, 1],
+            "the fourth dependency closes the cycle"
+        );
+        assert!(l.is_acyclic(0) && l.is_acyclic(1));
+        assert_eq!((l.paths(0), l.paths(1)), (3, 1));
+        l.remove(0, &paths[0]);
+        assert!(l.try_add(0, &paths[3]), "without 0 -> 1 the ring is open");
+        assert!(!l.try_add(0, &paths[0]));
+        assert_eq!(l.edges(0), 3);
+    }
+
+    #[test]
+    fn failed_adds_leave_the_layer_unchanged() {
+        let mut l = Layers::new(5, 1);
+        assert!(l.try_add(0, &[0, 1, 2]));
+        assert!(l.try_add(0, &[2, 3]));
+        // 3 -> 4 fits, 4 -> 0 closes 0 -> 1 -> 2 -> 3 -> 4 -> 0: the whole path is refused
+        // and 3 -> 4 rolled back.
+        assert!(!l.try_add(0, &[3, 4, 0]));
+        assert_eq!(l.edges(0), 3);
+        assert!(l.try_add(0, &[4, 0]), "4 -> 0 alone is fine");
+        assert!(!l.try_add(0, &[3, 4]));
+        assert!(!l.try_add(0, &[1, 1]), "a self-loop never fits");
+    }
+
+    /// Against a brute-force check: a random sequence of path insertions and removals, each
+    /// insert accepted exactly when the layer's graph with the path stays acyclic.
+    #[test]
+    fn agrees_with_recomputing_acyclicity() {
+        for seed in 0..40u64 {
+            let mut rng = Rng::new(seed);
+            let n = 3 + rng.below(12) as usize;
+            let mut l = Layers::new(n, 1);
+            let mut inside: Vec<Vec<u32>> = Vec::new();
+            for _ in 0..60 {
+                if !inside.is_empty() && rng.below(4) == 0 {
+                    let i = rng.below(inside.len() as u64) as usize;
+                    let p = inside.swap_remove(i);
+                    l.remove(0, &p);
+                    continue;
+                }
+                let len = 2 + rng.below(3) as usize;
+                let p: Vec<u32> = (0..len).map(|_| rng.below(n as u64) as u32).collect();
+                let mut edges: Vec<(u32, u32)> = inside
+                    .iter()
+                    .chain(std::iter::once(&p))
+                    .flat_map(|q| q.windows(2).map(|w| (w[0], w[1])))
+                    .collect();
+                edges.sort_unstable();
+                edges.dedup();
+                let acyclic = {
+                    let mut b = Layers::new(n, 1);
+                    let mut ok = edges.iter().all(|&(a, c)| a != c);
+                    if ok {
+                        let lay = &mut b.layers[0];
+                        lay.ensure(n);
+                        for &(a, c) in &edges {
+                            lay.succ[a as usize].push(c);
+                        }
+                        ok = b.is_acyclic(0);
+                    }
+                    ok
+                };
+                let got = l.try_add(0, &p);
+                assert_eq!(got, acyclic, "seed {seed}: path {p:?}");
+                if got {
+                    inside.push(p);
+                }
+                assert!(l.is_acyclic(0), "seed {seed}");
+            }
+        }
+    }
+}
