@@ -10,7 +10,7 @@ use fabric::gen::{generate, TopoSpec};
 use fabric::{Fabric, FaultMask, NO_PORT};
 use routing::cdg;
 use routing::engines::common::Topo;
-use routing::engines::updn::{eval_candidates, EVAL_MAX_CANDIDATES, EVAL_MIN_CANDIDATES};
+use routing::engines::roots::{eval_candidates, EVAL_MAX_CANDIDATES, EVAL_MIN_CANDIDATES};
 use routing::engines::{by_name, Dir, RouteOptions, Routed, UpDownRanking};
 use routing::metrics::route_metrics;
 use routing::Routing;

@@ -43,8 +43,9 @@
 //! entry (top-down). If that still leaves a switch that has an up*/down* path under the
 //! ranking, the whole target falls back to the up*/down* BFS (least-loaded legal ports).
 
+use super::common::is_service_ca;
 use super::common::{eccentricities, hop_matrix, transpose_rect, unreached_note, Topo, INF};
-use super::updn::{
+use super::ranking::{
     bfs_levels, code_is_legal, codes_matrix, components, count_illegal, escape_note, updown_cands,
     UpDownRanking,
 };
@@ -57,11 +58,6 @@ use rustc_hash::FxHashSet;
 /// The `ftree` engine.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FatTree;
-
-/// True for CA node descriptions of service nodes that are not compute nodes.
-pub fn is_service_ca(desc: &str) -> bool {
-    desc.to_ascii_lowercase().contains("aggregation node")
-}
 
 /// Group of parallel links from one switch to one neighbour switch.
 #[derive(Clone, Copy, Debug)]

@@ -28,6 +28,8 @@ pub mod common;
 pub mod dor;
 pub mod ftree;
 pub mod minhop;
+pub mod ranking;
+pub mod roots;
 pub mod sssp;
 pub mod updn;
 
@@ -37,7 +39,7 @@ use fabric::{Fabric, FaultMask};
 use std::fmt;
 use std::sync::Arc;
 
-pub use updn::{Dir, UpDownRanking};
+pub use ranking::{Dir, UpDownRanking};
 
 /// Options with OpenSM's names and meaning. All GUID lists are empty by default.
 ///

@@ -1,0 +1,536 @@
+//! The Up*/Down* machinery shared by `updn`, `dnup` and `ftree`: a ranking of the live
+//! switches into a total order, the direction of every inter-switch channel under it, the turn
+//! rule (down → up is the one illegal turn), and per destination the shortest legal distances
+//! ("codes") and the candidate ports of a destination-based table. How the roots are chosen
+//! lives in [`super::roots`]; the engines in [`super::updn`] and [`super::ftree`].
+
+use super::common::{generic_lfts, generic_order, GenericParams, Topo, INF};
+use super::RouteOptions;
+use fabric::{ChannelId, Fabric};
+use rayon::prelude::*;
+
+/// Direction of a channel under an up/down ranking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    Up,
+    Down,
+    /// Not a live inter-switch channel (end-port links, channels of dead or unranked switches).
+    None,
+}
+
+/// An up/down ranking of the live switches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpDownRanking {
+    /// Per switch index: rank (BFS distance from the roots; `u32::MAX` = dead).
+    pub rank: Vec<u32>,
+    /// Roots (switch indices) the ranks were computed from.
+    pub roots: Vec<usize>,
+    /// Per switch index: position in the total order (smaller = higher; `u32::MAX` = dead).
+    pub pos: Vec<u32>,
+}
+
+impl UpDownRanking {
+    /// Up*/Down* ranking from `roots` (switch indices): rank = BFS distance, order by (rank,
+    /// larger GUID first, index). Live switches the roots do not reach get extra roots (lowest
+    /// switch index of each such component).
+    pub fn from_roots(t: &Topo, roots: &[usize]) -> Self {
+        let mut roots: Vec<usize> = roots
+            .iter()
+            .copied()
+            .filter(|&r| r < t.n && t.alive[r])
+            .collect();
+        let mut rank = bfs_levels(t, &roots);
+        while let Some(extra) = (0..t.n).find(|&s| t.alive[s] && rank[s] == u32::MAX) {
+            roots.push(extra);
+            rank = bfs_levels(t, &roots);
+        }
+        let key = |s: usize| (rank[s], std::cmp::Reverse(t.guid(s)), s);
+        let pos = positions(t, key);
+        UpDownRanking { rank, roots, pos }
+    }
+
+    /// Down*/Up* ranking: rank 0 = switches with live end ports. `None` if there are none.
+    /// Internally the order is reversed (so "legal = up* then down*" holds for the machinery).
+    /// Ties of equal rank are broken by the distance from the default reference switch (the
+    /// lowest-GUID switch of maximum rank); [`DnUp`] may pick another one (module docs).
+    pub fn dnup(t: &Topo) -> Option<Self> {
+        let (rank, roots) = dnup_ranks(t)?;
+        let reference = dnup_default_reference(t, &rank);
+        Some(Self::dnup_from(t, rank, roots, reference.as_slice()))
+    }
+
+    /// The Down*/Up* order from dnup ranks with ties broken by the BFS distance from the
+    /// `reference` switches (then GUID).
+    pub(crate) fn dnup_from(
+        t: &Topo,
+        rank: Vec<u32>,
+        roots: Vec<usize>,
+        reference: &[usize],
+    ) -> Self {
+        let second = if reference.is_empty() {
+            vec![0; t.n]
+        } else {
+            bfs_levels(t, reference)
+        };
+        // Machinery order: higher dnup rank = "higher" (smaller pos); ties by distance from the
+        // reference switch, then GUID.
+        let key = |s: usize| {
+            (
+                std::cmp::Reverse(rank[s]),
+                second[s],
+                std::cmp::Reverse(t.guid(s)),
+                s,
+            )
+        };
+        let pos = positions(t, key);
+        UpDownRanking { rank, roots, pos }
+    }
+
+    /// True when going from switch index `from` to `to` is an up move.
+    #[inline]
+    pub fn is_up_sw(&self, from: usize, to: usize) -> bool {
+        self.pos[to] < self.pos[from]
+    }
+
+    /// Direction of channel `c` (for `dnup` rankings, in the mirrored sense used internally:
+    /// a legal path is always `Up* Down*` under this function).
+    pub fn channel_dir(&self, f: &Fabric, c: ChannelId) -> Dir {
+        let Some(l) = f.links.get(c.link().idx()) else {
+            return Dir::None;
+        };
+        let (src, dst) = if c.0 & 1 == 0 { (l.a, l.b) } else { (l.b, l.a) };
+        let a = f.switch_index[f.port(src).node.idx()];
+        let b = f.switch_index[f.port(dst).node.idx()];
+        if a == u32::MAX || b == u32::MAX || a == b {
+            return Dir::None;
+        }
+        let (pa, pb) = (self.pos[a as usize], self.pos[b as usize]);
+        if pa == u32::MAX || pb == u32::MAX {
+            return Dir::None;
+        }
+        if pb < pa {
+            Dir::Up
+        } else {
+            Dir::Down
+        }
+    }
+
+    /// The turn rule: entering a switch on `in_c` and leaving on `out_c` is legal unless `in_c`
+    /// goes down and `out_c` goes up. Injection from / ejection to end ports is always legal.
+    pub fn is_legal_turn(&self, f: &Fabric, in_c: ChannelId, out_c: ChannelId) -> bool {
+        !(self.channel_dir(f, in_c) == Dir::Down && self.channel_dir(f, out_c) == Dir::Up)
+    }
+}
+
+/// Multi-source BFS levels over live switches (`u32::MAX` = not reached).
+pub fn bfs_levels(t: &Topo, sources: &[usize]) -> Vec<u32> {
+    let mut lvl = vec![u32::MAX; t.n];
+    let mut q: Vec<u32> = Vec::with_capacity(t.n);
+    for &s in sources {
+        if s < t.n && t.alive[s] && lvl[s] == u32::MAX {
+            lvl[s] = 0;
+            q.push(s as u32);
+        }
+    }
+    let mut h = 0;
+    while h < q.len() {
+        let u = q[h] as usize;
+        h += 1;
+        for a in t.links(u) {
+            let p = a.peer as usize;
+            if lvl[p] == u32::MAX {
+                lvl[p] = lvl[u] + 1;
+                q.push(p as u32);
+            }
+        }
+    }
+    lvl
+}
+
+/// dnup ranks (BFS distance from the switches with live end ports; components without any
+/// get an extra root) and the rank-0 switches. `None` if no switch has a live end port.
+pub(crate) fn dnup_ranks(t: &Topo) -> Option<(Vec<u32>, Vec<usize>)> {
+    let mut roots: Vec<usize> = (0..t.n)
+        .filter(|&s| t.alive[s] && !t.ends_on(s).is_empty())
+        .collect();
+    if roots.is_empty() {
+        return None;
+    }
+    let mut rank = bfs_levels(t, &roots);
+    while let Some(extra) = (0..t.n).find(|&s| t.alive[s] && rank[s] == u32::MAX) {
+        roots.push(extra);
+        rank = bfs_levels(t, &roots);
+    }
+    Some((rank, roots))
+}
+
+/// The default dnup reference switch: the lowest-GUID live switch of maximum rank.
+pub(crate) fn dnup_default_reference(t: &Topo, rank: &[u32]) -> Option<usize> {
+    let maxr = (0..t.n)
+        .filter(|&s| t.alive[s])
+        .map(|s| rank[s])
+        .max()
+        .unwrap_or(0);
+    (0..t.n)
+        .filter(|&s| t.alive[s] && rank[s] == maxr)
+        .min_by_key(|&s| (t.guid(s), s))
+}
+
+fn positions<K: Ord>(t: &Topo, key: impl Fn(usize) -> K) -> Vec<u32> {
+    let mut order: Vec<usize> = (0..t.n).filter(|&s| t.alive[s]).collect();
+    order.sort_by_key(|&s| key(s));
+    let mut pos = vec![u32::MAX; t.n];
+    for (i, &s) in order.iter().enumerate() {
+        pos[s] = i as u32;
+    }
+    pos
+}
+
+/// Connected-component id of every live switch (`u32::MAX` = dead).
+pub fn components(t: &Topo) -> Vec<u32> {
+    let mut comp = vec![u32::MAX; t.n];
+    let mut q = Vec::new();
+    let mut next = 0u32;
+    for s in 0..t.n {
+        if !t.alive[s] || comp[s] != u32::MAX {
+            continue;
+        }
+        comp[s] = next;
+        q.clear();
+        q.push(s);
+        let mut h = 0;
+        while h < q.len() {
+            let u = q[h];
+            h += 1;
+            for a in t.links(u) {
+                let p = a.peer as usize;
+                if comp[p] == u32::MAX {
+                    comp[p] = next;
+                    q.push(p);
+                }
+            }
+        }
+        next += 1;
+    }
+    comp
+}
+
+// ---- per-destination codes ---------------------------------------------------------------
+//
+// code (u16) of switch s toward destination switch d:
+//   INF                  unreachable (other component)
+//   bit 15 clear         legal: (distance << 1) | 1 if labelled D (forwards down), 0 if U
+//   bit 15 set           escape: no legal path; (0x8000 | k) = k hops to a legally routed switch
+
+const ESC: u16 = 0x8000;
+
+#[inline]
+pub(crate) fn code_is_legal(c: u16) -> bool {
+    c & ESC == 0
+}
+#[inline]
+pub(crate) fn code_dist(c: u16) -> u16 {
+    c >> 1
+}
+#[inline]
+pub(crate) fn code_down(c: u16) -> bool {
+    c & 1 == 1
+}
+
+/// Scratch buffers for [`dest_codes`].
+#[derive(Debug, Default)]
+pub(crate) struct CodeScratch {
+    q: Vec<u32>,
+    q2: Vec<u32>,
+    alt: Vec<u16>,
+}
+
+/// Greedy labelled BFS: each switch takes its shortest legal distance, `D` preferred at equal
+/// distance. Returns the number of switches with a legal path.
+fn greedy_codes(
+    t: &Topo,
+    rk: &UpDownRanking,
+    d: usize,
+    code: &mut [u16],
+    q: &mut Vec<u32>,
+) -> usize {
+    code.fill(INF);
+    q.clear();
+    code[d] = 1; // distance 0, D
+    q.push(d as u32);
+    let mut h = 0;
+    while h < q.len() {
+        let u = q[h] as usize;
+        h += 1;
+        let cu = code[u];
+        let nd = (code_dist(cu) + 1).min(0x3FFE);
+        for a in t.links(u) {
+            let s = a.peer as usize;
+            let up = rk.is_up_sw(s, u); // the packet moves s -> u
+            if !up && !code_down(cu) {
+                continue; // would be down -> up at u
+            }
+            let nc = (nd << 1) | (!up as u16);
+            let cs = code[s];
+            if cs == INF {
+                code[s] = nc;
+                q.push(s as u32);
+            } else if code_dist(cs) == nd && !up {
+                code[s] = cs | 1;
+            }
+        }
+    }
+    q.len()
+}
+
+/// Complete labelled BFS: every switch with an all-down path is labelled `D` (shortest
+/// all-down distance), the others go up toward the nearest switch with a path. Reaches every
+/// switch that has any legal path. Returns that number.
+fn complete_codes(
+    t: &Topo,
+    rk: &UpDownRanking,
+    d: usize,
+    code: &mut [u16],
+    a: &mut Vec<u32>,
+    b: &mut Vec<u32>,
+) -> usize {
+    code.fill(INF);
+    a.clear();
+    b.clear();
+    code[d] = 1;
+    a.push(d as u32);
+    let mut h = 0;
+    while h < a.len() {
+        let u = a[h] as usize;
+        h += 1;
+        let nd = (code_dist(code[u]) + 1).min(0x3FFE);
+        for l in t.links(u) {
+            let s = l.peer as usize;
+            if code[s] == INF && !rk.is_up_sw(s, u) {
+                code[s] = (nd << 1) | 1;
+                a.push(s as u32);
+            }
+        }
+    }
+    // U switches: merge the D list (non-decreasing distance) with the U queue.
+    let (mut ia, mut ib) = (0, 0);
+    loop {
+        let take_a = match (a.get(ia), b.get(ib)) {
+            (Some(&x), Some(&y)) => code_dist(code[x as usize]) <= code_dist(code[y as usize]),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let u = if take_a {
+            ia += 1;
+            a[ia - 1]
+        } else {
+            ib += 1;
+            b[ib - 1]
+        } as usize;
+        let nd = (code_dist(code[u]) + 1).min(0x3FFE);
+        for l in t.links(u) {
+            let s = l.peer as usize;
+            if code[s] == INF && rk.is_up_sw(s, u) {
+                code[s] = nd << 1;
+                b.push(s as u32);
+            }
+        }
+    }
+    a.len() + b.len()
+}
+
+/// Fills `code` (length n) for destination switch `d` under ranking `rk`: the greedy
+/// (shortest) labelling when it reaches every switch that has a legal path, else the complete
+/// labelling; then escape distances for switches without a legal path.
+pub(crate) fn dest_codes(
+    t: &Topo,
+    rk: &UpDownRanking,
+    d: usize,
+    full: usize,
+    code: &mut [u16],
+    sc: &mut CodeScratch,
+) {
+    if !t.alive[d] {
+        code.fill(INF);
+        return;
+    }
+    let ng = greedy_codes(t, rk, d, code, &mut sc.q);
+    if ng < full {
+        sc.alt.resize(code.len(), INF);
+        let nc = complete_codes(t, rk, d, &mut sc.alt, &mut sc.q2, &mut sc.q);
+        if nc > ng {
+            code.copy_from_slice(&sc.alt);
+        }
+        if nc == full {
+            return;
+        }
+    } else {
+        return;
+    }
+    // Escape distances for switches of the same component without a legal path: BFS layers
+    // from the legally routed switches (which count as distance 0).
+    let q = &mut sc.q;
+    q.clear();
+    q.extend((0..code.len() as u32).filter(|&s| code[s as usize] != INF));
+    let (mut lo, mut hi, mut k) = (0usize, q.len(), 1u16);
+    while lo < hi {
+        for i in lo..hi {
+            let u = q[i] as usize;
+            for a in t.links(u) {
+                let s = a.peer as usize;
+                if code[s] == INF {
+                    code[s] = ESC | k;
+                    q.push(s as u32);
+                }
+            }
+        }
+        lo = hi;
+        hi = q.len();
+        k = (k + 1).min(0x7FFE);
+    }
+}
+
+/// Candidate output ports of switch `s` toward destination switch `d` from the code row of `d`.
+#[inline]
+pub(crate) fn updown_cands(
+    t: &Topo,
+    rk: &UpDownRanking,
+    row: &[u16],
+    s: usize,
+    out: &mut Vec<(u8, u32)>,
+) {
+    let cs = row[s];
+    if cs == INF {
+        return;
+    }
+    if code_is_legal(cs) {
+        let ds = code_dist(cs);
+        if ds == 0 {
+            return;
+        }
+        if code_down(cs) {
+            let want = ((ds - 1) << 1) | 1;
+            for a in t.links(s) {
+                let p = a.peer as usize;
+                if row[p] == want && !rk.is_up_sw(s, p) {
+                    out.push((a.port, a.peer));
+                }
+            }
+        } else {
+            for a in t.links(s) {
+                let p = a.peer as usize;
+                let cp = row[p];
+                if cp != INF && code_is_legal(cp) && code_dist(cp) == ds - 1 && rk.is_up_sw(s, p) {
+                    out.push((a.port, a.peer));
+                }
+            }
+        }
+    } else {
+        let k = cs & !ESC;
+        if k <= 1 {
+            // nearest legal neighbours with the smallest legal distance
+            let mut best = u16::MAX;
+            for a in t.links(s) {
+                let cp = row[a.peer as usize];
+                if cp != INF && code_is_legal(cp) {
+                    best = best.min(code_dist(cp));
+                }
+            }
+            for a in t.links(s) {
+                let cp = row[a.peer as usize];
+                if cp != INF && code_is_legal(cp) && code_dist(cp) == best {
+                    out.push((a.port, a.peer));
+                }
+            }
+        } else {
+            for a in t.links(s) {
+                if row[a.peer as usize] == ESC | (k - 1) {
+                    out.push((a.port, a.peer));
+                }
+            }
+        }
+    }
+}
+
+/// Code rows for every destination switch: `codes[d * n + s]`. Parallel over destinations.
+pub(crate) fn codes_matrix(t: &Topo, rk: &UpDownRanking) -> Vec<u16> {
+    let n = t.n;
+    let mut codes = vec![INF; n * n];
+    if n == 0 {
+        return codes;
+    }
+    let comp = components(t);
+    let mut size = vec![0usize; n];
+    for &c in &comp {
+        if c != u32::MAX {
+            size[c as usize] += 1;
+        }
+    }
+    codes
+        .par_chunks_mut(n)
+        .enumerate()
+        .for_each_init(CodeScratch::default, |sc, (d, row)| {
+            let full = if comp[d] == u32::MAX {
+                0
+            } else {
+                size[comp[d] as usize]
+            };
+            dest_codes(t, rk, d, full, row, sc)
+        });
+    codes
+}
+
+/// Counts entries without an up*/down* path: `.0` = (source, destination) switch pairs where
+/// `is_source[s]` and the destination carries end ports — pairs that end-port traffic needs;
+/// `.1` = all escape entries (any switch toward any destination switch, switch LIDs included).
+pub(crate) fn count_illegal(t: &Topo, codes: &[u16], is_source: &[bool]) -> (usize, usize) {
+    let n = t.n;
+    (0..n)
+        .into_par_iter()
+        .map(|d| {
+            let row = &codes[d * n..(d + 1) * n];
+            let dest_has_ends = !t.ends_on(d).is_empty();
+            let mut bad = 0;
+            let mut esc = 0;
+            for s in 0..n {
+                let c = row[s];
+                if c != INF && !code_is_legal(c) {
+                    esc += 1;
+                    if is_source[s] && dest_has_ends {
+                        bad += 1;
+                    }
+                }
+            }
+            (bad, esc)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+/// The note for escape entries.
+pub(crate) fn escape_note(esc: usize) -> String {
+    format!(
+        "{esc} (switch, destination switch) entries have no up*/down* path under the ranking and use a shortest escape path; traffic between end ports never uses them, traffic from end ports to switch LIDs may"
+    )
+}
+
+/// Fills the tables of an up/down ranking: OpenSM's generic builder over the legal
+/// min-distance ports of `codes` (balancing, LMC, `port_shifting`, `scatter_ports`).
+pub(crate) fn route_updown(
+    t: &Topo,
+    rk: &UpDownRanking,
+    codes: &[u16],
+    opts: &RouteOptions,
+) -> (crate::tables::Routing, usize) {
+    let n = t.n;
+    let order = generic_order(t, opts);
+    generic_lfts(
+        t,
+        &order,
+        GenericParams::from_opts(opts, true),
+        |s, d, out| {
+            let row = &codes[d * n..(d + 1) * n];
+            updown_cands(t, rk, row, s, out);
+        },
+    )
+}

@@ -1,0 +1,701 @@
+//! How `updn` and `dnup` choose their roots (or reference switches): a root file, the
+//! generator's hints, the switches farthest from the end ports (a fat tree's spines), or, where
+//! nothing is natural (tori, Dragonflies), the best of a few candidate root sets routed and
+//! scored (see [`super::updn`]'s module documentation for the rules and their reasons).
+
+use super::common::{eccentricities, hop_matrix, is_service_ca, EndDest, Topo, INF};
+use super::ranking::{
+    bfs_levels, code_dist, code_is_legal, codes_matrix, components, count_illegal,
+    dnup_default_reference, dnup_ranks, escape_note, route_updown, UpDownRanking,
+};
+use super::{EngineError, RouteOptions};
+use crate::tables::Routing;
+use fabric::{Fabric, FaultMask};
+use rayon::prelude::*;
+
+impl UpDownRanking {
+    /// The ranking the `updn` engine uses for this fabric, options and mask (with its notes).
+    pub fn for_updn(
+        f: &Fabric,
+        mask: &FaultMask,
+        opts: &RouteOptions,
+    ) -> Result<(Self, Vec<String>), EngineError> {
+        let t = Topo::live(f, mask)?;
+        let (rk, _codes, notes) = updn_ranking(&t, mask, opts)?;
+        Ok((rk, notes))
+    }
+}
+
+/// Chooses the dnup ranking (see [`super::updn`]'s module docs) and returns it with its code
+/// matrix and notes; fails when some end-port switch has no down*/up* path.
+pub(crate) fn dnup_ranking(
+    t: &Topo,
+    mask: &FaultMask,
+    opts: &RouteOptions,
+) -> Result<(UpDownRanking, Vec<u16>, Vec<String>), EngineError> {
+    let (rank, roots) = dnup_ranks(t)
+        .ok_or_else(|| EngineError::NotApplicable("no switch has a live end port".into()))?;
+    let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
+    // Every live switch at rank 0 (end ports everywhere) on a connected fabric: the order
+    // is an up*/down* order from the reference switches, chosen like updn's root set.
+    if let Some(c) = chosen_root_set(t, mask, Kind::DnUp, opts) {
+        let mut notes = vec![
+            format!("{} switches with end ports at rank 0", c.rk.roots.len()),
+            c.note,
+        ];
+        if c.esc > 0 {
+            notes.push(escape_note(c.esc));
+        }
+        return Ok((c.rk, c.codes, notes));
+    }
+    let default_ref = dnup_default_reference(t, &rank);
+    let rk = UpDownRanking::dnup_from(t, rank, roots, default_ref.as_slice());
+    let codes = codes_matrix(t, &rk);
+    let (bad, esc) = count_illegal(t, &codes, &is_source);
+    if bad > 0 {
+        return Err(EngineError::NotApplicable(format!(
+            "{bad} (end-port switch, destination switch) pairs have no down*/up* path"
+        )));
+    }
+    let mut notes = vec![format!(
+        "{} switches with end ports at rank 0",
+        rk.roots.len()
+    )];
+    if esc > 0 {
+        notes.push(escape_note(esc));
+    }
+    Ok((rk, codes, notes))
+}
+
+/// Chooses the updn ranking (see the module docs) and returns it with its code matrix.
+pub(crate) fn updn_ranking(
+    t: &Topo,
+    mask: &FaultMask,
+    opts: &RouteOptions,
+) -> Result<(UpDownRanking, Vec<u16>, Vec<String>), EngineError> {
+    let mut notes = Vec::new();
+    let mut hop: Option<Vec<u16>> = None;
+    let (mut roots, bad) = t.resolve_switch_guids(&opts.root_guids);
+    if !bad.is_empty() {
+        notes.push(format!(
+            "{} root GUIDs are not live switch node GUIDs and were ignored",
+            bad.len()
+        ));
+    }
+    let mut source = "root GUID list";
+    if roots.is_empty() {
+        roots =
+            t.f.hints
+                .roots
+                .iter()
+                .filter_map(|r| t.f.switch_index.get(r.idx()).copied())
+                .filter(|&s| s != u32::MAX && t.alive[s as usize])
+                .map(|s| s as usize)
+                .collect();
+        source = "topology hints";
+    }
+    if roots.is_empty() {
+        // Switches farthest from the end-port switches (a fat tree's spines), per component,
+        // unless that is every switch (e.g. end ports everywhere, as on a torus).
+        // Service CAs (SHARP aggregation nodes, one per switch on real trees) do not count.
+        let with_ends: Vec<usize> = (0..t.n)
+            .filter(|&s| {
+                t.alive[s]
+                    && t.ends_on(s).iter().any(|&e| {
+                        let node = t.f.node(t.end_node(e as usize));
+                        !is_service_ca(&node.desc)
+                    })
+            })
+            .collect();
+        let h = bfs_levels(t, &with_ends);
+        let comp = components(t);
+        let ncomp = comp
+            .iter()
+            .filter(|&&c| c != u32::MAX)
+            .max()
+            .map_or(0, |&c| c as usize + 1);
+        let mut hmax = vec![0u32; ncomp];
+        for s in 0..t.n {
+            if t.alive[s] && h[s] != u32::MAX {
+                hmax[comp[s] as usize] = hmax[comp[s] as usize].max(h[s]);
+            }
+        }
+        let far: Vec<usize> = (0..t.n)
+            .filter(|&s| {
+                t.alive[s] && h[s] != u32::MAX && h[s] == hmax[comp[s] as usize] && h[s] > 0
+            })
+            .collect();
+        if !far.is_empty() && far.len() < t.num_alive() {
+            roots = far;
+            source = "switches farthest from the end ports";
+        }
+    }
+    if roots.is_empty() {
+        // A connected fabric: route a few candidate root sets and keep the best (module docs).
+        if let Some(c) = chosen_root_set(t, mask, Kind::UpDn, opts) {
+            notes.insert(0, c.note);
+            if c.esc > 0 {
+                notes.push(escape_note(c.esc));
+            }
+            return Ok((c.rk, c.codes, notes));
+        }
+        let h = hop_matrix(t);
+        let ecc = eccentricities(t, &h);
+        let comp = components(t);
+        let ncomp = comp
+            .iter()
+            .filter(|&&c| c != u32::MAX)
+            .max()
+            .map_or(0, |&c| c as usize + 1);
+        let mut best = vec![INF; ncomp];
+        for s in 0..t.n {
+            if t.alive[s] {
+                let c = comp[s] as usize;
+                best[c] = best[c].min(ecc[s]);
+            }
+        }
+        // one centre per component (lowest GUID among the minimum-eccentricity switches)
+        let mut centre: Vec<Option<usize>> = vec![None; ncomp];
+        for s in 0..t.n {
+            if t.alive[s] && ecc[s] == best[comp[s] as usize] {
+                let c = comp[s] as usize;
+                if centre[c].is_none_or(|o| (t.guid(s), s) < (t.guid(o), o)) {
+                    centre[c] = Some(s);
+                }
+            }
+        }
+        roots = centre.into_iter().flatten().collect();
+        hop = Some(h);
+        source = "graph centre (minimum eccentricity, lowest GUID)";
+    }
+    let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
+    let rk = UpDownRanking::from_roots(t, &roots);
+    let codes = codes_matrix(t, &rk);
+    let (bad, esc) = count_illegal(t, &codes, &is_source);
+    if bad == 0 {
+        notes.insert(0, format!("{} roots from the {source}", rk.roots.len()));
+        if esc > 0 {
+            notes.push(escape_note(esc));
+        }
+        return Ok((rk, codes, notes));
+    }
+    // Fall back to one root per component: the candidate of minimum eccentricity.
+    let h = match hop {
+        Some(h) => h,
+        None => hop_matrix(t),
+    };
+    let ecc = eccentricities(t, &h);
+    let comp = components(t);
+    let mut single: Vec<usize> = Vec::new();
+    let mut seen_comp: Vec<u32> = Vec::new();
+    let mut cands: Vec<usize> = rk.roots.clone();
+    cands.sort_by_key(|&s| (ecc[s], t.guid(s), s));
+    for s in cands {
+        if !seen_comp.contains(&comp[s]) {
+            seen_comp.push(comp[s]);
+            single.push(s);
+        }
+    }
+    let rk2 = UpDownRanking::from_roots(t, &single);
+    let codes2 = codes_matrix(t, &rk2);
+    notes.insert(
+        0,
+        format!(
+            "{} roots from the {source} left {bad} (end-port switch, destination) pairs without an up*/down* path; ranked from a single root per component instead (switch GUID {:#018x})",
+            rk.roots.len(),
+            single.first().map_or(0, |&s| t.guid(s))
+        ),
+    );
+    Ok((rk2, codes2, notes))
+}
+
+// ---- root choice by routing candidates -------------------------------------------------------
+
+/// Candidates are routed and scored only while one candidate's work — live switches × (live
+/// end ports + directed live switch-to-switch channels), what filling the base-LID tables and
+/// computing the legal distances cost — is at most this; above it the default root is kept
+/// without evaluation.
+pub const EVAL_MAX_WORK: u64 = 1 << 23;
+/// Work budget of the whole evaluation: the number of candidates is this divided by one
+/// candidate's work, clamped to [`EVAL_MIN_CANDIDATES`]..=[`EVAL_MAX_CANDIDATES`].
+pub const EVAL_BUDGET: u64 = 1 << 25;
+/// Fewest candidates routed when candidates are evaluated at all.
+pub const EVAL_MIN_CANDIDATES: usize = 8;
+/// Most candidates routed.
+pub const EVAL_MAX_CANDIDATES: usize = 64;
+
+/// How many candidate root sets to route on this live fabric (1 = no evaluation: the fabric
+/// is too big or has fewer than two live switches). Depends on the fabric only, never on the
+/// thread count.
+pub fn eval_candidates(t: &Topo) -> usize {
+    let n = t.num_alive() as u64;
+    let work = n * (t.ends.len() as u64 + t.adj.len() as u64);
+    if n < 2 || work > EVAL_MAX_WORK {
+        return 1;
+    }
+    ((EVAL_BUDGET / work.max(1)) as usize).clamp(EVAL_MIN_CANDIDATES, EVAL_MAX_CANDIDATES)
+}
+
+/// Candidate root sets, at most `k`: first `{f}` for each switch of `firsts` (the engines'
+/// former defaults, so the choice is never worse than they were), then families of base
+/// switches: `firsts`, then the other live switches by (eccentricity, sum of distances to every
+/// switch, GUID, index). Each base `c` contributes, in this order, `{c}`, its *lower star*
+/// `{c}` ∪ {neighbours with a smaller GUID than `c`} and the pairs `{c, b}` for its
+/// neighbours `b` by GUID (duplicates skipped). Every such set is valid: its members have
+/// rank 0 and are all adjacent to the member with the largest GUID (`c` or `b`), the top of
+/// the order, so every switch goes up to its nearest root, up to that top root and down from
+/// there to any switch.
+fn root_candidates(t: &Topo, hop: &[u16], firsts: &[usize], k: usize) -> Vec<Vec<usize>> {
+    let n = t.n;
+    let key: Vec<(u16, u64)> = (0..n)
+        .into_par_iter()
+        .map(|u| {
+            if !t.alive[u] {
+                return (INF, u64::MAX);
+            }
+            hop[u * n..(u + 1) * n]
+                .iter()
+                .filter(|&&d| d != INF)
+                .fold((0u16, 0u64), |(e, s), &d| (e.max(d), s + d as u64))
+        })
+        .collect();
+    let mut bases: Vec<usize> = (0..n)
+        .filter(|&s| t.alive[s] && !firsts.contains(&s))
+        .collect();
+    bases.sort_by_key(|&s| (key[s], t.guid(s), s));
+    let mut out: Vec<Vec<usize>> = Vec::with_capacity(k);
+    let mut seen: rustc_hash::FxHashSet<Vec<usize>> = Default::default();
+    let mut push = |mut set: Vec<usize>, out: &mut Vec<Vec<usize>>| {
+        set.sort_unstable();
+        set.dedup();
+        if out.len() < k && seen.insert(set.clone()) {
+            out.push(set);
+        }
+    };
+    for &c in firsts {
+        push(vec![c], &mut out);
+    }
+    for &c in firsts.iter().chain(&bases) {
+        if out.len() >= k {
+            break;
+        }
+        let mut nb: Vec<usize> = t.links(c).iter().map(|a| a.peer as usize).collect();
+        nb.sort_unstable_by_key(|&b| (t.guid(b), b));
+        nb.dedup();
+        push(vec![c], &mut out);
+        let mut star: Vec<usize> = nb
+            .iter()
+            .copied()
+            .filter(|&b| t.guid(b) < t.guid(c))
+            .collect();
+        if !star.is_empty() {
+            star.push(c);
+            push(star, &mut out);
+        }
+        for &b in &nb {
+            push(vec![c, b], &mut out);
+        }
+    }
+    out
+}
+
+/// The lowest-GUID live switch (ties by index).
+fn lowest_guid(t: &Topo) -> Option<usize> {
+    (0..t.n)
+        .filter(|&s| t.alive[s])
+        .min_by_key(|&s| (t.guid(s), s))
+}
+
+/// Which engine a root set is chosen for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// updn: the set is the roots; the former default is the graph centre.
+    UpDn,
+    /// dnup on a fabric whose live switches all carry end ports: the set is the tie-breaking
+    /// reference; the former default is the lowest-GUID switch.
+    DnUp,
+}
+
+impl Kind {
+    fn what(self) -> &'static str {
+        match self {
+            Kind::UpDn => "roots",
+            Kind::DnUp => "tie-breaking reference switches",
+        }
+    }
+    fn default_name(self) -> &'static str {
+        match self {
+            Kind::UpDn => "graph centre",
+            Kind::DnUp => "lowest-GUID switch",
+        }
+    }
+    /// dnup ranks of `t` when every live switch has rank 0 (`Some(None)` for updn; `None` when
+    /// dnup's ranking is not flat there).
+    fn flat_ranks(self, t: &Topo) -> Option<Option<(Vec<u32>, Vec<usize>)>> {
+        match self {
+            Kind::UpDn => Some(None),
+            Kind::DnUp => {
+                let (rank, roots) = dnup_ranks(t)?;
+                (0..t.n)
+                    .all(|s| !t.alive[s] || rank[s] == 0)
+                    .then_some(Some((rank, roots)))
+            }
+        }
+    }
+}
+
+/// The ranking of `kind` from root (or reference) set `set`.
+fn ranking_from(t: &Topo, dn: Option<&(Vec<u32>, Vec<usize>)>, set: &[usize]) -> UpDownRanking {
+    match dn {
+        None => UpDownRanking::from_roots(t, set),
+        Some((rank, roots)) => UpDownRanking::dnup_from(t, rank.clone(), roots.clone(), set),
+    }
+}
+
+fn is_connected(t: &Topo) -> bool {
+    components(t).iter().all(|&c| c == 0 || c == u32::MAX)
+}
+
+/// The evaluated root-set choice on `t` (module docs); `None` when it does not apply (too big,
+/// disconnected, dnup ranking not flat).
+fn evaluate_on(t: &Topo, kind: Kind, opts: &RouteOptions) -> Option<Evaluation> {
+    let k = eval_candidates(t);
+    if k <= 1 || !is_connected(t) {
+        return None;
+    }
+    let dn = kind.flat_ranks(t)?;
+    let h = hop_matrix(t);
+    let ecc = eccentricities(t, &h);
+    let centre = (0..t.n)
+        .filter(|&s| t.alive[s])
+        .min_by_key(|&s| (ecc[s], t.guid(s), s))?;
+    let low = lowest_guid(t)?;
+    let mut firsts = vec![centre];
+    if low != centre {
+        firsts.push(low);
+    }
+    let cands = root_candidates(t, &h, &firsts, k);
+    let default = match kind {
+        Kind::UpDn => centre,
+        Kind::DnUp => low,
+    };
+    let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
+    evaluate(t, opts, &is_source, &cands, default, |c| {
+        ranking_from(t, dn.as_ref(), c)
+    })
+}
+
+/// A chosen root (or reference) set with its ranking, codes and note.
+struct Chosen {
+    rk: UpDownRanking,
+    codes: Vec<u16>,
+    esc: usize,
+    note: String,
+}
+
+/// The root set chosen for `kind` (module docs). Under a fault mask the set chosen for the
+/// fault-free fabric is kept while it stays valid (members alive, the live fabric connected,
+/// every end-port pair with an up*/down* path), so faults do not move the roots and a
+/// reconfiguration changes no more paths than it must; otherwise the candidates are routed on
+/// the live fabric.
+fn chosen_root_set(t: &Topo, mask: &FaultMask, kind: Kind, opts: &RouteOptions) -> Option<Chosen> {
+    if !mask.is_empty() && is_connected(t) {
+        let t0 = Topo::new(t.f, &FaultMask::none(t.f));
+        if let (Some(ev0), Some(dn)) = (evaluate_on(&t0, kind, opts), kind.flat_ranks(t)) {
+            let set = &ev0.best.key.3;
+            if set.iter().all(|&s| t.alive[s]) {
+                let rk = ranking_from(t, dn.as_ref(), set);
+                let codes = codes_matrix(t, &rk);
+                let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
+                let (bad, esc) = count_illegal(t, &codes, &is_source);
+                if bad == 0 {
+                    let note = format!(
+                        "{} of the fault-free fabric kept (still valid under the faults): {}",
+                        kind.what(),
+                        ev0.note(kind, &t0)
+                    );
+                    return Some(Chosen {
+                        rk,
+                        codes,
+                        esc,
+                        note,
+                    });
+                }
+            }
+        }
+    }
+    let ev = evaluate_on(t, kind, opts)?;
+    let note = ev.note(kind, t);
+    let b = ev.best;
+    Some(Chosen {
+        rk: b.rk,
+        codes: b.codes,
+        esc: b.esc,
+        note,
+    })
+}
+
+/// Score of an up/down routing built from `codes`: (end-port pairs not delivered, max link
+/// load, total switch hops), over (source end port, destination end port base LID) pairs as in
+/// [`crate::metrics`]: the load of a directed switch-to-switch channel is the number of such
+/// pairs routed over it, and the total hops are the sum of the loads.
+///
+/// Per destination end port the routes form a tree whose legally routed switches forward to
+/// a switch one legal hop closer (the engine's candidate rule), so the flows are accumulated
+/// in one pass over the switches by decreasing legal distance. End-port switches without a
+/// legal path count as not delivered (the engine never leaves any when it is used).
+fn route_score(t: &Topo, codes: &[u16], r: &Routing) -> (u64, u64, u64) {
+    let n = t.n;
+    // per switch: output port -> (channel, peer switch)
+    let mut off = vec![0usize; n + 1];
+    for s in 0..n {
+        off[s + 1] = off[s] + t.f.node(t.f.switches[s]).nports as usize + 1;
+    }
+    let mut next = vec![(u32::MAX, u32::MAX); off[n]];
+    for s in 0..n {
+        for a in t.links(s) {
+            next[off[s] + a.port as usize] = (a.ch, a.peer);
+        }
+    }
+    let src: Vec<u64> = (0..n)
+        .map(|s| {
+            if t.alive[s] {
+                t.ends_on(s).len() as u64
+            } else {
+                0
+            }
+        })
+        .collect();
+    let nch = 2 * t.f.links.len();
+    let stride = r.stride();
+    struct Acc {
+        load: Vec<u64>,
+        lost: u64,
+        order: Vec<u32>,
+        cnt: Vec<u32>,
+        flow: Vec<u64>,
+    }
+    let init = || Acc {
+        load: vec![0u64; nch],
+        lost: 0,
+        order: Vec::new(),
+        cnt: Vec::new(),
+        flow: vec![0u64; n],
+    };
+    let acc = (0..n)
+        .into_par_iter()
+        .fold(init, |mut acc, d| {
+            let ends = t.ends_on(d);
+            if !t.alive[d] || ends.is_empty() {
+                return acc;
+            }
+            let row = &codes[d * n..(d + 1) * n];
+            // legally routed switches by decreasing legal distance (counting sort)
+            let mut maxd = 0usize;
+            for s in 0..n {
+                let c = row[s];
+                if c != INF && code_is_legal(c) {
+                    maxd = maxd.max(code_dist(c) as usize);
+                } else if s != d {
+                    acc.lost += src[s] * ends.len() as u64;
+                }
+            }
+            acc.cnt.clear();
+            acc.cnt.resize(maxd + 2, 0);
+            for &c in row {
+                if c != INF && code_is_legal(c) {
+                    acc.cnt[maxd - code_dist(c) as usize + 1] += 1;
+                }
+            }
+            for i in 1..acc.cnt.len() {
+                acc.cnt[i] += acc.cnt[i - 1];
+            }
+            let total = acc.cnt[maxd + 1] as usize;
+            acc.order.clear();
+            acc.order.resize(total, 0);
+            for (s, &c) in row.iter().enumerate() {
+                if c != INF && code_is_legal(c) {
+                    let k = &mut acc.cnt[maxd - code_dist(c) as usize];
+                    acc.order[*k as usize] = s as u32;
+                    *k += 1;
+                }
+            }
+            for &ei in ends {
+                let lid = t.ends[ei as usize].base as usize;
+                if lid >= stride {
+                    acc.lost += acc.order.iter().map(|&s| src[s as usize]).sum::<u64>() - src[d];
+                    continue;
+                }
+                for &s in &acc.order {
+                    acc.flow[s as usize] = 0;
+                }
+                for &s in &acc.order {
+                    let s = s as usize;
+                    if s == d {
+                        continue;
+                    }
+                    let fl = acc.flow[s] + src[s];
+                    if fl == 0 {
+                        continue;
+                    }
+                    let p = r.lft[s * stride + lid] as usize;
+                    match (off[s] + p < off[s + 1]).then(|| next[off[s] + p]) {
+                        Some((ch, peer)) if ch != u32::MAX && code_is_legal(row[peer as usize]) => {
+                            acc.load[ch as usize] += fl;
+                            acc.flow[peer as usize] += fl;
+                        }
+                        _ => acc.lost += fl,
+                    }
+                }
+            }
+            acc
+        })
+        .map(|a| (a.load, a.lost))
+        .reduce(
+            || (vec![0u64; nch], 0),
+            |(mut a, la), (b, lb)| {
+                for (x, y) in a.iter_mut().zip(&b) {
+                    *x += y;
+                }
+                (a, la + lb)
+            },
+        );
+    let (load, lost) = acc;
+    let max = load.iter().copied().max().unwrap_or(0);
+    (lost, max, load.iter().sum())
+}
+
+/// A routed candidate.
+struct Evaluated {
+    /// (pairs not delivered, max link load, total switch hops, candidate root set as sorted
+    /// switch indices).
+    key: (u64, u64, u64, Vec<usize>),
+    rk: UpDownRanking,
+    codes: Vec<u16>,
+    esc: usize,
+}
+
+/// The topology candidates are routed on: base LIDs only (LMC 0) and no switch LIDs. The
+/// generic builder routes every end port's base LID before any other LID and does not count
+/// switch LIDs in its balancing, so the base-LID entries — all the score looks at — are
+/// exactly those of the full tables; the winner is routed in full afterwards.
+fn eval_topo<'a>(t: &Topo<'a>) -> Topo<'a> {
+    Topo {
+        f: t.f,
+        n: t.n,
+        alive: t.alive.clone(),
+        adj_start: t.adj_start.clone(),
+        adj: t.adj.clone(),
+        ends: t.ends.iter().map(|e| EndDest { nlids: 1, ..*e }).collect(),
+        ends_start: t.ends_start.clone(),
+        ends_of: t.ends_of.clone(),
+        sw_lid: vec![0; t.n],
+        dead_end_lids: t.dead_end_lids,
+    }
+}
+
+/// The outcome of [`evaluate`]: the best candidate, plus the score of the engine's former
+/// default root and how many candidates were routed.
+struct Evaluation {
+    best: Evaluated,
+    default: (Vec<usize>, (u64, u64, u64)),
+    routed: usize,
+}
+
+impl Evaluation {
+    fn note(&self, kind: Kind, t: &Topo) -> String {
+        let (what, default_name) = (kind.what(), kind.default_name());
+        let b = &self.best.key;
+        let (ds, d) = &self.default;
+        let guids = |set: &[usize]| {
+            set.iter()
+                .map(|&s| format!("{:#x}", t.guid(s)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        format!(
+            "{what} chosen by routing {} candidate root sets and keeping the lowest (max link load, total hops): switch GUIDs {}, max link load {}, avg hops {:.3} (former default, the {default_name} {}: {}, {:.3})",
+            self.routed,
+            guids(&b.3),
+            b.1,
+            avg(b.2, t),
+            guids(ds),
+            d.1,
+            avg(d.2, t),
+        )
+    }
+}
+
+fn avg(hops: u64, t: &Topo) -> f64 {
+    let e = t.ends.len() as f64;
+    let pairs = e * (e - 1.0);
+    if pairs > 0.0 {
+        hops as f64 / pairs
+    } else {
+        0.0
+    }
+}
+
+/// Routes every candidate root set (in parallel; each result is independent of the thread
+/// count) with the ranking `make` builds from it, drops those that leave end-port pairs without
+/// an up*/down* path, and keeps the lowest (not delivered, max link load, total hops, root
+/// set). `None` when no candidate is valid.
+fn evaluate<F>(
+    t: &Topo,
+    opts: &RouteOptions,
+    is_source: &[bool],
+    cands: &[Vec<usize>],
+    default: usize,
+    make: F,
+) -> Option<Evaluation>
+where
+    F: Fn(&[usize]) -> UpDownRanking + Sync,
+{
+    let first = vec![default];
+    let te = eval_topo(t);
+    let one = |c: &Vec<usize>| -> Option<Evaluated> {
+        let rk = make(c);
+        let codes = codes_matrix(&te, &rk);
+        let (bad, esc) = count_illegal(&te, &codes, is_source);
+        if bad > 0 {
+            return None;
+        }
+        let (routing, _) = route_updown(&te, &rk, &codes, opts);
+        let (lost, max, hops) = route_score(&te, &codes, &routing);
+        Some(Evaluated {
+            key: (lost, max, hops, c.clone()),
+            rk,
+            codes,
+            esc,
+        })
+    };
+    type Acc = (Option<Evaluated>, Option<(u64, u64, u64)>, usize);
+    let (best, default, routed): Acc = cands
+        .par_iter()
+        .map(|c| {
+            let e = one(c);
+            let d = e
+                .as_ref()
+                .filter(|_| *c == first)
+                .map(|e| (e.key.0, e.key.1, e.key.2));
+            let n = e.is_some() as usize;
+            (e, d, n)
+        })
+        .reduce(
+            || (None, None, 0),
+            |a: Acc, b: Acc| {
+                let best = match (a.0, b.0) {
+                    (Some(x), Some(y)) => Some(if y.key < x.key { y } else { x }),
+                    (x, y) => x.or(y),
+                };
+                (best, a.1.or(b.1), a.2 + b.2)
+            },
+        );
+    let best = best?;
+    let default = default.unwrap_or((best.key.0, best.key.1, best.key.2));
+    Some(Evaluation {
+        best,
+        default: (first, default),
+        routed,
+    })
+}
