@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd;
+mod render;
 mod util;
 
 #[derive(Parser, Debug)]

@@ -25,6 +25,33 @@ pub fn load_fabric(path: &Path, opts: BuildOptions) -> Result<Loaded> {
     Ok(loaded)
 }
 
+/// Reads a GUID file (root, compute-node, I/O or routing-order list): one `0x` GUID per line,
+/// `#` comments and blank lines skipped, anything after the GUID ignored.
+pub fn read_guid_file(path: &std::path::Path) -> Result<Vec<u64>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut v = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let tok = t.split_whitespace().next().unwrap_or("");
+        let g = tok
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .with_context(|| {
+                format!(
+                    "{}:{}: expected a GUID like 0x0002c90300a1b2c4, found {tok:?}",
+                    path.display(),
+                    i + 1
+                )
+            })?;
+        v.push(g);
+    }
+    Ok(v)
+}
+
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, flushed,
 /// then renamed over the target. Nothing half-written is ever visible under `path`.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {

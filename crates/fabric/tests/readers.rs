@@ -3,7 +3,7 @@
 //! messages and lines, and a property test feeding random and mutated bytes to every reader.
 
 use fabric::io::{
-    self, detect, ibnetdiscover, ibsim, lines, subnet_lst, Format, Loaded, ParseError,
+    self, detect, ibnetdiscover, ibsim, subnet_lst, text, Format, Loaded, ParseError,
 };
 use fabric::{BuildOptions, Fabric, NodeId, NodeKind, Speed, Width};
 use proptest::prelude::*;
@@ -628,7 +628,7 @@ fn ibnetdiscover_garbage_empty_binary() {
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
     let e = expect_err(ibnetdiscover::read(&bin, "bin", BuildOptions::default()));
-    assert!(e.line <= lines::line_count(&lines::decode(&bin)));
+    assert!(e.line <= text::line_count(&text::decode(&bin)));
     // Binary after a valid start: an error on the first binary line.
     let mut bytes = format!("{SW_A}\n").into_bytes();
     bytes.extend_from_slice(b"\x00\x01\xff\xfe garbage\n");
@@ -1415,7 +1415,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
 }
 
 fn check_no_panic_and_lines(bytes: &[u8]) {
-    let count = lines::line_count(&lines::decode(bytes));
+    let count = text::line_count(&text::decode(bytes));
     for (name, r) in readers() {
         let res = std::panic::catch_unwind(|| r(bytes));
         match res {

@@ -1,17 +1,11 @@
 //! `fabroute convert IN -o OUT --to ibsim|ibnetdiscover|json`.
 
+use crate::render::{render, To};
 use crate::util::{load_fabric, write_atomic};
 use anyhow::Result;
 use fabric::BuildOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum To {
-    Ibsim,
-    Ibnetdiscover,
-    Json,
-}
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -27,7 +21,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let loaded = load_fabric(&a.input, BuildOptions::default())?;
-    let text = crate::cmd::gen::render(&loaded.fabric, a.to)?;
+    let text = render(&loaded.fabric, a.to)?;
     write_atomic(&a.output, text.as_bytes())?;
     eprintln!(
         "wrote {} ({} switches, {} end ports)",

@@ -1,7 +1,7 @@
 //! `fabroute fault FABRIC --engine updn [--lmc N] [--vls N] --fail link:SW/PORT
 //! --fail switch:SW ... -o DIR`: RFTR repairs, with full reconfiguration beside it.
 
-use crate::util::{load_fabric, write_atomic};
+use crate::util::{load_fabric, read_guid_file, write_atomic};
 use anyhow::{bail, Context, Result};
 use fabric::{BuildOptions, Fabric, NodeId, NodeKind};
 use routing::engines::{by_name, RouteOptions};
@@ -141,31 +141,6 @@ pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
     } else {
         bail!("{spec:?}: expected link:SWITCH/PORT or switch:SWITCH")
     }
-}
-
-pub fn read_guid_file(path: &std::path::Path) -> Result<Vec<u64>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut v = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let tok = t.split_whitespace().next().unwrap_or("");
-        let g = tok
-            .strip_prefix("0x")
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .with_context(|| {
-                format!(
-                    "{}:{}: expected a GUID like 0x0002c90300a1b2c4, found {tok:?}",
-                    path.display(),
-                    i + 1
-                )
-            })?;
-        v.push(g);
-    }
-    Ok(v)
 }
 
 /// Why an engine cannot serve as RFTR's base, as the user reads it: the engine's own reason

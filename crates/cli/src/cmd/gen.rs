@@ -1,11 +1,10 @@
 //! `fabroute gen <kind> [ARGS...] -o FILE [--to ibsim|ibnetdiscover|json]`.
 
-use crate::cmd::convert::To;
+use crate::render::{render, To};
 use crate::util::write_atomic;
 use anyhow::{Context, Result};
 use fabric::gen::{self, TopoSpec};
 use fabric::summary::Summary;
-use fabric::Fabric;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -41,16 +40,6 @@ pub struct Args {
     /// Do not write the .roots / .t2q.conf companion files.
     #[arg(long)]
     pub no_companions: bool,
-}
-
-/// Renders a fabric in the requested format.
-pub fn render(f: &Fabric, to: To) -> Result<String> {
-    Ok(match to {
-        To::Ibsim => fabric::io::writers::to_ibsim(f)
-            .map_err(|e| anyhow::anyhow!("cannot write an ibsim net file: {e}"))?,
-        To::Ibnetdiscover => fabric::io::writers::to_ibnetdiscover(f),
-        To::Json => fabric::io::writers::to_json(f),
-    })
 }
 
 fn companion(path: &Path, suffix: &str) -> PathBuf {

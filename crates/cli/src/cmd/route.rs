@@ -2,8 +2,7 @@
 //! and write OpenSM's file set plus `summary.json`.
 
 use crate::cmd::check::print_report;
-use crate::cmd::fault::read_guid_file;
-use crate::util::{load_fabric, spinner, write_atomic};
+use crate::util::{load_fabric, read_guid_file, spinner, write_atomic};
 use anyhow::{Context, Result};
 use fabric::BuildOptions;
 use routing::engines::{engine_names, route_chain, RouteOptions};

@@ -26,9 +26,11 @@
 //! first record. A link whose far end has no record (a truncated dump) is dropped with a
 //! warning; a far end whose record contradicts the line is an error.
 
-use super::lines::{
-    decode, excerpt, is_shell_prompt, is_tool_noise, node_header, parse_header_rest, parse_hex,
-    parse_port_comment, port_num, trim, Cursor, Line, Lines, Loc, Records,
+use super::diag::Loc;
+use super::records::Records;
+use super::syntax::{node_header, parse_header_rest, parse_port_comment};
+use super::text::{
+    decode, excerpt, is_shell_prompt, is_tool_noise, parse_hex, port_num, trim, Cursor, Line, Lines,
 };
 use super::{Loaded, ParseError};
 use crate::builder::BuildOptions;
@@ -365,49 +367,11 @@ impl Reader {
 
     fn port_line(&mut self, n: NodeId, t: &str, at: Loc) -> Result<(), ParseError> {
         let mut c = Cursor::new(t);
-        c.eat(b'[');
-        let lp = match c.number() {
-            Some(v) if c.eat(b']') => v,
-            Some(_) => {
-                return Err(self
-                    .rec
-                    .err(at, "record cut short: expected ']' after the port number"))
-            }
-            None => {
-                return Err(self.rec.err(
-                    at,
-                    format!("expected a port number in [..], got {:?}", excerpt(t)),
-                ))
-            }
-        };
-        let Some(lp) = port_num(lp) else {
-            return Err(self.rec.err(
-                at,
-                format!(
-                    "port {lp} is beyond the port count {} of {:?}",
-                    self.rec.b.node(n).nports,
-                    self.rec.name(n)
-                ),
-            ));
-        };
+        let lp = self.rec.local_port(&mut c, n, t, at)?;
         self.ext(&mut c, at)?;
         let local_guid = self.paren_guid(&mut c, at)?;
         c.skip_ws();
-        let remote = match c.quoted() {
-            Ok(Some(r)) => r,
-            Ok(None) => {
-                return Err(self.rec.err(
-                    at,
-                    format!("record cut short: expected the quoted remote node id after [{lp}]"),
-                ))
-            }
-            Err(()) => {
-                return Err(self.rec.err(
-                    at,
-                    "record cut short: the remote node id has no closing quote",
-                ))
-            }
-        };
+        let remote = self.rec.remote_id(&mut c, lp, true, at)?;
         let rp = if c.eat(b'[') {
             match c.number() {
                 Some(v) if c.eat(b']') => v,

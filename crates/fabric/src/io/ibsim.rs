@@ -25,9 +25,11 @@
 //!   name the included file and line); `do …`, `pdebug=`, `module=` are ignored (the latter
 //!   with a warning); `@alias` lines are not supported and skipped with a warning.
 
-use super::lines::{
-    decode, excerpt, is_shell_prompt, is_tool_noise, node_header, parse_header_rest, parse_num,
-    parse_port_comment, port_num, trim, Cursor, Lines, Loc, Records,
+use super::diag::Loc;
+use super::records::Records;
+use super::syntax::{node_header, parse_header_rest, parse_port_comment};
+use super::text::{
+    decode, excerpt, is_shell_prompt, is_tool_noise, parse_num, port_num, trim, Cursor, Lines,
 };
 use super::{IncludeResolver, Loaded, ParseError};
 use crate::builder::BuildOptions;
@@ -479,49 +481,11 @@ impl Sim<'_, '_> {
             return Ok(());
         }
         let mut c = Cursor::new(t);
-        c.eat(b'[');
-        let lp = match c.number() {
-            Some(v) if c.eat(b']') => v,
-            Some(_) => {
-                return Err(self
-                    .rec
-                    .err(at, "record cut short: expected ']' after the port number"))
-            }
-            None => {
-                return Err(self.rec.err(
-                    at,
-                    format!("expected a port number in [..], got {:?}", excerpt(t)),
-                ))
-            }
-        };
-        let Some(lp) = port_num(lp) else {
-            return Err(self.rec.err(
-                at,
-                format!(
-                    "port {lp} is beyond the port count {} of {:?}",
-                    self.rec.b.node(n).nports,
-                    self.rec.name(n)
-                ),
-            ));
-        };
+        let lp = self.rec.local_port(&mut c, n, t, at)?;
         // ibsim ignores parenthesised GUIDs: its own rules give the port GUIDs.
         skip_paren(&mut c);
         c.skip_ws();
-        let remote = match c.quoted() {
-            Ok(Some(r)) if !r.is_empty() => r,
-            Ok(_) => {
-                return Err(self.rec.err(
-                    at,
-                    format!("record cut short: expected the quoted remote node id after [{lp}]"),
-                ))
-            }
-            Err(()) => {
-                return Err(self.rec.err(
-                    at,
-                    "record cut short: the remote node id has no closing quote",
-                ))
-            }
-        };
+        let remote = self.rec.remote_id(&mut c, lp, false, at)?;
         if remote.contains('@') {
             self.rec.warn(
                 at,
@@ -566,7 +530,7 @@ impl Sim<'_, '_> {
                 }
                 return Err(self.rec.err(at, "record cut short: expected [ext N]"));
             }
-            let tok = c.take_while(|b| !super::lines::is_ws(b) && b != b'#');
+            let tok = c.take_while(|b| !super::text::is_ws(b) && b != b'#');
             if let Some((key, val)) = tok.split_once('=') {
                 let v = parse_num(val);
                 match key {

@@ -6,11 +6,14 @@ use crate::builder::BuildOptions;
 use crate::model::Fabric;
 use std::fmt;
 
+pub(crate) mod diag;
 pub mod ibnetdiscover;
 pub mod ibsim;
 pub mod json;
-pub mod lines;
+pub(crate) mod records;
 pub mod subnet_lst;
+pub(crate) mod syntax;
+pub mod text;
 pub mod writers;
 
 /// A problem in an input file, located by file name and 1-based line (0 = whole file).
@@ -90,7 +93,7 @@ pub type IncludeResolver<'a> = dyn FnMut(&str) -> Result<(String, Vec<u8>), Stri
 /// Stray lines (shell prompts, tool warnings) do not decide anything.
 pub fn detect(bytes: &[u8]) -> Option<Format> {
     let head = &bytes[..bytes.len().min(64 * 1024)];
-    let text = lines::decode(head);
+    let text = text::decode(head);
     let first = text.trim_start();
     if first.starts_with('{') && !looks_like_lst(first.lines().next().unwrap_or("")) {
         return Some(Format::Json);
@@ -102,8 +105,8 @@ pub fn detect(bytes: &[u8]) -> Option<Format> {
     }
     let mut headers = 0usize;
     let mut ibsim_only = false;
-    for line in lines::Lines::new(&text) {
-        let t = lines::trim(line.text);
+    for line in text::Lines::new(&text) {
+        let t = text::trim(line.text);
         if t.is_empty() {
             continue;
         }
@@ -130,7 +133,7 @@ pub fn detect(bytes: &[u8]) -> Option<Format> {
         }
         if let Some(rest) = t.strip_prefix('[') {
             // ibnetdiscover CA port line: [1](2c90300a1b2c5)
-            let mut c = lines::Cursor::new(rest);
+            let mut c = text::Cursor::new(rest);
             if c.number().is_some()
                 && c.eat(b']')
                 && c.eat(b'(')

@@ -14,7 +14,8 @@
 //! otherwise `desc (0x<guid>)` (an empty description gives `S-<guid>`/`H-<guid>`/`R-<guid>`).
 //! Everything a line says about a node, port or link must agree with the other lines.
 
-use super::lines::{decode, excerpt, parse_hex, trim, Cursor, LidTable, Lines, Loc, Warnings};
+use super::diag::{LidTable, Loc, Warnings};
+use super::text::{decode, excerpt, parse_hex, trim, Cursor, Lines};
 use super::{Loaded, ParseError};
 use crate::builder::{BuildOptions, FabricBuilder};
 use crate::model::{Lid, NodeId, NodeKind, Speed, Width, MAX_UNICAST_LID};
