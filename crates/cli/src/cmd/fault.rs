@@ -5,10 +5,8 @@ use crate::util::{load_fabric, read_guid_file, write_atomic};
 use anyhow::{bail, Context, Result};
 use fabric::{BuildOptions, Fabric, NodeId, NodeKind};
 use routing::engines::{by_name, RouteOptions};
-use routing::fault::reconf::full_reconfiguration;
 use routing::fault::sweep::link_name;
-use routing::fault::verify::{check_state, Snapshot};
-use routing::fault::{base_rule, Fault, Rftr, RftrConfig};
+use routing::fault::{Fault, Rftr, RftrConfig, Session, SessionError};
 use routing::opensm::{write_set, SetOptions};
 use serde_json::json;
 use std::path::PathBuf;
@@ -143,17 +141,8 @@ pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
     }
 }
 
-/// Why an engine cannot serve as RFTR's base, as the user reads it: the engine's own reason
-/// when it declines, else the error with the engine's name.
-pub fn base_error(engine: &str, e: routing::engines::EngineError) -> anyhow::Error {
-    match e {
-        routing::engines::EngineError::NotApplicable(why) => anyhow::Error::msg(why),
-        e => anyhow::anyhow!("{engine}: {e}"),
-    }
-}
-
 /// What `fault` and `sweep` share: the fabric with LIDs for LMC `lmc`, the base engine and its
-/// options.
+/// options (roots from the file when given).
 pub fn load_base(
     fabric: &std::path::Path,
     lmc: u8,
@@ -175,10 +164,12 @@ pub fn load_base(
     if let Some(r) = roots {
         opts.root_guids = read_guid_file(r)?;
     }
-    let opts = engine
-        .pin_choices(&f, &opts)
-        .map_err(|e| base_error(engine.name(), e))?;
     Ok((f, engine, opts))
+}
+
+/// The engine's reason when it cannot be RFTR's base, else the error.
+pub fn session_error(e: SessionError) -> anyhow::Error {
+    anyhow::Error::msg(e.reason())
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -188,26 +179,20 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .iter()
         .map(|s| parse_fault(&f, s))
         .collect::<Result<_>>()?;
-    let none = fabric::FaultMask::none(&f);
     let t0 = Instant::now();
-    let base = engine
-        .route(&f, &none, &opts)
-        .with_context(|| format!("{} could not route the fault-free fabric", a.engine))?;
+    let (opts, base) = Session::route_base(&f, engine.as_ref(), &opts).map_err(session_error)?;
     let base_s = t0.elapsed().as_secs_f64();
-    let rule = base_rule(&f, engine.as_ref(), &opts).map_err(|e| base_error(engine.name(), e))?;
     let cfg = a.repair.config(a.vls, a.sls);
-    let mut r = Rftr::new(&f, &base, rule, cfg).map_err(anyhow::Error::msg)?;
+    let mut session =
+        Session::from_base(&f, engine.as_ref(), opts, base, cfg).map_err(session_error)?;
     let mut steps = Vec::new();
     let mut repair_s = 0.0;
-    let mut all_ok = true;
     for (fault, text) in faults.iter().zip(&a.fail) {
-        let before = Snapshot::of(&r);
         let t = Instant::now();
-        let rep = r.apply(*fault);
+        let step = session.apply(*fault);
         let dt = t.elapsed().as_secs_f64();
         repair_s += dt;
-        let chk = check_state(&r, Some(&before));
-        all_ok &= chk.deadlock_free && chk.undelivered == 0 && rep.unsupported_pairs == 0;
+        let (rep, chk) = (&step.repair, &step.check);
         let unsupported: Vec<_> = rep
             .unsupported
             .iter()
@@ -241,28 +226,27 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "unsupported_examples": unsupported,
         }));
     }
+    let all_ok = session.ok();
     // Full reconfiguration of the same faults.
     let t = Instant::now();
-    let full = full_reconfiguration(&f, engine.as_ref(), &opts, &r.mask, &base);
+    let full = session.full_reconfiguration();
     let full_s = t.elapsed().as_secs_f64();
     let full_json = match &full {
-        Ok(fr) => {
-            let chk = routing::cdg::check(&f, &fr.routing, Some(&r.mask));
-            json!({
-                "supported": fr.report.unrouted_pairs == 0,
-                "routed_pairs": fr.report.routed_pairs,
-                "unrouted_pairs": fr.report.unrouted_pairs,
-                "changed_pairs": fr.report.changed_pairs,
-                "lft_entries": fr.report.delta.lft_entries,
-                "lft_blocks": fr.report.delta.lft_blocks,
-                "switches_touched": fr.report.delta.switches,
-                "sl2vl_entries": 0,
-                "deadlock_free": chk.deadlock_free,
-                "seconds": full_s,
-            })
-        }
+        Ok(fr) => json!({
+            "supported": fr.report.unrouted_pairs == 0,
+            "routed_pairs": fr.report.routed_pairs,
+            "unrouted_pairs": fr.report.unrouted_pairs,
+            "changed_pairs": fr.report.changed_pairs,
+            "lft_entries": fr.report.delta.lft_entries,
+            "lft_blocks": fr.report.delta.lft_blocks,
+            "switches_touched": fr.report.delta.switches,
+            "sl2vl_entries": 0,
+            "deadlock_free": fr.deadlock_free,
+            "seconds": full_s,
+        }),
         Err(e) => json!({ "error": e.to_string(), "seconds": full_s }),
     };
+    let r = session.rftr();
     // Outputs.
     std::fs::create_dir_all(&a.output)
         .with_context(|| format!("cannot create {}", a.output.display()))?;
@@ -278,12 +262,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
         write_atomic(&a.output.join(name), text.as_bytes())?;
     }
     let delta = r.delta.counts();
-    let delta_json = delta_listing(&f, &r);
+    let delta_json = delta_listing(&f, r);
     write_atomic(
         &a.output.join("delta.json"),
         serde_json::to_string_pretty(&delta_json)?.as_bytes(),
     )?;
-    write_atomic(&a.output.join("delta.txt"), delta_text(&f, &r).as_bytes())?;
+    write_atomic(&a.output.join("delta.txt"), delta_text(&f, r).as_bytes())?;
     let pairs_changed: u64 = r.delta.sources.len() as u64;
     let summary = json!({
         "fabric": a.fabric.display().to_string(),

@@ -1,12 +1,12 @@
 //! `fabroute sweep` (fault scenarios, sharded) and `fabroute merge` (join shard outputs).
 
-use crate::cmd::fault::{base_error, load_base, RepairArgs};
+use crate::cmd::fault::{load_base, session_error, RepairArgs};
 use crate::util::{progress_bar, write_atomic};
 use anyhow::{bail, Context, Result};
 use routing::fault::sweep::{
     self, ScenarioResult, Scenarios, SweepContext, SweepSpec, SweepSummary,
 };
-use routing::fault::{base_rule, Rftr, RftrConfig};
+use routing::fault::{RftrConfig, Session};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -90,15 +90,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         (false, None) => bail!("give --exhaustive or --samples K"),
     };
     let (f, engine, opts) = load_base(&a.fabric, a.lmc, &a.engine, a.roots.as_deref())?;
-    let base = engine.route(&f, &fabric::FaultMask::none(&f), &opts)?;
-    let rule = base_rule(&f, engine.as_ref(), &opts).map_err(|e| base_error(engine.name(), e))?;
-    let start = Rftr::new(
-        &f,
-        &base,
-        rule,
-        a.repair.config(a.vls, RftrConfig::default().max_sls),
-    )
-    .map_err(anyhow::Error::msg)?;
+    let cfg = a.repair.config(a.vls, RftrConfig::default().max_sls);
+    let session = Session::start(&f, engine.as_ref(), &opts, cfg).map_err(session_error)?;
     let spec = SweepSpec {
         faults: a.faults,
         scenarios,
@@ -111,7 +104,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             sweep::switch_links(&f).len()
         );
     }
-    let ctx = SweepContext::new(&f, start, base, engine.as_ref(), opts);
+    let ctx = SweepContext::of(&session);
     let space = sweep::space_size(&f, &spec);
     eprintln!(
         "{} scenarios in the space, shard {}/{}",

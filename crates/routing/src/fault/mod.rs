@@ -6,12 +6,14 @@ pub mod delta;
 pub mod paths;
 pub mod reconf;
 pub mod rftr;
+pub mod session;
 pub mod sweep;
 pub mod verify;
 
 pub use crate::turn::{DorRule, TurnRule, UpDownRule};
 pub use delta::{Delta, DeltaCounts};
 pub use rftr::{Fault, FaultReport, Rftr, RftrConfig, RftrError};
+pub use session::{Session, SessionError};
 
 use crate::engines::{Engine, EngineError, RouteOptions};
 use fabric::Fabric;

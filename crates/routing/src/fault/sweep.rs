@@ -12,7 +12,7 @@
 //! switch graph connected count; the others are skipped (and counted as skipped). Results are
 //! produced in index order, identical whatever the thread count.
 
-use super::reconf::compare;
+use super::reconf::{full_reconfiguration, Reconfig};
 use super::rftr::{Fault, Rftr};
 use super::verify::{check_tables, Snapshot};
 use crate::cdg;
@@ -212,6 +212,19 @@ impl<'f> SweepContext<'f> {
     }
 }
 
+impl<'f> SweepContext<'f> {
+    /// A sweep from a fault session's fault-free state (before its first fault).
+    pub fn of(s: &super::Session<'f>) -> Self {
+        Self::new(
+            s.fabric(),
+            s.rftr().clone(),
+            s.base().clone(),
+            s.engine(),
+            s.options().clone(),
+        )
+    }
+}
+
 impl std::fmt::Debug for SweepContext<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SweepContext").finish_non_exhaustive()
@@ -358,9 +371,11 @@ fn finish(
         for &l in faults {
             mask.fail_link(l);
         }
-        match ctx.engine.route(f, &mask, &ctx.opts) {
-            Ok(routing) => {
-                let rep = compare(f, &mask, &ctx.base, &routing);
+        match full_reconfiguration(f, ctx.engine, &ctx.opts, &mask, &ctx.base) {
+            Ok(Reconfig {
+                routing,
+                report: rep,
+            }) => {
                 let chk = cdg::check(f, &routing, Some(&mask));
                 FullVerdict {
                     supported: rep.unrouted_pairs == 0,

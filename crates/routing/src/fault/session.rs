@@ -1,0 +1,254 @@
+//! A fault session: one base routing, a sequence of faults repaired by RFTR, every repair
+//! checked independently, and full reconfiguration of the same faults beside it. What
+//! `fabroute fault` does, as a library type with typed reports; sweeps start from the same
+//! [`Session::start`].
+
+use super::reconf::{full_reconfiguration, Reconfig, ReconfigReport};
+use super::rftr::{Fault, FaultReport, Rftr, RftrConfig, RftrError};
+use super::verify::{check_state, SelectedCheck, Snapshot};
+use crate::cdg;
+use crate::engines::{Engine, EngineError, RouteOptions};
+use crate::tables::Routing;
+use fabric::{Fabric, FaultMask};
+use serde::Serialize;
+
+/// Why a session cannot start.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// The engine cannot pin its choices, route the fault-free fabric, or name its turn rule.
+    #[error("{engine}: {error}")]
+    Engine {
+        engine: &'static str,
+        error: EngineError,
+    },
+    #[error(transparent)]
+    Rftr(#[from] RftrError),
+}
+
+impl SessionError {
+    /// The engine's own reason when it declines to be a base, else the whole message.
+    pub fn reason(&self) -> String {
+        match self {
+            SessionError::Engine {
+                error: EngineError::NotApplicable(why),
+                ..
+            } => why.clone(),
+            e => e.to_string(),
+        }
+    }
+}
+
+/// What one fault did: RFTR's repair and the independent check of the state after it (the
+/// new walks together with the surviving old ones).
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    pub fault: Fault,
+    pub repair: FaultReport,
+    pub check: SelectedCheck,
+}
+
+impl Step {
+    /// Every remaining pair repaired, every selected pair delivered, the union CDG acyclic.
+    pub fn ok(&self) -> bool {
+        self.check.deadlock_free
+            && self.check.undelivered == 0
+            && self.repair.unsupported_pairs == 0
+    }
+}
+
+/// Full reconfiguration of the faults so far: the engine run again on the faulty fabric,
+/// compared with the base tables, and checked.
+#[derive(Clone, Debug)]
+pub struct Full {
+    pub routing: Routing,
+    pub report: ReconfigReport,
+    pub deadlock_free: bool,
+}
+
+/// See the module documentation.
+pub struct Session<'f> {
+    f: &'f Fabric,
+    engine: &'f dyn Engine,
+    opts: RouteOptions,
+    base: Routing,
+    rftr: Rftr<'f>,
+    steps: Vec<Step>,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("engine", &self.engine.name())
+            .field("steps", &self.steps.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'f> Session<'f> {
+    /// Pins the engine's choices on the fault-free fabric ([`Engine::pin_choices`]), routes
+    /// it, and starts RFTR from those tables with the engine's turn rule.
+    pub fn start(
+        f: &'f Fabric,
+        engine: &'f dyn Engine,
+        opts: &RouteOptions,
+        cfg: RftrConfig,
+    ) -> Result<Self, SessionError> {
+        let (opts, base) = Self::route_base(f, engine, opts)?;
+        Self::from_base(f, engine, opts, base, cfg)
+    }
+
+    /// The first half of [`Session::start`]: the options with the engine's choices pinned,
+    /// and the fault-free tables routed with them.
+    pub fn route_base(
+        f: &Fabric,
+        engine: &dyn Engine,
+        opts: &RouteOptions,
+    ) -> Result<(RouteOptions, Routing), SessionError> {
+        let err = |error| SessionError::Engine {
+            engine: engine.name(),
+            error,
+        };
+        let opts = engine.pin_choices(f, opts).map_err(err)?;
+        let base = engine.route(f, &FaultMask::none(f), &opts).map_err(err)?;
+        Ok((opts, base))
+    }
+
+    /// The second half: RFTR from `base` (routed by `engine` with `opts`) and the engine's
+    /// turn rule.
+    pub fn from_base(
+        f: &'f Fabric,
+        engine: &'f dyn Engine,
+        opts: RouteOptions,
+        base: Routing,
+        cfg: RftrConfig,
+    ) -> Result<Self, SessionError> {
+        let rule = engine
+            .turn_rule(f, &opts)
+            .map_err(|error| SessionError::Engine {
+                engine: engine.name(),
+                error,
+            })?;
+        let rftr = Rftr::new(f, &base, rule, cfg)?;
+        Ok(Session {
+            f,
+            engine,
+            opts,
+            base,
+            rftr,
+            steps: Vec::new(),
+        })
+    }
+
+    /// Repairs one more fault and checks the result.
+    pub fn apply(&mut self, fault: Fault) -> &Step {
+        let before = Snapshot::of(&self.rftr);
+        let repair = self.rftr.apply(fault);
+        let check = check_state(&self.rftr, Some(&before));
+        self.steps.push(Step {
+            fault,
+            repair,
+            check,
+        });
+        self.steps.last().expect("just pushed")
+    }
+
+    /// Runs the engine again on the fabric with every fault so far (`Err` when it cannot
+    /// route it).
+    pub fn full_reconfiguration(&self) -> Result<Full, EngineError> {
+        let mask = &self.rftr.mask;
+        let Reconfig { routing, report } =
+            full_reconfiguration(self.f, self.engine, &self.opts, mask, &self.base)?;
+        let deadlock_free = cdg::check(self.f, &routing, Some(mask)).deadlock_free;
+        Ok(Full {
+            routing,
+            report,
+            deadlock_free,
+        })
+    }
+
+    /// Every fault so far repaired and verified.
+    pub fn ok(&self) -> bool {
+        self.steps.iter().all(Step::ok)
+    }
+
+    pub fn fabric(&self) -> &'f Fabric {
+        self.f
+    }
+    pub fn engine(&self) -> &'f dyn Engine {
+        self.engine
+    }
+    /// The options the base was routed with (the engine's choices pinned).
+    pub fn options(&self) -> &RouteOptions {
+        &self.opts
+    }
+    /// The fault-free tables.
+    pub fn base(&self) -> &Routing {
+        &self.base
+    }
+    /// RFTR's current state (tables, mask, delta).
+    pub fn rftr(&self) -> &Rftr<'f> {
+        &self.rftr
+    }
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::by_name;
+
+    /// A session equals doing its parts by hand, and refuses engines without a turn rule.
+    #[test]
+    fn session_matches_the_manual_sequence() {
+        let f = super::super::test_fabric("torus 4x4 hcas=2 lmc=2");
+        let engine = by_name("updn").unwrap();
+        let links = super::super::sweep::switch_links(&f);
+        let mut s = Session::start(
+            &f,
+            engine.as_ref(),
+            &RouteOptions::default(),
+            RftrConfig::default(),
+        )
+        .unwrap();
+        let opts = engine.pin_choices(&f, &RouteOptions::default()).unwrap();
+        let base = engine.route(&f, &FaultMask::none(&f), &opts).unwrap();
+        let rule = engine.turn_rule(&f, &opts).unwrap();
+        let mut r = Rftr::new(&f, &base, rule, RftrConfig::default()).unwrap();
+        for &l in &links[..3] {
+            let step = s.apply(Fault::Link(l)).clone();
+            let before = Snapshot::of(&r);
+            let rep = r.apply(Fault::Link(l));
+            let chk = check_state(&r, Some(&before));
+            assert_eq!(step.repair.affected_pairs, rep.affected_pairs);
+            assert_eq!(step.repair.unsupported_pairs, rep.unsupported_pairs);
+            assert_eq!(step.check, chk);
+        }
+        assert_eq!(s.rftr().routing.lft, r.routing.lft);
+        assert!(s.ok(), "three link faults on a 4x4 torus are repaired");
+        let full = s.full_reconfiguration().unwrap();
+        assert_eq!(full.report.unrouted_pairs, 0);
+        assert!(full.deadlock_free);
+        assert!(full.report.delta.lft_entries > 0);
+
+        let minhop = by_name("minhop").unwrap();
+        let e = Session::start(
+            &f,
+            minhop.as_ref(),
+            &RouteOptions::default(),
+            RftrConfig::default(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SessionError::Engine {
+                    engine: "minhop",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+}
