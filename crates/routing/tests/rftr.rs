@@ -558,6 +558,48 @@ mod sweeps {
         }
     }
 
+    /// Sweeps and RFTR give the same results on 1 and on 3 threads: the sweep lines, and
+    /// the repaired tables and delta of a fault sequence.
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let f = fabric("torus 4x4 hcas=2 lmc=2");
+        let e = by_name("updn").unwrap();
+        let c = ctx(&f, e.as_ref());
+        let spec = SweepSpec {
+            faults: 3,
+            scenarios: Scenarios::Samples { count: 40, seed: 9 },
+            shard: (0, 1),
+            full: true,
+        };
+        let pool = |n| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .unwrap()
+        };
+        let lines = |n| {
+            pool(n).install(|| {
+                let mut v = Vec::new();
+                sweep::run(&c, &spec, |r| v.push(r.clone()), |_| {});
+                v
+            })
+        };
+        let (one, three) = (lines(1), lines(3));
+        assert!(!one.is_empty());
+        assert_eq!(one, three);
+        let links = sweep::switch_links(&f);
+        let repaired = |n| {
+            pool(n).install(|| {
+                let mut r = c.start.clone();
+                for &l in links.iter().step_by(5).take(4) {
+                    r.apply(Fault::Link(l));
+                }
+                (r.routing.lft.clone(), r.delta.clone(), r.sls_used())
+            })
+        };
+        assert_eq!(repaired(1), repaired(3));
+    }
+
     #[test]
     fn sampled_scenarios_are_reproducible_and_some_multi_faults_fail() {
         let f = fabric("torus 4x4 hcas=2 lmc=2");

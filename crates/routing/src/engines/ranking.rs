@@ -534,3 +534,92 @@ pub(crate) fn route_updown(
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::FaultMask;
+
+    /// A 2-level tree: the spines are rank 0, leaves rank 1; leaf→spine channels go up; a
+    /// down→up turn (spine to leaf to spine) is the one illegal turn.
+    #[test]
+    fn ranks_directions_and_turns_on_a_two_level_tree() {
+        let f = crate::fault::test_fabric("leafspine leaves=3 spines=2 hosts=2");
+        let t = Topo::new(&f, &FaultMask::none(&f));
+        let spines: Vec<usize> = (0..t.n).filter(|&s| t.ends_on(s).is_empty()).collect();
+        assert_eq!(spines.len(), 2);
+        let rk = UpDownRanking::from_roots(&t, &spines);
+        for s in 0..t.n {
+            let want = if spines.contains(&s) { 0 } else { 1 };
+            assert_eq!(rk.rank[s], want);
+        }
+        let mut up = None;
+        let mut down = None;
+        for c in 0..f.links.len() as u32 * 2 {
+            let c = ChannelId(c);
+            let a = f.switch_index[f.port(f.channel_src(c)).node.idx()];
+            let b = f.switch_index[f.port(f.channel_dst(c)).node.idx()];
+            if a == u32::MAX || b == u32::MAX {
+                assert_eq!(
+                    rk.channel_dir(&f, c),
+                    Dir::None,
+                    "host links have no direction"
+                );
+                continue;
+            }
+            let d = rk.channel_dir(&f, c);
+            assert_eq!(d == Dir::Up, spines.contains(&(b as usize)));
+            if d == Dir::Up {
+                up.get_or_insert(c);
+            } else {
+                down.get_or_insert(c);
+            }
+        }
+        // Down into a leaf, then up out of it: illegal; the reverse is legal.
+        let down_c = down.unwrap();
+        let leaf = f.port(f.channel_dst(down_c)).node;
+        let up_c = (0..f.links.len() as u32 * 2)
+            .map(ChannelId)
+            .find(|&c| f.port(f.channel_src(c)).node == leaf && rk.channel_dir(&f, c) == Dir::Up)
+            .unwrap();
+        assert!(!rk.is_legal_turn(&f, down_c, up_c));
+        let into_spine = (0..f.links.len() as u32 * 2)
+            .map(ChannelId)
+            .find(|&c| {
+                f.port(f.channel_dst(c)).node == f.port(f.channel_src(down_c)).node
+                    && rk.channel_dir(&f, c) == Dir::Up
+            })
+            .unwrap();
+        assert!(rk.is_legal_turn(&f, into_spine, down_c));
+        let _ = up;
+    }
+
+    /// The legal codes of a ring ranked from one root: every switch reaches every other on an
+    /// up*/down* path no longer than the ring allows, and the codes agree with the ranking.
+    #[test]
+    fn codes_give_legal_distances_on_a_ring() {
+        let f = crate::fault::test_fabric("torus 6 hcas=1");
+        let t = Topo::new(&f, &FaultMask::none(&f));
+        let rk = UpDownRanking::from_roots(&t, &[0]);
+        let codes = codes_matrix(&t, &rk);
+        let n = t.n;
+        for d in 0..n {
+            for s in 0..n {
+                let c = codes[d * n + s];
+                assert!(code_is_legal(c), "{s} -> {d}");
+                let dist = code_dist(c) as usize;
+                if s == d {
+                    assert_eq!(dist, 0);
+                } else {
+                    // Up*/down* on a ring from root 0: at least the ring distance, at most
+                    // the way through the root.
+                    let ring = (s + n - d) % n;
+                    let ring = ring.min(n - ring);
+                    assert!(dist >= ring && dist <= n, "{s} -> {d}: {dist}");
+                }
+            }
+        }
+        let (bad, _) = count_illegal(&t, &codes, &vec![true; n]);
+        assert_eq!(bad, 0);
+    }
+}

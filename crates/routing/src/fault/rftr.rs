@@ -563,8 +563,10 @@ impl<'f> Rftr<'f> {
         end == WalkEnd::Stopped && arrived
     }
 
-    /// Applies one fault and repairs every affected pair.
-    pub fn apply(&mut self, fault: Fault) -> FaultReport {
+    /// Marks the fault's channels dead, drops the pairs of end ports on a failed switch, and
+    /// lists the affected (destination end, dead hop index, source slot), sorted: destination
+    /// by destination, nearest the failure first.
+    fn start_fault(&mut self, fault: Fault, report: &mut FaultReport) -> Vec<(u32, u32, u32)> {
         let f = self.f;
         let ne = f.end_ports.len();
         let mut dead: Vec<ChannelId> = Vec::new();
@@ -598,7 +600,6 @@ impl<'f> Rftr<'f> {
         self.fast_pre.clear();
         self.pre_cache.clear();
         self.suf_cache.clear();
-        let mut report = FaultReport::default();
         // Drop pairs of end ports on a failed switch.
         for &e in &dropped_ends {
             let s = self.end_sw[e as usize];
@@ -636,6 +637,14 @@ impl<'f> Rftr<'f> {
             }
         }
         pairs.sort_unstable();
+        pairs
+    }
+
+    /// Applies one fault and repairs every affected pair.
+    pub fn apply(&mut self, fault: Fault) -> FaultReport {
+        let ne = self.f.end_ports.len();
+        let mut report = FaultReport::default();
+        let pairs = self.start_fault(fault, &mut report);
         // A pair left without a candidate is tried again after the other pairs toward the
         // same destination, whose new paths add suffixes, until a round repairs nothing.
         let mut at = 0;
@@ -937,11 +946,9 @@ impl<'f> Rftr<'f> {
     }
 
     /// Repairs pair (slot, e); returns the new path's transitions, or None if unsupported.
-    fn repair(&mut self, slot: u32, e: u32) -> Option<u8> {
-        let f = self.f;
-        let s = self.slot_switch[slot as usize];
-        let t = self.end_sw[e as usize];
-        let max_trans = self.cfg.vls - 1;
+    /// Fills the caches the candidate scan of (source switch `s`, end `e`) reads: the best
+    /// prefixes of `s` and the suffix tables of `e` for every LID offset in use.
+    fn prepare(&mut self, s: u32, e: u32) {
         if !self.fast_pre.contains_key(&s) {
             let t = self.fast_prefixes(s);
             self.fast_pre.insert(s, t);
@@ -955,36 +962,16 @@ impl<'f> Rftr<'f> {
                 self.suf_cache.insert((e, k), v);
             }
         }
-        let mut hops: Vec<ChannelId> = Vec::new();
-        let mut vls: Vec<u8> = Vec::new();
-        // Fast path: the best candidate, found by one scan, usually works.
-        let mut best = self.best_candidate(s, e)?;
-        // A pair whose own base-LID walk is live, legal and as short as the best keeps it.
-        if self.cfg.reuse_dead_base && best.trans == 0 {
-            if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {
-                if h == best.hops {
-                    best = Cand {
-                        trans: 0,
-                        hops: h,
-                        c: s,
-                        pre_path: NONE,
-                        pre_len: 0,
-                        suf_off: 0,
-                    };
-                }
-            }
-        }
-        if self.cfg.reuse_dead_base && self.cfg.prefer_base_lid && best.trans == 0 {
-            if let Some(b) = self.base_lid_tie(s, e, &best) {
-                if let Some(tr) = self.try_candidate(slot, s, e, &b, false, &mut hops, &mut vls) {
-                    return Some(tr);
-                }
-            }
-        }
-        if let Some(tr) = self.try_candidate(slot, s, e, &best, false, &mut hops, &mut vls) {
-            return Some(tr);
-        }
-        // Otherwise every candidate in order, from the per-channel prefix table.
+    }
+
+    /// Every candidate join for (source switch `s`, end `e`) within the VL budget, from the
+    /// per-input-channel prefix table, sorted by (transitions, hops, join switch, offset,
+    /// prefix path, prefix length): the order the specification ranks them in. The fast scan
+    /// ([`Rftr::best_candidate`]) must find the first of them.
+    fn candidates(&mut self, s: u32, e: u32) -> Vec<Cand> {
+        let f = self.f;
+        let t = self.end_sw[e as usize];
+        let max_trans = self.cfg.vls - 1;
         if !self.pre_cache.contains_key(&s) {
             let m = self.prefixes(s);
             self.pre_cache.insert(s, m);
@@ -1042,6 +1029,43 @@ impl<'f> Rftr<'f> {
         }
         let key = |c: &Cand| (c.trans, c.hops, c.c, c.suf_off, c.pre_path, c.pre_len);
         cands.sort_unstable_by_key(key);
+        cands
+    }
+
+    fn repair(&mut self, slot: u32, e: u32) -> Option<u8> {
+        let s = self.slot_switch[slot as usize];
+        self.prepare(s, e);
+        let mut hops: Vec<ChannelId> = Vec::new();
+        let mut vls: Vec<u8> = Vec::new();
+        // Fast path: the best candidate, found by one scan, usually works.
+        let mut best = self.best_candidate(s, e)?;
+        // A pair whose own base-LID walk is live, legal and as short as the best keeps it.
+        if self.cfg.reuse_dead_base && best.trans == 0 {
+            if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {
+                if h == best.hops {
+                    best = Cand {
+                        trans: 0,
+                        hops: h,
+                        c: s,
+                        pre_path: NONE,
+                        pre_len: 0,
+                        suf_off: 0,
+                    };
+                }
+            }
+        }
+        if self.cfg.reuse_dead_base && self.cfg.prefer_base_lid && best.trans == 0 {
+            if let Some(b) = self.base_lid_tie(s, e, &best) {
+                if let Some(tr) = self.try_candidate(slot, s, e, &b, false, &mut hops, &mut vls) {
+                    return Some(tr);
+                }
+            }
+        }
+        if let Some(tr) = self.try_candidate(slot, s, e, &best, false, &mut hops, &mut vls) {
+            return Some(tr);
+        }
+        // Otherwise every candidate in order.
+        let cands = self.candidates(s, e);
         // Pass 0: an SL already in use; pass 1: open a new SL.
         for pass in 0..2 {
             for cand in &cands {
@@ -1440,4 +1464,102 @@ impl<'f> Rftr<'f> {
 /// Convenience for callers: the kind check used by `Fault::Switch`.
 pub fn is_switch(f: &Fabric, n: NodeId) -> bool {
     f.node(n).kind == NodeKind::Switch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::by_name;
+    use crate::engines::RouteOptions;
+
+    fn start<'f>(f: &'f Fabric, vls: u8) -> Rftr<'f> {
+        let e = by_name("updn").unwrap();
+        let opts = e.pin_choices(f, &RouteOptions::default()).unwrap();
+        let base = e.route(f, &FaultMask::none(f), &opts).unwrap();
+        let rule = e.turn_rule(f, &opts).unwrap();
+        Rftr::new(
+            f,
+            &base,
+            rule,
+            RftrConfig {
+                vls,
+                ..RftrConfig::default()
+            },
+        )
+        .unwrap()
+    }
+
+    /// The one-scan candidate search finds what sorting every candidate finds: for every pair
+    /// a fault breaks, the best (transitions, hops, join switch) of both agree, and none of
+    /// either exceeds the VL budget.
+    #[test]
+    fn candidate_scan_equals_the_sorted_candidate_list() {
+        let mut checked = 0;
+        for (spec, vls) in [
+            ("torus 4x4 hcas=1 lmc=2", 2),
+            ("torus 3x3x3 hcas=1 lmc=2", 2),
+            ("mesh 4x3 hcas=1 lmc=2", 3),
+            ("ktree 4 2 lmc=2", 2),
+        ] {
+            let f = super::super::test_fabric(spec);
+            let links = super::super::sweep::switch_links(&f);
+            for &l in links.iter().step_by(3) {
+                let mut r = start(&f, vls);
+                let mut rep = FaultReport::default();
+                let pairs = r.start_fault(Fault::Link(l), &mut rep);
+                let mut last_e = NONE;
+                for &(e, _, slot) in &pairs {
+                    if e != last_e {
+                        r.start_group(e);
+                        last_e = e;
+                    }
+                    let s = r.slot_switch[slot as usize];
+                    r.prepare(s, e);
+                    let fast = r.best_candidate(s, e).map(|c| (c.trans, c.hops, c.c));
+                    let all = r.candidates(s, e);
+                    assert!(all.iter().all(|c| c.trans < vls), "{spec}");
+                    let slow = all.first().map(|c| (c.trans, c.hops, c.c));
+                    assert_eq!(fast, slow, "{spec}: link {l:?}, switch {s} to end {e}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 100, "only {checked} pairs compared");
+    }
+
+    /// A repaired state's new paths change VL only upwards and only at turns the base rule
+    /// forbids, and no switch is visited twice.
+    #[test]
+    fn repaired_paths_change_vl_only_at_illegal_turns() {
+        let f = super::super::test_fabric("torus 4x4 hcas=2 lmc=2");
+        let links = super::super::sweep::switch_links(&f);
+        let mut r = start(&f, 3);
+        let mut with_transition = 0;
+        // Faults one after another (every third link) until some repair needed a transition.
+        for &l in links.iter().step_by(3) {
+            r.apply(Fault::Link(l));
+            for (hops, vls) in r.selected_paths() {
+                let mut seen = vec![false; f.num_switches()];
+                if let Some(&c0) = hops.first() {
+                    seen[f.switch_index[f.port(f.channel_src(c0)).node.idx()] as usize] = true;
+                }
+                for (i, &c) in hops.iter().enumerate() {
+                    let to = r.ch_dst_sw[c.idx()] as usize;
+                    assert!(!seen[to], "a switch visited twice");
+                    seen[to] = true;
+                    if i > 0 {
+                        let step = vls[i] - vls[i - 1];
+                        assert_eq!(step, u8::from(r.illegal(hops[i - 1], c)));
+                    }
+                }
+                if vls.last().is_some_and(|&v| v > 0) {
+                    with_transition += 1;
+                }
+            }
+            if with_transition > 0 {
+                break;
+            }
+        }
+        assert!(with_transition > 0, "no fault sequence needed a transition");
+    }
 }
