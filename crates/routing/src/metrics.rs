@@ -337,6 +337,16 @@ struct RunScratch {
     ends: Vec<usize>,
 }
 
+impl RunScratch {
+    fn new(f: &Fabric) -> Self {
+        RunScratch {
+            cnt: vec![0; f.links.len() * 2],
+            buf: Vec::new(),
+            ends: Vec::new(),
+        }
+    }
+}
+
 /// One run: per-flow max congestion, returns (value, histogram of w).
 fn run_value(
     net: &Net<'_>,
@@ -459,11 +469,7 @@ pub fn ebb(
     let res: Result<Vec<_>, _> = seeds
         .par_iter()
         .map_init(
-            || RunScratch {
-                cnt: vec![0; f.links.len() * 2],
-                buf: Vec::new(),
-                ends: Vec::new(),
-            },
+            || RunScratch::new(f),
             |sc, &seed| {
                 let flows = bisect_flows(&hosts, &mut Rng::new(seed), opts.pattern);
                 run_value(&net, &flows, sc)
@@ -485,11 +491,7 @@ pub fn ebb_flows(
     let res: Result<Vec<_>, _> = runs
         .par_iter()
         .map_init(
-            || RunScratch {
-                cnt: vec![0; f.links.len() * 2],
-                buf: Vec::new(),
-                ends: Vec::new(),
-            },
+            || RunScratch::new(f),
             |sc, flows| run_value(&net, flows, sc),
         )
         .collect();

@@ -59,6 +59,8 @@ pub struct Topo<'a> {
     pub sw_lid: Vec<Lid>,
     /// End-port LIDs that cannot be routed (dead or not cabled to a live switch).
     pub dead_end_lids: usize,
+    /// The faults this topology is the live part of.
+    pub mask: FaultMask,
 }
 
 impl<'a> Topo<'a> {
@@ -160,6 +162,7 @@ impl<'a> Topo<'a> {
             ends_of,
             sw_lid,
             dead_end_lids,
+            mask: mask.clone(),
         }
     }
 

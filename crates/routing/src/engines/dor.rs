@@ -18,7 +18,7 @@ use super::common::{
 };
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::turn::{DorRule, TurnRule};
-use fabric::{Fabric, FaultMask};
+use fabric::Fabric;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -50,19 +50,9 @@ fn switch_coords(f: &Fabric) -> Option<Coords<'_>> {
     Some((v, h.dims.as_slice(), wrap))
 }
 
-/// The `dor` entry of the engine registry.
-pub const INFO: EngineInfo = EngineInfo {
-    name: "dor",
-    aliases: &[],
-    summary: "dimension-order routing on meshes, tori and hypercubes",
-    deadlock_free: false,
-    rftr_base: true,
-    new: || Box::new(Dor),
-};
-
 impl Engine for Dor {
     fn info(&self) -> &'static EngineInfo {
-        &INFO
+        &super::DOR
     }
     /// Dimension order on a mesh (coordinates from the topology hints); a torus has no
     /// deadlock-free dimension order.
@@ -84,20 +74,15 @@ impl Engine for Dor {
                 )
             })
     }
-    fn route_detailed(
-        &self,
-        f: &Fabric,
-        mask: &FaultMask,
-        opts: &RouteOptions,
-    ) -> Result<Routed, EngineError> {
-        let t = Topo::live(f, mask)?;
-        let hop = hop_matrix(&t);
+    fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
+        let f = t.f;
+        let hop = hop_matrix(t);
         let n = t.n;
         let coords = switch_coords(f);
         let fallbacks = AtomicUsize::new(0);
-        let order = generic_order(&t, opts);
+        let order = generic_order(t, opts);
         let (routing, unreached) = generic_lfts(
-            &t,
+            t,
             &order,
             GenericParams::from_opts(opts, false),
             |s, d, out| {
@@ -170,7 +155,7 @@ impl Engine for Dor {
                 "{fb} (switch, destination switch) hops could not follow dimension order (dead or non-minimal neighbour) and used port order"
             ));
         }
-        unreached_note(&t, unreached, &mut notes);
+        unreached_note(t, unreached, &mut notes);
         Ok(Routed { routing, notes })
     }
 }

@@ -46,12 +46,12 @@
 use super::common::is_service_ca;
 use super::common::{eccentricities, hop_matrix, transpose_rect, unreached_note, Topo, INF};
 use super::ranking::{
-    bfs_levels, code_is_legal, codes_matrix, components, count_illegal, escape_note, updown_cands,
-    UpDownRanking,
+    bfs_levels, code_is_legal, codes_matrix, component_count, components, count_illegal,
+    escape_note, single_roots, updown_cands, UpDownRanking,
 };
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::Routing;
-use fabric::{Fabric, FaultMask, NodeKind, NO_PORT};
+use fabric::{NodeKind, NO_PORT};
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
@@ -671,46 +671,19 @@ fn compute_nodes(t: &Topo, opts: &RouteOptions) -> Vec<bool> {
 }
 
 fn single_root_ranking(t: &Topo, roots: &[usize]) -> UpDownRanking {
-    let h = hop_matrix(t);
-    let ecc = eccentricities(t, &h);
-    let comp = components(t);
-    let mut c: Vec<usize> = roots.to_vec();
-    c.sort_by_key(|&s| (ecc[s], t.guid(s), s));
-    let mut seen = Vec::new();
-    let mut single = Vec::new();
-    for s in c {
-        if !seen.contains(&comp[s]) {
-            seen.push(comp[s]);
-            single.push(s);
-        }
-    }
-    UpDownRanking::from_roots(t, &single)
+    let ecc = eccentricities(t, &hop_matrix(t));
+    UpDownRanking::from_roots(t, &single_roots(t, roots, &ecc))
 }
-
-/// The `ftree` entry of the engine registry.
-pub const INFO: EngineInfo = EngineInfo {
-    name: "ftree",
-    aliases: &[],
-    summary: "fat-tree routing, balanced by routes created, degraded trees routed",
-    deadlock_free: true,
-    rftr_base: false,
-    new: || Box::new(FatTree),
-};
 
 impl Engine for FatTree {
     fn info(&self) -> &'static EngineInfo {
-        &INFO
+        &super::FTREE
     }
-    fn route_detailed(
-        &self,
-        f: &Fabric,
-        mask: &FaultMask,
-        opts: &RouteOptions,
-    ) -> Result<Routed, EngineError> {
-        let t = Topo::live(f, mask)?;
+    fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
+        let f = t.f;
         let n = t.n;
         let mut notes = Vec::new();
-        let mut is_cn = compute_nodes(&t, opts);
+        let mut is_cn = compute_nodes(t, opts);
         if !is_cn.iter().any(|&c| c) {
             return Err(EngineError::NotApplicable("no compute node port".into()));
         }
@@ -751,13 +724,9 @@ impl Engine for FatTree {
             }
             let leaves: Vec<usize> = (0..n).filter(|&s| leaf[s]).collect();
             if detect {
-                let h = bfs_levels(&t, &leaves);
-                let comp = components(&t);
-                let ncomp = comp
-                    .iter()
-                    .filter(|&&c| c != u32::MAX)
-                    .max()
-                    .map_or(0, |&c| c as usize + 1);
+                let h = bfs_levels(t, &leaves);
+                let comp = components(t);
+                let ncomp = component_count(&comp);
                 let mut hmax = vec![0u32; ncomp];
                 for s in 0..n {
                     if t.alive[s] && h[s] != u32::MAX {
@@ -769,7 +738,7 @@ impl Engine for FatTree {
                     .filter(|&s| t.alive[s] && h[s] != u32::MAX && h[s] == hmax[comp[s] as usize])
                     .collect();
             }
-            rk = UpDownRanking::from_roots(&t, &roots);
+            rk = UpDownRanking::from_roots(t, &roots);
             // leaf rank = the rank holding most CNs
             let mut per_rank: Vec<usize> = Vec::new();
             for (i, e) in t.ends.iter().enumerate() {
@@ -813,17 +782,17 @@ impl Engine for FatTree {
                 has_cn[e.sw as usize] = true;
             }
         }
-        let mut codes = codes_matrix(&t, &rk);
-        let (badp, _) = count_illegal(&t, &codes, &has_cn);
+        let mut codes = codes_matrix(t, &rk);
+        let (badp, _) = count_illegal(t, &codes, &has_cn);
         if badp > 0 {
-            let r2 = single_root_ranking(&t, &rk.roots);
+            let r2 = single_root_ranking(t, &rk.roots);
             notes.push(format!(
                 "{} roots from {source}: {badp} (CN switch, destination switch) pairs had no up*/down* path in the degraded tree; ranked from a single root instead (switch GUID {:#018x})",
                 rk.roots.len(),
                 r2.roots.first().map_or(0, |&s| t.guid(s))
             ));
             rk = r2;
-            codes = codes_matrix(&t, &rk);
+            codes = codes_matrix(t, &rk);
         } else {
             notes.insert(0, format!("{} roots from {source}", rk.roots.len()));
         }
@@ -831,7 +800,7 @@ impl Engine for FatTree {
         let non_cn_src: Vec<bool> = (0..n)
             .map(|s| !has_cn[s] && !t.ends_on(s).is_empty())
             .collect();
-        let (svc_bad, esc) = count_illegal(&t, &codes, &non_cn_src);
+        let (svc_bad, esc) = count_illegal(t, &codes, &non_cn_src);
         if svc_bad > 0 {
             notes.push(format!(
                 "{svc_bad} (switch with only non-compute end ports, destination switch with end ports) pairs have no up*/down* path (e.g. aggregation nodes on two spines: spine -> L1 -> spine turns down->up); they use escape paths, so a credit-loop check over all end ports may find loops through that traffic; traffic from compute nodes stays deadlock-free"
@@ -843,7 +812,7 @@ impl Engine for FatTree {
         let stride = r.stride();
         let mut cols = vec![NO_PORT; stride * n];
         let mut lid_dest = vec![u32::MAX; stride];
-        let mut ft = Ft::new(&t, &rk, has_cn);
+        let mut ft = Ft::new(t, &rk, has_cn);
         let max_off = t.ends.iter().map(|e| e.nlids).max().unwrap_or(1) as usize;
         let maxcn = (0..n)
             .map(|s| t.ends_on(s).iter().filter(|&&i| is_cn[i as usize]).count())
@@ -931,7 +900,7 @@ impl Engine for FatTree {
         if esc > 0 {
             notes.push(escape_note(esc));
         }
-        unreached_note(&t, unreached, &mut notes);
+        unreached_note(t, unreached, &mut notes);
         Ok(Routed { routing: r, notes })
     }
 }

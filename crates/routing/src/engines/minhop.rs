@@ -10,38 +10,21 @@ use super::common::{
     generic_lfts, hop_matrix, opensm_order, unreached_note, GenericParams, Topo, INF,
 };
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
-use fabric::{Fabric, FaultMask};
 
 /// The `minhop` engine.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MinHop;
 
-/// The `minhop` entry of the engine registry.
-pub const INFO: EngineInfo = EngineInfo {
-    name: "minhop",
-    aliases: &[],
-    summary: "min-hop ports, least loaded by per-port path counts (OpenSM default)",
-    deadlock_free: false,
-    rftr_base: false,
-    new: || Box::new(MinHop),
-};
-
 impl Engine for MinHop {
     fn info(&self) -> &'static EngineInfo {
-        &INFO
+        &super::MINHOP
     }
-    fn route_detailed(
-        &self,
-        f: &Fabric,
-        mask: &FaultMask,
-        opts: &RouteOptions,
-    ) -> Result<Routed, EngineError> {
-        let t = Topo::live(f, mask)?;
-        let hop = hop_matrix(&t);
+    fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
+        let hop = hop_matrix(t);
         let n = t.n;
-        let order = opensm_order(&t, opts);
+        let order = opensm_order(t, opts);
         let (routing, unreached) = generic_lfts(
-            &t,
+            t,
             &order,
             GenericParams::from_opts(opts, true),
             |s, d, out| {
@@ -58,7 +41,7 @@ impl Engine for MinHop {
             },
         );
         let mut notes = Vec::new();
-        unreached_note(&t, unreached, &mut notes);
+        unreached_note(t, unreached, &mut notes);
         Ok(Routed { routing, notes })
     }
 }

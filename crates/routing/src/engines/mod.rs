@@ -35,6 +35,7 @@ pub mod updn;
 
 use crate::tables::{Routing, NUM_DATA_VLS, NUM_SLS};
 use crate::turn::TurnRule;
+use common::Topo;
 use fabric::{Fabric, FaultMask};
 use std::fmt;
 use std::sync::Arc;
@@ -164,15 +165,49 @@ pub struct EngineInfo {
     pub new: fn() -> Box<dyn Engine>,
 }
 
-/// Every engine, in the order `--help` lists them.
-pub static ENGINES: &[&EngineInfo] = &[
-    &minhop::INFO,
-    &updn::UPDN,
-    &updn::DNUP,
-    &dor::INFO,
-    &ftree::INFO,
-    &sssp::INFO,
-];
+/// Declares the registry: one constant per engine and [`ENGINES`], which lists them in
+/// order. Each line: constant, name, aliases, the engine value, its deadlock promise, whether
+/// it is an RFTR base, its summary.
+macro_rules! registry {
+    ($($id:ident $name:literal [$($alias:literal),*] $new:expr,
+       deadlock_free: $df:expr, rftr_base: $rb:expr, $summary:literal;)*) => {
+        $(
+            #[doc = concat!("The `", $name, "` engine's registry entry.")]
+            pub const $id: EngineInfo = EngineInfo {
+                name: $name,
+                aliases: &[$($alias),*],
+                summary: $summary,
+                deadlock_free: $df,
+                rftr_base: $rb,
+                new: || Box::new($new),
+            };
+        )*
+        /// Every engine, in the order `--help` lists them.
+        pub static ENGINES: &[&EngineInfo] = &[$(&$id),*];
+    };
+}
+
+#[rustfmt::skip]
+registry! {
+    MINHOP "minhop" [] minhop::MinHop,
+        deadlock_free: false, rftr_base: false,
+        "min-hop ports, least loaded by per-port path counts (OpenSM default)";
+    UPDN "updn" [] updn::UpDn,
+        deadlock_free: true, rftr_base: true,
+        "Up*/Down*: ranks from roots, always picks working roots";
+    DNUP "dnup" [] updn::DnUp,
+        deadlock_free: true, rftr_base: false,
+        "Down*/Up*: rank 0 = switches with end ports";
+    DOR "dor" [] dor::Dor,
+        deadlock_free: false, rftr_base: true,
+        "dimension-order routing on meshes, tori and hypercubes";
+    FTREE "ftree" [] ftree::FatTree,
+        deadlock_free: true, rftr_base: false,
+        "fat-tree routing, balanced by routes created, degraded trees routed";
+    SSSP "sssp" [] sssp::Sssp,
+        deadlock_free: false, rftr_base: false,
+        "globally balanced shortest paths (one Dijkstra per destination LID)";
+}
 
 /// The engine called `name` (its name or an alias; exact match).
 pub fn lookup(name: &str) -> Option<&'static EngineInfo> {
@@ -210,13 +245,18 @@ pub trait Engine: Send + Sync {
     fn name(&self) -> &'static str {
         self.info().name
     }
+    /// Routes the live part of a fabric (its [`Topo`]: the switches and end ports the fault
+    /// mask leaves), with notes.
+    fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError>;
     /// Routes the fabric under the fault mask, with notes.
     fn route_detailed(
         &self,
         f: &Fabric,
         mask: &FaultMask,
         opts: &RouteOptions,
-    ) -> Result<Routed, EngineError>;
+    ) -> Result<Routed, EngineError> {
+        self.route_topo(&Topo::live(f, mask)?, opts)
+    }
     /// Routes the fabric under the fault mask.
     fn route(
         &self,

@@ -215,6 +215,31 @@ pub fn components(t: &Topo) -> Vec<u32> {
     comp
 }
 
+/// Number of components in a [`components`] result.
+pub fn component_count(comp: &[u32]) -> usize {
+    comp.iter()
+        .filter(|&&c| c != u32::MAX)
+        .max()
+        .map_or(0, |&c| c as usize + 1)
+}
+
+/// One root per connected component out of `cands`: the candidate of minimum eccentricity
+/// (`ecc`), ties by lowest GUID then index.
+pub fn single_roots(t: &Topo, cands: &[usize], ecc: &[u16]) -> Vec<usize> {
+    let comp = components(t);
+    let mut c: Vec<usize> = cands.to_vec();
+    c.sort_by_key(|&s| (ecc[s], t.guid(s), s));
+    let mut seen = Vec::new();
+    let mut single = Vec::new();
+    for s in c {
+        if !seen.contains(&comp[s]) {
+            seen.push(comp[s]);
+            single.push(s);
+        }
+    }
+    single
+}
+
 // ---- per-destination codes ---------------------------------------------------------------
 //
 // code (u16) of switch s toward destination switch d:

@@ -5,8 +5,8 @@
 
 use super::common::{eccentricities, hop_matrix, is_service_ca, EndDest, Topo, INF};
 use super::ranking::{
-    bfs_levels, code_dist, code_is_legal, codes_matrix, components, count_illegal,
-    dnup_default_reference, dnup_ranks, escape_note, route_updown, UpDownRanking,
+    bfs_levels, code_dist, code_is_legal, codes_matrix, component_count, components, count_illegal,
+    dnup_default_reference, dnup_ranks, escape_note, route_updown, single_roots, UpDownRanking,
 };
 use super::{EngineError, RouteOptions};
 use crate::tables::Routing;
@@ -39,14 +39,11 @@ pub(crate) fn dnup_ranking(
     // Every live switch at rank 0 (end ports everywhere) on a connected fabric: the order
     // is an up*/down* order from the reference switches, chosen like updn's root set.
     if let Some(c) = chosen_root_set(t, mask, Kind::DnUp, opts) {
-        let mut notes = vec![
+        let notes = vec![
             format!("{} switches with end ports at rank 0", c.rk.roots.len()),
-            c.note,
+            c.note.clone(),
         ];
-        if c.esc > 0 {
-            notes.push(escape_note(c.esc));
-        }
-        return Ok((c.rk, c.codes, notes));
+        return Ok(c.finish(notes));
     }
     let default_ref = dnup_default_reference(t, &rank);
     let rk = UpDownRanking::dnup_from(t, rank, roots, default_ref.as_slice());
@@ -109,11 +106,7 @@ pub(crate) fn updn_ranking(
             .collect();
         let h = bfs_levels(t, &with_ends);
         let comp = components(t);
-        let ncomp = comp
-            .iter()
-            .filter(|&&c| c != u32::MAX)
-            .max()
-            .map_or(0, |&c| c as usize + 1);
+        let ncomp = component_count(&comp);
         let mut hmax = vec![0u32; ncomp];
         for s in 0..t.n {
             if t.alive[s] && h[s] != u32::MAX {
@@ -133,20 +126,13 @@ pub(crate) fn updn_ranking(
     if roots.is_empty() {
         // A connected fabric: route a few candidate root sets and keep the best (module docs).
         if let Some(c) = chosen_root_set(t, mask, Kind::UpDn, opts) {
-            notes.insert(0, c.note);
-            if c.esc > 0 {
-                notes.push(escape_note(c.esc));
-            }
-            return Ok((c.rk, c.codes, notes));
+            notes.insert(0, c.note.clone());
+            return Ok(c.finish(notes));
         }
         let h = hop_matrix(t);
         let ecc = eccentricities(t, &h);
         let comp = components(t);
-        let ncomp = comp
-            .iter()
-            .filter(|&&c| c != u32::MAX)
-            .max()
-            .map_or(0, |&c| c as usize + 1);
+        let ncomp = component_count(&comp);
         let mut best = vec![INF; ncomp];
         for s in 0..t.n {
             if t.alive[s] {
@@ -185,17 +171,7 @@ pub(crate) fn updn_ranking(
         None => hop_matrix(t),
     };
     let ecc = eccentricities(t, &h);
-    let comp = components(t);
-    let mut single: Vec<usize> = Vec::new();
-    let mut seen_comp: Vec<u32> = Vec::new();
-    let mut cands: Vec<usize> = rk.roots.clone();
-    cands.sort_by_key(|&s| (ecc[s], t.guid(s), s));
-    for s in cands {
-        if !seen_comp.contains(&comp[s]) {
-            seen_comp.push(comp[s]);
-            single.push(s);
-        }
-    }
+    let single = single_roots(t, &rk.roots, &ecc);
     let rk2 = UpDownRanking::from_roots(t, &single);
     let codes2 = codes_matrix(t, &rk2);
     notes.insert(
@@ -391,6 +367,16 @@ struct Chosen {
     codes: Vec<u16>,
     esc: usize,
     note: String,
+}
+
+impl Chosen {
+    /// The ranking, codes and `notes` (plus the escape note when some entries need one).
+    fn finish(self, mut notes: Vec<String>) -> (UpDownRanking, Vec<u16>, Vec<String>) {
+        if self.esc > 0 {
+            notes.push(escape_note(self.esc));
+        }
+        (self.rk, self.codes, notes)
+    }
 }
 
 /// The root set chosen for `kind` (module docs). Under a fault mask the set chosen for the
@@ -591,6 +577,7 @@ fn eval_topo<'a>(t: &Topo<'a>) -> Topo<'a> {
         ends_of: t.ends_of.clone(),
         sw_lid: vec![0; t.n],
         dead_end_lids: t.dead_end_lids,
+        mask: t.mask.clone(),
     }
 }
 

@@ -18,7 +18,7 @@
 use super::common::{transpose_rect, unreached_note, Topo};
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::Routing;
-use fabric::{Fabric, FaultMask, NO_PORT};
+use fabric::NO_PORT;
 use rustc_hash::FxHashSet;
 use std::cmp::Reverse;
 
@@ -26,27 +26,12 @@ use std::cmp::Reverse;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sssp;
 
-/// The `sssp` entry of the engine registry.
-pub const INFO: EngineInfo = EngineInfo {
-    name: "sssp",
-    aliases: &[],
-    summary: "globally balanced shortest paths (one Dijkstra per destination LID)",
-    deadlock_free: false,
-    rftr_base: false,
-    new: || Box::new(Sssp),
-};
-
 impl Engine for Sssp {
     fn info(&self) -> &'static EngineInfo {
-        &INFO
+        &super::SSSP
     }
-    fn route_detailed(
-        &self,
-        f: &Fabric,
-        mask: &FaultMask,
-        opts: &RouteOptions,
-    ) -> Result<Routed, EngineError> {
-        let t = Topo::live(f, mask)?;
+    fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
+        let f = t.f;
         let n = t.n;
         let num_hca = t.end_lids_per_switch();
         // OpenSM's switch order: its switch GUID map, keyed by the GUID in network byte order
@@ -233,7 +218,7 @@ impl Engine for Sssp {
         }
         r.lft = transpose_rect(&cols, stride, n);
         let mut notes = Vec::new();
-        unreached_note(&t, unreached, &mut notes);
+        unreached_note(t, unreached, &mut notes);
         Ok(Routed { routing: r, notes })
     }
 }

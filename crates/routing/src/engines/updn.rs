@@ -95,19 +95,9 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct UpDn;
 
-/// The `updn` entry of the engine registry.
-pub const UPDN: EngineInfo = EngineInfo {
-    name: "updn",
-    aliases: &[],
-    summary: "Up*/Down*: ranks from roots, always picks working roots",
-    deadlock_free: true,
-    rftr_base: true,
-    new: || Box::new(UpDn),
-};
-
 impl Engine for UpDn {
     fn info(&self) -> &'static EngineInfo {
-        &UPDN
+        &super::UPDN
     }
     /// The Up*/Down* rule of the ranking the engine routes with (the same roots).
     fn turn_rule<'f>(
@@ -135,16 +125,11 @@ impl Engine for UpDn {
         }
         Ok(o)
     }
-    fn route_detailed(
-        &self,
-        f: &Fabric,
-        mask: &FaultMask,
-        opts: &RouteOptions,
-    ) -> Result<Routed, EngineError> {
-        let t = Topo::live(f, mask)?;
-        let (rk, codes, mut notes) = updn_ranking(&t, mask, opts)?;
-        let (routing, unreached) = route_updown(&t, &rk, &codes, opts);
-        unreached_note(&t, unreached, &mut notes);
+    fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
+        let mask = &t.mask;
+        let (rk, codes, mut notes) = updn_ranking(t, mask, opts)?;
+        let (routing, unreached) = route_updown(t, &rk, &codes, opts);
+        unreached_note(t, unreached, &mut notes);
         Ok(Routed { routing, notes })
     }
 }
@@ -153,30 +138,15 @@ impl Engine for UpDn {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DnUp;
 
-/// The `dnup` entry of the engine registry.
-pub const DNUP: EngineInfo = EngineInfo {
-    name: "dnup",
-    aliases: &[],
-    summary: "Down*/Up*: rank 0 = switches with end ports",
-    deadlock_free: true,
-    rftr_base: false,
-    new: || Box::new(DnUp),
-};
-
 impl Engine for DnUp {
     fn info(&self) -> &'static EngineInfo {
-        &DNUP
+        &super::DNUP
     }
-    fn route_detailed(
-        &self,
-        f: &Fabric,
-        mask: &FaultMask,
-        opts: &RouteOptions,
-    ) -> Result<Routed, EngineError> {
-        let t = Topo::live(f, mask)?;
-        let (rk, codes, mut notes) = dnup_ranking(&t, mask, opts)?;
-        let (routing, unreached) = route_updown(&t, &rk, &codes, opts);
-        unreached_note(&t, unreached, &mut notes);
+    fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
+        let mask = &t.mask;
+        let (rk, codes, mut notes) = dnup_ranking(t, mask, opts)?;
+        let (routing, unreached) = route_updown(t, &rk, &codes, opts);
+        unreached_note(t, unreached, &mut notes);
         Ok(Routed { routing, notes })
     }
 }
