@@ -41,6 +41,20 @@ pub struct Args {
     /// scatter_ports SEED (0 = off).
     #[arg(long, default_value_t = 0)]
     pub scatter_ports: u64,
+    /// Data VLs the engines may use (the VLs the switches offer; OpenSM's nue_max_num_vls for
+    /// nue). 1..=15.
+    #[arg(long, default_value_t = 8)]
+    pub max_vls: u8,
+    /// Service levels the engines may use. 1..=16.
+    #[arg(long, default_value_t = 16)]
+    pub sls: u8,
+    /// The lowest VL the VL engines use (OpenSM's lash_start_vl; dfsssp, lash, hopvl, nue).
+    #[arg(long, alias = "start-vl", default_value_t = 0)]
+    pub lash_start_vl: u8,
+    /// do_mesh_analysis (lash): dimension-ordered shortest paths on meshes and tori with
+    /// coordinates.
+    #[arg(long)]
+    pub do_mesh_analysis: bool,
     /// Output directory.
     #[arg(short, long)]
     pub output: PathBuf,
@@ -72,8 +86,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut opts = RouteOptions {
         port_shifting: a.port_shifting,
         scatter_ports: a.scatter_ports,
+        budget: routing::engines::Budget {
+            vls: a.max_vls,
+            sls: a.sls,
+            start_vl: a.lash_start_vl,
+        },
         ..Default::default()
     };
+    opts.engine.lash.do_mesh_analysis = a.do_mesh_analysis;
+    opts.budget.validate().map_err(anyhow::Error::msg)?;
     if let Some(p) = &a.roots {
         opts.root_guids = read_guid_file(p)?;
     }
@@ -140,6 +161,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "sls": m.sls_used.len(),
         "vls_used": m.vls_used,
         "sls_used": m.sls_used,
+        "vl_budget": opts.budget.vls,
+        "sl_budget": opts.budget.sls,
+        "start_vl": opts.budget.start_vl,
         "deadlock_free": rep.deadlock_free,
         "credit_loops": rep.cycles.len(),
         "route_seconds": route_s,

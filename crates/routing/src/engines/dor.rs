@@ -75,10 +75,18 @@ impl Engine for Dor {
             })
     }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
+        Ok(dor_lfts(t, opts, true))
+    }
+}
+
+/// DOR's tables: with `coords` and the fabric's coordinates, the lowest differing dimension
+/// first; otherwise (or where that is impossible) OpenSM's port-order rule.
+pub(crate) fn dor_lfts(t: &Topo, opts: &RouteOptions, coords: bool) -> Routed {
+    {
         let f = t.f;
         let hop = hop_matrix(t);
         let n = t.n;
-        let coords = switch_coords(f);
+        let coords = if coords { switch_coords(f) } else { None };
         let fallbacks = AtomicUsize::new(0);
         let order = generic_order(t, opts);
         let (routing, unreached) = generic_lfts(
@@ -156,6 +164,6 @@ impl Engine for Dor {
             ));
         }
         unreached_note(t, unreached, &mut notes);
-        Ok(Routed { routing, notes })
+        Routed { routing, notes }
     }
 }

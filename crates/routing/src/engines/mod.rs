@@ -25,8 +25,11 @@
 //! explicitly if wanted) and unknown names are reported as failed attempts.
 
 pub mod common;
+pub mod dfsssp;
 pub mod dor;
 pub mod ftree;
+pub mod hopvl;
+pub mod lash;
 pub mod minhop;
 pub mod ranking;
 pub mod roots;
@@ -67,6 +70,14 @@ pub struct RouteOptions {
     pub scatter_ports: u64,
     /// The virtual lanes and service levels an engine may use.
     pub budget: Budget,
+    /// Settings only some engines read, each in its engine's own type.
+    pub engine: EngineSettings,
+}
+
+/// Engine-specific settings: one field per engine that has any, of a type its file defines.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineSettings {
+    pub lash: lash::LashSettings,
 }
 
 /// The virtual lanes and service levels an engine may use: data VLs `start_vl..start_vl +
@@ -207,6 +218,15 @@ registry! {
     SSSP "sssp" [] sssp::Sssp,
         deadlock_free: false, rftr_base: false,
         "globally balanced shortest paths (one Dijkstra per destination LID)";
+    DFSSSP "dfsssp" [] dfsssp::Dfsssp,
+        deadlock_free: true, rftr_base: false,
+        "SSSP paths in VL layers with acyclic channel dependencies";
+    LASH "lash" [] lash::Lash,
+        deadlock_free: true, rftr_base: false,
+        "layered shortest paths: one VL layer per switch pair";
+    HOPVL "hopvl" [] hopvl::HopVl,
+        deadlock_free: true, rftr_base: false,
+        "SSSP paths, VL = hop index (low-diameter networks; HOTI'16)";
 }
 
 /// The engine called `name` (its name or an alias; exact match).

@@ -258,10 +258,133 @@ impl Layers {
     }
 }
 
+/// Where [`place`] put each group of paths.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Per group: its layer.
+    pub layer: Vec<u8>,
+    /// Layers used (one past the highest layer of any group).
+    pub used: usize,
+    /// Paths per layer.
+    pub paths: Vec<u64>,
+}
+
+/// First fit: every group of paths (each path a list of vertices, e.g. channels) goes, whole,
+/// into the lowest layer that stays acyclic with it; a new layer is opened when none does, up
+/// to `limit` layers. Groups are placed in the order given; `path(g)` lists the paths of group
+/// `g`. Returns the placement and the layers (for further moves), or the group that fit in no
+/// layer below the limit (a group that fits no empty layer either, because a path revisits a
+/// vertex right away, also ends the placement there).
+pub fn place<'p>(
+    n: usize,
+    groups: usize,
+    limit: usize,
+    path: impl Fn(usize, &mut Vec<&'p [u32]>),
+) -> Result<(Placement, Layers), usize> {
+    let mut layers = Layers::new(n, 1);
+    let mut layer = vec![0u8; groups];
+    let mut buf: Vec<&[u32]> = Vec::new();
+    let limit = limit.min(u8::MAX as usize);
+    for (g, slot) in layer.iter_mut().enumerate() {
+        buf.clear();
+        path(g, &mut buf);
+        let mut l = 0;
+        loop {
+            if l == limit {
+                return Err(g);
+            }
+            if l == layers.len() {
+                layers.push_layer();
+            }
+            if layers.try_add_all(l, &buf) {
+                break;
+            }
+            if layers.paths(l) == 0 {
+                // Not even an empty layer takes it.
+                return Err(g);
+            }
+            l += 1;
+        }
+        *slot = l as u8;
+    }
+    let used = layer.iter().map(|&l| l as usize + 1).max().unwrap_or(0);
+    let paths = (0..used).map(|l| layers.paths(l)).collect();
+    Ok((Placement { layer, used, paths }, layers))
+}
+
+impl Layers {
+    /// Places every path of a group in layer `l`, or none of them (the layer unchanged).
+    pub fn try_add_all(&mut self, l: usize, group: &[&[u32]]) -> bool {
+        for (i, p) in group.iter().enumerate() {
+            if !self.try_add(l, p) {
+                for q in &group[..i] {
+                    self.remove(l, q);
+                }
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Splits `used` layers over `budget` VLs the way OpenSM's DFSSSP does: each spare VL goes to
+/// the layer with the most paths per VL it has so far (ties: the lower layer). Returns per
+/// layer (first VL, VL count); the VLs of a layer are consecutive, layer 0 first.
+pub fn split_layers(paths: &[u64], budget: usize) -> Vec<(u8, u8)> {
+    let used = paths.len();
+    let mut split = vec![1u64; used];
+    for _ in used..budget.max(used) {
+        let best = (0..used)
+            .max_by(|&a, &b| {
+                // paths[a]/split[a] vs paths[b]/split[b]; the lower index wins ties.
+                (paths[a] * split[b])
+                    .cmp(&(paths[b] * split[a]))
+                    .then(b.cmp(&a))
+            })
+            .unwrap_or(0);
+        if let Some(s) = split.get_mut(best) {
+            *s += 1;
+        }
+    }
+    let mut first = 0u8;
+    split
+        .iter()
+        .map(|&s| {
+            let v = (first, s as u8);
+            first += s as u8;
+            v
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use fabric::rng::Rng;
+
+    #[test]
+    fn first_fit_groups_and_splits() {
+        // The ring of four: three groups fit layer 0, the fourth closes the cycle.
+        let paths: Vec<Vec<u32>> = (0..4).map(|i| vec![i, (i + 1) % 4]).collect();
+        let (p, layers) = place(4, 4, 8, |g, out| out.push(&paths[g])).unwrap();
+        assert_eq!(p.layer, vec![0, 0, 0, 1]);
+        assert_eq!((p.used, p.paths.clone()), (2, vec![3, 1]));
+        assert!(layers.is_acyclic(0) && layers.is_acyclic(1));
+        // A group of two that closes the ring with what layer 0 holds goes up whole.
+        let (p, _) = place(4, 2, 8, |g, out| {
+            let (a, b) = if g == 0 { (0, 1) } else { (2, 3) };
+            out.push(&paths[a]);
+            out.push(&paths[b]);
+        })
+        .unwrap();
+        assert_eq!(p.layer, vec![0, 1]);
+        // With one layer allowed, the fourth path of the ring is where it stops.
+        assert_eq!(place(4, 4, 1, |g, out| out.push(&paths[g])).err(), Some(3));
+        // 3 + 1 paths over 8 VLs: the spare VLs go to the busier layer first.
+        assert_eq!(split_layers(&[3, 1], 8), vec![(0, 6), (6, 2)]);
+        assert_eq!(split_layers(&[3, 1], 2), vec![(0, 1), (1, 1)]);
+        assert_eq!(split_layers(&[5], 3), vec![(0, 3)]);
+    }
 
     #[test]
     fn a_ring_needs_two_layers_and_removal_frees_the_first() {

@@ -16,6 +16,7 @@
 
 pub mod colour;
 pub mod layers;
+pub mod paths;
 
 pub use colour::{Need, SlColouring};
 pub use layers::Layers;
