@@ -1344,3 +1344,98 @@ fn minhop_orders_equal_leaves_like_opensm_guid_map() {
     );
     assert_eq!(r.out_port(xs, lid(cas[0])), 2);
 }
+
+// ---------------------------------------------------------------------------------------------
+// VL engines: deadlock freedom through SLs and SL2VL, on random and damaged fabrics
+
+/// What a VL engine must give on any fabric: tables the checker finds complete and free of
+/// credit loops over (channel, VL), within the budget, or a refusal that names the shortage.
+fn vl_engine_verdict(name: &str, f: &Fabric, mask: &FaultMask, what: &str) -> Option<usize> {
+    let opts = RouteOptions::default();
+    match by_name(name).unwrap().route(f, mask, &opts) {
+        Ok(r) => {
+            r.validate(f).unwrap();
+            let rep = routing::cdg::check(f, &r, Some(mask));
+            assert!(
+                rep.deadlock_free,
+                "{name} on {what}: {} credit loops",
+                rep.cycles.len()
+            );
+            assert_eq!(
+                rep.pairs.ok, rep.pairs.checked,
+                "{name} on {what}: undelivered pairs"
+            );
+            let vls = rep.cdg.vls_used.len();
+            assert!(
+                vls <= opts.budget.vls as usize,
+                "{name} on {what}: {vls} VLs"
+            );
+            assert!(rep.cdg.sls_used.len() <= opts.budget.sls as usize);
+            Some(vls)
+        }
+        Err(EngineError::NotApplicable(why)) => {
+            assert!(
+                why.contains("need"),
+                "{name} on {what}: refusal without the count: {why}"
+            );
+            None
+        }
+        Err(e) => panic!("{name} on {what}: {e}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    #[test]
+    fn vl_engines_are_deadlock_free_on_random_damaged_fabrics(kind in 0usize..6, k in 0usize..6, seed in 0u64..10_000) {
+        let spec = match kind {
+            0 => format!("torus 4x4 hcas=2 fail-links={k} fail-seed={seed}"),
+            1 => format!("randreg {} 4 seed={seed} fail-links={k} fail-seed={seed}", 10 + seed % 20),
+            2 => format!("dragonfly 4 2 2 fail-links={k} fail-seed={seed}"),
+            3 => format!("slimfly 5 fail-links={k} fail-seed={seed}"),
+            4 => format!("hyperx {}x3 hcas=1 fail-links={k} fail-seed={seed}", 2 + seed % 4),
+            _ => format!("ktree 4 3 fail-links={k} fail-seed={seed}"),
+        };
+        let Ok(f) = spec.parse::<fabric::gen::TopoSpec>().and_then(|s| s.generate()) else {
+            return Ok(());
+        };
+        // A failed link at run time too, on top of the generator's.
+        let mask = fail_random_links(&f, usize::from(seed % 2 == 0), seed ^ 0xabc);
+        prop_assume!(connected(&f, &mask));
+        for name in ["hopvl", "dfsssp", "lash"] {
+            vl_engine_verdict(name, &f, &mask, &spec);
+        }
+    }
+}
+
+/// The figures the VL engines are built for: hop-incremented VLs use exactly the diameter
+/// (and SSSP's link loads), layered engines fit tori where OpenSM's run out of VLs.
+#[test]
+fn vl_engines_fit_where_they_should() {
+    let cases: &[(&str, &str, Option<usize>)] = &[
+        ("slimfly 5", "hopvl", Some(2)),
+        ("dragonfly 4 2 2", "hopvl", Some(3)),
+        ("hyperx 4x4x4 hcas=1", "hopvl", Some(3)),
+        ("ktree 4 3", "hopvl", Some(4)),
+        ("torus 4x4 hcas=2", "lash", Some(2)),
+        ("torus 8x8 hcas=2", "dfsssp", Some(8)),
+        ("torus 8x8 hcas=2", "lash", Some(5)),
+        ("torus 4x4x4 hcas=2", "lash", Some(4)),
+        ("torus 8x8 hcas=2", "hopvl", None),
+    ];
+    for &(spec, name, want) in cases {
+        let f = gen(spec);
+        let got = vl_engine_verdict(name, &f, &FaultMask::none(&f), spec);
+        assert_eq!(got, want, "{name} on {spec}: VLs used");
+        if name == "hopvl" && got.is_some() {
+            let mask = FaultMask::none(&f);
+            let a = routing::metrics::route_metrics(&f, &route("hopvl", &f, &mask), None);
+            let b = routing::metrics::route_metrics(&f, &route("sssp", &f, &mask), None);
+            assert_eq!(
+                a.link_load.max, b.link_load.max,
+                "hopvl keeps SSSP's paths on {spec}"
+            );
+        }
+    }
+}
