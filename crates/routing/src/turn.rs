@@ -114,3 +114,56 @@ impl TurnRule for DorRule {
         "dor"
     }
 }
+
+/// Every turn is legal, one class. Not a deadlock rule by itself: RFTR uses it over a base
+/// whose VLs it leaves alone ([`Base::FreshVls`]), where the acyclicity of each new VL is
+/// checked path by path.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllTurns;
+
+impl TurnRule for AllTurns {
+    #[inline]
+    fn legal(&self, _f: &Fabric, _inc: ChannelId, _out: ChannelId) -> bool {
+        true
+    }
+    #[inline]
+    fn class(&self, _c: ChannelId) -> u8 {
+        0
+    }
+    fn name(&self) -> &'static str {
+        "fresh VLs"
+    }
+}
+
+/// How RFTR may repair a base routing.
+#[derive(Clone)]
+pub enum Base<'f> {
+    /// Every base path obeys this turn rule within one VL: a repaired path changes VL (up)
+    /// exactly where it takes a turn the rule forbids, so it can share the base's VLs.
+    Turns(std::sync::Arc<dyn TurnRule + 'f>),
+    /// The base keeps its own VLs and SLs, whatever scheme made them deadlock-free (layers,
+    /// hop-incremented VLs): repaired paths go, whole, on VLs above the highest the base
+    /// uses, each such VL kept acyclic by an incremental check, with SLs of their own.
+    FreshVls,
+}
+
+impl std::fmt::Debug for Base<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Base::Turns(r) => write!(f, "Turns({})", r.name()),
+            Base::FreshVls => f.write_str("FreshVls"),
+        }
+    }
+}
+
+impl<'f> From<std::sync::Arc<dyn TurnRule + 'f>> for Base<'f> {
+    fn from(r: std::sync::Arc<dyn TurnRule + 'f>) -> Self {
+        Base::Turns(r)
+    }
+}
+
+impl<'f, R: TurnRule + 'f> From<std::sync::Arc<R>> for Base<'f> {
+    fn from(r: std::sync::Arc<R>) -> Self {
+        Base::Turns(r)
+    }
+}

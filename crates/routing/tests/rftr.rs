@@ -191,8 +191,17 @@ fn run_and_check_cfg(f: &Fabric, faults: &[Fault], cfg: RftrConfig) -> (bool, u8
 
 /// [`run_and_check_cfg`], returning the state after the last fault.
 fn run_and_check_state<'f>(f: &'f Fabric, faults: &[Fault], cfg: RftrConfig) -> (bool, Rftr<'f>) {
-    let vls = cfg.vls;
-    let mut r = start_cfg(f, cfg);
+    run_and_check_from(f, start_cfg(f, cfg), faults, cfg.vls)
+}
+
+/// Applies `faults` to a started RFTR state and checks every invariant after each (see
+/// [`run_and_check_cfg`]) with this file's own walker; VLs must stay below `vls`.
+fn run_and_check_from<'f>(
+    f: &'f Fabric,
+    mut r: Rftr<'f>,
+    faults: &[Fault],
+    vls: u8,
+) -> (bool, Rftr<'f>) {
     let mut all_supported = true;
     for &fault in faults {
         let before = selected_walks(&r, &r.mask.clone());
@@ -441,6 +450,61 @@ proptest! {
         }
         let cfg = RftrConfig { vls: 2, reuse_dead_base, prefer_base_lid, ..Default::default() };
         run_and_check_cfg(&f, &faults, cfg);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    /// RFTR over the VL engines' tables (their VLs and SLs kept, repaired paths on the VLs
+    /// above): every invariant after every fault, with the walker of this file (every
+    /// selected pair arrives, VLs within the budget, the union of the surviving old walks and
+    /// the new ones acyclic over (channel, VL)), and the verifier agrees.
+    #[test]
+    fn random_faults_on_vl_engine_bases(
+        kind in 0usize..4,
+        engine in 0usize..3,
+        seed in 0u64..1000,
+        nfaults in 1usize..4,
+        with_switch in any::<bool>(),
+    ) {
+        let spec = match kind {
+            0 => "torus 4x4 hcas=2 lmc=3".to_string(),
+            1 => "dragonfly 4 2 2 lmc=3".to_string(),
+            2 => "slimfly 5 hosts=2 lmc=3".to_string(),
+            _ => format!("randreg 12 4 hcas=2 lmc=3 seed={seed}"),
+        };
+        let name = ["dfsssp", "lash", "hopvl"][engine];
+        let f = fabric(&spec);
+        let e = by_name(name).unwrap();
+        let vls = 8u8;
+        let mut opts = RouteOptions::default();
+        opts.budget.vls = vls - 2;
+        let base = match e.route(&f, &FaultMask::none(&f), &opts) {
+            Ok(b) => b,
+            Err(_) => return Ok(()), // the engine declined (VLs); nothing to repair
+        };
+        let how = e.rftr_base(&f, &opts).unwrap();
+        prop_assert!(matches!(how, routing::turn::Base::FreshVls));
+        let cfg = RftrConfig { vls, ..Default::default() };
+        let r = Rftr::new(&f, &base, how, cfg).unwrap();
+        let links = switch_links(&f);
+        let mut rng = fabric::rng::Rng::new(seed);
+        let mut faults = Vec::new();
+        let mut used = std::collections::HashSet::new();
+        while faults.len() < nfaults.min(links.len()) {
+            let l = links[rng.below(links.len() as u64) as usize];
+            if used.insert(l) {
+                faults.push(Fault::Link(l));
+            }
+        }
+        if with_switch {
+            let s = f.switches[rng.below(f.num_switches() as u64) as usize];
+            faults.push(Fault::Switch(NodeId(s.0)));
+        }
+        let (_, r) = run_and_check_from(&f, r, &faults, vls);
+        let chk = routing::fault::verify::check_state(&r, None);
+        prop_assert!(chk.deadlock_free && chk.undelivered == 0, "{} on {}: {:?}", name, spec, chk);
+        prop_assert!(chk.vls_used <= vls);
     }
 }
 

@@ -25,6 +25,15 @@ pub enum TieBreak {
 /// RFTR's choices that `fault` and `sweep` share.
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct RepairArgs {
+    /// Data VLs available in all. Over a turn-rule base (updn, dor) repaired paths change VL
+    /// at forbidden turns (transitions allowed = VLs - 1; default 2); over a VL engine
+    /// (dfsssp, lash, hopvl) they go on VLs above the base's (default 8).
+    #[arg(long)]
+    pub vls: Option<u8>,
+    /// Over a VL engine: VLs kept free for repaired paths; the base engine routes within
+    /// the others.
+    #[arg(long, default_value_t = 1)]
+    pub repair_vls: u8,
     /// Give every new path a virtual LID, as in the RFTR paper (default: a new path without a
     /// VL transition may keep the base LID where the entries it needs are dead).
     #[arg(long)]
@@ -37,6 +46,29 @@ pub struct RepairArgs {
 }
 
 impl RepairArgs {
+    /// The data VLs in all, and the base engine's options: over a VL engine its VL budget
+    /// leaves `repair_vls` VLs free for RFTR.
+    pub fn plan(
+        &self,
+        f: &Fabric,
+        engine: &dyn routing::engines::Engine,
+        opts: &RouteOptions,
+    ) -> Result<(u8, RouteOptions)> {
+        let fresh = matches!(engine.rftr_base(f, opts), Ok(routing::turn::Base::FreshVls));
+        let vls = self.vls.unwrap_or(if fresh { 8 } else { 2 });
+        let mut o = opts.clone();
+        if fresh {
+            if self.repair_vls == 0 || self.repair_vls >= vls {
+                bail!(
+                    "--repair-vls {} must leave the base engine at least one of the {vls} VLs",
+                    self.repair_vls
+                );
+            }
+            o.budget.vls = vls - self.repair_vls;
+        }
+        Ok((vls, o))
+    }
+
     /// The RFTR settings for these choices, `vls` data VLs and `max_sls` SLs.
     pub fn config(&self, vls: u8, max_sls: u8) -> RftrConfig {
         RftrConfig {
@@ -65,9 +97,6 @@ pub struct Args {
     /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for new paths.
     #[arg(long, default_value_t = 2)]
     pub lmc: u8,
-    /// Data VLs available (transitions allowed = VLs - 1).
-    #[arg(long, default_value_t = 2)]
-    pub vls: u8,
     /// Service levels available.
     #[arg(long, default_value_t = 16)]
     pub sls: u8,
@@ -179,10 +208,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .iter()
         .map(|s| parse_fault(&f, s))
         .collect::<Result<_>>()?;
+    let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts)?;
     let t0 = Instant::now();
     let (opts, base) = Session::route_base(&f, engine.as_ref(), &opts).map_err(session_error)?;
     let base_s = t0.elapsed().as_secs_f64();
-    let cfg = a.repair.config(a.vls, a.sls);
+    let cfg = a.repair.config(vls, a.sls);
     let mut session =
         Session::from_base(&f, engine.as_ref(), opts, base, cfg).map_err(session_error)?;
     let mut steps = Vec::new();
@@ -271,7 +301,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let pairs_changed: u64 = r.delta.sources.len() as u64;
     let summary = json!({
         "fabric": a.fabric.display().to_string(),
-        "engine": a.engine, "lmc": a.lmc, "vls": a.vls, "sls_available": a.sls,
+        "engine": a.engine, "lmc": a.lmc, "vls": vls, "sls_available": a.sls,
         "tie_break": a.repair.tie_break_name(), "virtual_lids_only": a.repair.virtual_lids_only,
         "faults": a.fail,
         "rftr": {

@@ -29,9 +29,6 @@ pub struct Args {
     /// Base routing engine: one that states a turn rule RFTR can build on.
     #[arg(long, default_value = "updn", long_help = crate::cmd::fault::base_engine_help())]
     pub engine: String,
-    /// Data VLs available to RFTR.
-    #[arg(long, default_value_t = 2)]
-    pub vls: u8,
     /// LMC of the end ports (virtual LIDs for new paths).
     #[arg(long, default_value_t = 2)]
     pub lmc: u8,
@@ -90,7 +87,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         (false, None) => bail!("give --exhaustive or --samples K"),
     };
     let (f, engine, opts) = load_base(&a.fabric, a.lmc, &a.engine, a.roots.as_deref())?;
-    let cfg = a.repair.config(a.vls, RftrConfig::default().max_sls);
+    let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts)?;
+    let cfg = a.repair.config(vls, RftrConfig::default().max_sls);
     let session = Session::start(&f, engine.as_ref(), &opts, cfg).map_err(session_error)?;
     let spec = SweepSpec {
         faults: a.faults,
@@ -145,7 +143,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     std::fs::rename(&tmp, &a.output)?;
     let summary = SweepSummary::of(results.iter());
     let sj = serde_json::json!({
-        "fabric": a.fabric.display().to_string(), "engine": a.engine, "vls": a.vls, "lmc": a.lmc,
+        "fabric": a.fabric.display().to_string(), "engine": a.engine, "vls": vls, "lmc": a.lmc,
         "tie_break": a.repair.tie_break_name(), "virtual_lids_only": a.repair.virtual_lids_only,
         "faults": a.faults, "space": space, "shard": a.shard,
         "skipped_disconnected": p.skipped_disconnected, "summary": summary,

@@ -21,8 +21,10 @@
 
 use super::common::Topo;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
+use crate::turn::Base;
 use crate::vl::layers::{place, split_layers, Placement};
 use crate::vl::paths::{path_sls, Paths};
+use fabric::Fabric;
 
 /// The `dfsssp` engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -74,6 +76,10 @@ const COUNT_WORK: usize = 1 << 24;
 impl Engine for Dfsssp {
     fn info(&self) -> &'static EngineInfo {
         &super::DFSSSP
+    }
+    /// RFTR keeps the base's VLs and SLs and puts repaired paths on VLs above them.
+    fn rftr_base<'f>(&self, _f: &'f Fabric, _opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
+        Ok(Base::FreshVls)
     }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         let f = t.f;

@@ -17,7 +17,7 @@ use super::common::{
     generic_lfts, generic_order, hop_matrix, unreached_note, GenericParams, Topo, INF,
 };
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
-use crate::turn::{DorRule, TurnRule};
+use crate::turn::{Base, DorRule};
 use fabric::Fabric;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -56,18 +56,14 @@ impl Engine for Dor {
     }
     /// Dimension order on a mesh (coordinates from the topology hints); a torus has no
     /// deadlock-free dimension order.
-    fn turn_rule<'f>(
-        &self,
-        f: &'f Fabric,
-        _opts: &RouteOptions,
-    ) -> Result<Arc<dyn TurnRule + 'f>, EngineError> {
+    fn rftr_base<'f>(&self, f: &'f Fabric, _opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
         if f.hints.wrap.iter().any(|&w| w) {
             return Err(EngineError::NotApplicable(
                 "dor is deadlock-free only on meshes; this fabric has wrap-around links (use updn as the base engine)".into(),
             ));
         }
         DorRule::from_hints(f)
-            .map(|r| Arc::new(r) as Arc<dyn TurnRule>)
+            .map(|r| Base::Turns(Arc::new(r)))
             .ok_or_else(|| {
                 EngineError::NotApplicable(
                     "dor as an RFTR base needs mesh coordinates (a generated mesh)".into(),

@@ -22,8 +22,10 @@
 use super::common::Topo;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::NUM_SLS;
+use crate::turn::Base;
 use crate::vl::paths::{path_sls, Paths};
 use crate::vl::{Need, SlColouring};
+use fabric::Fabric;
 use rustc_hash::FxHashMap;
 
 /// The `hopvl` engine.
@@ -36,6 +38,10 @@ const ORDERS: [&str; 3] = ["longest first", "most conflicts first", "by destinat
 impl Engine for HopVl {
     fn info(&self) -> &'static EngineInfo {
         &super::HOPVL
+    }
+    /// RFTR keeps the base's VLs and SLs and puts repaired paths on VLs above them.
+    fn rftr_base<'f>(&self, _f: &'f Fabric, _opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
+        Ok(Base::FreshVls)
     }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         let f = t.f;

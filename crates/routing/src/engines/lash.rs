@@ -20,8 +20,10 @@
 
 use super::common::{generic_lfts, generic_order, GenericParams, Topo};
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
+use crate::turn::Base;
 use crate::vl::layers::{place, Layers, Placement};
 use crate::vl::paths::{path_sls, Paths};
+use fabric::Fabric;
 
 /// The `lash` engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -40,6 +42,10 @@ const BALANCE_LIMIT: u64 = 6;
 impl Engine for Lash {
     fn info(&self) -> &'static EngineInfo {
         &super::LASH
+    }
+    /// RFTR keeps the base's VLs and SLs and puts repaired paths on VLs above them.
+    fn rftr_base<'f>(&self, _f: &'f Fabric, _opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
+        Ok(Base::FreshVls)
     }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         let f = t.f;

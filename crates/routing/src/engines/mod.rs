@@ -37,11 +37,10 @@ pub mod sssp;
 pub mod updn;
 
 use crate::tables::{Routing, NUM_DATA_VLS, NUM_SLS};
-use crate::turn::TurnRule;
+use crate::turn::Base;
 use common::Topo;
 use fabric::{Fabric, FaultMask};
 use std::fmt;
-use std::sync::Arc;
 
 pub use ranking::{Dir, UpDownRanking};
 
@@ -170,7 +169,7 @@ pub struct EngineInfo {
     pub summary: &'static str,
     /// Tables free of credit loops by construction on every fabric the engine accepts.
     pub deadlock_free: bool,
-    /// The engine states a turn rule ([`Engine::turn_rule`]) RFTR can repair its tables with.
+    /// RFTR can repair the engine's tables ([`Engine::rftr_base`]).
     pub rftr_base: bool,
     /// Builds the engine.
     pub new: fn() -> Box<dyn Engine>,
@@ -219,13 +218,13 @@ registry! {
         deadlock_free: false, rftr_base: false,
         "globally balanced shortest paths (one Dijkstra per destination LID)";
     DFSSSP "dfsssp" [] dfsssp::Dfsssp,
-        deadlock_free: true, rftr_base: false,
+        deadlock_free: true, rftr_base: true,
         "SSSP paths in VL layers with acyclic channel dependencies";
     LASH "lash" [] lash::Lash,
-        deadlock_free: true, rftr_base: false,
+        deadlock_free: true, rftr_base: true,
         "layered shortest paths: one VL layer per switch pair";
     HOPVL "hopvl" [] hopvl::HopVl,
-        deadlock_free: true, rftr_base: false,
+        deadlock_free: true, rftr_base: true,
         "SSSP paths, VL = hop index (low-diameter networks; HOTI'16)";
 }
 
@@ -286,17 +285,14 @@ pub trait Engine: Send + Sync {
     ) -> Result<Routing, EngineError> {
         self.route_detailed(f, mask, opts).map(|r| r.routing)
     }
-    /// The turn rule every path of this engine's fault-free tables obeys on `f` with `opts`
-    /// (inferred exactly as the engine infers it when it routes), for RFTR to build on.
-    /// Engines without one (`rftr_base: false`) say why not.
-    fn turn_rule<'f>(
-        &self,
-        f: &'f Fabric,
-        opts: &RouteOptions,
-    ) -> Result<Arc<dyn TurnRule + 'f>, EngineError> {
+    /// How RFTR may repair this engine's fault-free tables on `f` with `opts`: the turn rule
+    /// every path obeys (inferred exactly as the engine infers it when it routes), or fresh
+    /// VLs above the ones the engine uses. Engines without either (`rftr_base: false`) say why
+    /// not.
+    fn rftr_base<'f>(&self, f: &'f Fabric, opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
         let _ = (f, opts);
         Err(EngineError::NotApplicable(format!(
-            "{} routes by no turn rule RFTR can build on (bases: {})",
+            "{} makes no deadlock-free tables RFTR can build on (bases: {})",
             self.name(),
             rftr_bases().join(", ")
         )))

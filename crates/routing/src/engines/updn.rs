@@ -87,7 +87,7 @@ use super::common::{unreached_note, Topo};
 use super::ranking::{route_updown, Dir, UpDownRanking};
 use super::roots::{dnup_ranking, updn_ranking};
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
-use crate::turn::{TurnRule, UpDownRule};
+use crate::turn::{Base, UpDownRule};
 use fabric::{Fabric, FaultMask};
 use std::sync::Arc;
 
@@ -100,15 +100,11 @@ impl Engine for UpDn {
         &super::UPDN
     }
     /// The Up*/Down* rule of the ranking the engine routes with (the same roots).
-    fn turn_rule<'f>(
-        &self,
-        f: &'f Fabric,
-        opts: &RouteOptions,
-    ) -> Result<Arc<dyn TurnRule + 'f>, EngineError> {
+    fn rftr_base<'f>(&self, f: &'f Fabric, opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
         let (rk, _) = UpDownRanking::for_updn(f, &FaultMask::none(f), opts)?;
-        Ok(Arc::new(UpDownRule::from_fn(f, |c| {
+        Ok(Base::Turns(Arc::new(UpDownRule::from_fn(f, |c| {
             rk.channel_dir(f, c) == Dir::Up
-        })))
+        }))))
     }
     /// The roots chosen on the fault-free fabric, written into `root_guids` when none are
     /// given: the base routing, RFTR's turn rule and every full reconfiguration after faults

@@ -16,17 +16,17 @@ pub use rftr::{Fault, FaultReport, Rftr, RftrConfig, RftrError};
 pub use session::{Session, SessionError};
 
 use crate::engines::{Engine, EngineError, RouteOptions};
+use crate::turn::Base;
 use fabric::Fabric;
-use std::sync::Arc;
 
-/// The turn rule RFTR uses with `engine`'s tables as its base: the engine's own
-/// ([`Engine::turn_rule`]), or an error naming the engines that have one.
+/// How RFTR repairs `engine`'s tables: the engine's own answer ([`Engine::rftr_base`]), or
+/// an error naming the engines that have one.
 pub fn base_rule<'f>(
     f: &'f Fabric,
     engine: &dyn Engine,
     opts: &RouteOptions,
-) -> Result<Arc<dyn TurnRule + 'f>, EngineError> {
-    engine.turn_rule(f, opts)
+) -> Result<Base<'f>, EngineError> {
+    engine.rftr_base(f, opts)
 }
 
 /// A generated fabric for unit tests (`"torus 4x4 hcas=2"` and the like).

@@ -45,8 +45,8 @@ use super::delta::Delta;
 use super::paths::{roomy, PathId, PathStore, NONE};
 use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::{PathSl, Routing, NUM_SLS};
-use crate::turn::{TurnRule, MAX_CLASSES};
-use crate::vl::{Need, SlColouring};
+use crate::turn::{AllTurns, Base, TurnRule, MAX_CLASSES};
+use crate::vl::{Layers, Need, SlColouring};
 use fabric::{ChannelId, Fabric, FaultMask, Lid, LinkId, NodeId, NodeKind, NO_PORT};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -97,6 +97,14 @@ pub enum RftrError {
     Sls(u8),
     #[error("turn rule {rule} uses {classes} channel classes (at most {MAX_CLASSES})")]
     Classes { rule: &'static str, classes: usize },
+    #[error(
+        "the base uses {base} VLs: none of the {available} available is left for repaired paths"
+    )]
+    NoFreshVl { base: u8, available: u8 },
+    #[error(
+        "the base uses {base} SLs: none of the {available} available is left for repaired paths"
+    )]
+    NoFreshSl { base: u8, available: u8 },
     #[error(
         "the base routing breaks the {rule} turn rule at switch {at:?} (path from {from:?} to LID {lid}); \
          RFTR needs a base routing that obeys its rule"
@@ -153,8 +161,11 @@ pub struct Rftr<'f> {
     /// Selected path per (slot, end): path id, NONE (unrouted), SAME or DROPPED.
     sel: Vec<u32>,
     /// SL → VL assignments for SLs ≥ 1 on inter-switch hops (SL 0 carries every path
-    /// without a transition and maps everything to VL 0).
+    /// without a transition and maps everything to VL 0), or for the SLs above the base's.
     colours: SlColouring,
+    /// Over a base that keeps its VLs (`Base::FreshVls`): the VLs and SLs it uses and the
+    /// layers of the VLs above them.
+    fresh: Option<Fresh>,
     /// Per end port: bit k set when LID offset k is in use.
     lid_used: Vec<u128>,
     lmc: u8,
@@ -191,6 +202,39 @@ pub struct Rftr<'f> {
     group: u32,
     /// The switches marked in `dead0` for the current destination.
     dead_list: Vec<u32>,
+}
+
+/// The VLs above a base that keeps its own (`Base::FreshVls`).
+#[derive(Clone, Debug)]
+struct Fresh {
+    /// VLs `0..base_vls` and SLs `0..base_sls` are the base's.
+    base_vls: u8,
+    base_sls: u8,
+    /// VL `base_vls + k` is layer `k`: every repaired path lies whole in one, and each
+    /// layer's channel dependencies stay acyclic.
+    layers: Layers,
+}
+
+/// The VLs (one past the highest on an inter-switch hop of any SL in use) and SLs (one past
+/// the highest path SL) a routing uses.
+fn vls_and_sls(f: &Fabric, r: &Routing) -> (u8, u8) {
+    let sls = match &r.path_sl {
+        PathSl::Uniform(s) => *s + 1,
+        PathSl::PerDest(v) => v.iter().copied().max().unwrap_or(0) + 1,
+        PathSl::PerPair { sl, .. } => sl.iter().copied().max().unwrap_or(0) + 1,
+    };
+    let mut vls = 0u8;
+    for &n in &f.switches {
+        let np = f.node(n).nports;
+        for i in 0..=np {
+            for o in 1..=np {
+                for sl in 0..sls {
+                    vls = vls.max(r.sl2vl.vl(n, i, o, sl) + 1);
+                }
+            }
+        }
+    }
+    (vls.max(1), sls)
 }
 
 /// Best prefix per input channel of the join switch (the channel determines the switch):
@@ -301,14 +345,49 @@ struct Cand {
 }
 
 impl<'f> Rftr<'f> {
-    /// Starts RFTR from a base routing. The routing's virtual LIDs (offsets ≥ 1) are cleared;
-    /// its base paths must obey `rule` (an error names the first path that does not).
+    /// Starts RFTR from a base routing. The routing's virtual LIDs (offsets ≥ 1) are cleared.
+    /// With a turn rule (`Base::Turns`, or an `Arc` of a rule) the base paths must obey it (an
+    /// error names the first path that does not), and RFTR owns every SL and VL; with
+    /// `Base::FreshVls` the base keeps its path SLs and SL2VL tables and repaired paths go on
+    /// VLs and SLs above the ones it uses (module documentation).
     pub fn new(
         f: &'f Fabric,
         base: &Routing,
-        rule: Arc<dyn TurnRule + 'f>,
+        how: impl Into<Base<'f>>,
         cfg: RftrConfig,
     ) -> Result<Self, RftrError> {
+        let how = how.into();
+        let (rule, fresh, cfg): (Arc<dyn TurnRule + 'f>, _, _) = match how {
+            Base::Turns(r) => (r, None, cfg),
+            Base::FreshVls => {
+                let (vls, sls) = vls_and_sls(f, base);
+                if vls >= cfg.vls {
+                    return Err(RftrError::NoFreshVl {
+                        base: vls,
+                        available: cfg.vls,
+                    });
+                }
+                if sls >= cfg.max_sls {
+                    return Err(RftrError::NoFreshSl {
+                        base: sls,
+                        available: cfg.max_sls,
+                    });
+                }
+                let fresh = Fresh {
+                    base_vls: vls,
+                    base_sls: sls,
+                    layers: Layers::new(f.links.len() * 2, (cfg.vls - vls) as usize),
+                };
+                // Every repaired path takes a virtual LID: base-LID entries carry the base's
+                // SLs, which know nothing of the fresh VLs.
+                let cfg = RftrConfig {
+                    reuse_dead_base: false,
+                    prefer_base_lid: false,
+                    ..cfg
+                };
+                (Arc::new(AllTurns), Some(fresh), cfg)
+            }
+        };
         if cfg.vls == 0 || cfg.vls > crate::tables::NUM_DATA_VLS {
             return Err(RftrError::Vls(cfg.vls));
         }
@@ -336,14 +415,26 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
-        // SL2VL: every SL to VL 0 everywhere, then RFTR sets entries for SLs ≥ 1.
-        for n in 0..f.nodes.len() {
-            routing.sl2vl.table_mut(NodeId(n as u32)).fill(0);
+        if fresh.is_none() {
+            // SL2VL: every SL to VL 0 everywhere, then RFTR sets entries for SLs ≥ 1.
+            for n in 0..f.nodes.len() {
+                routing.sl2vl.table_mut(NodeId(n as u32)).fill(0);
+            }
+            routing.path_sl = PathSl::PerPair {
+                stride: routing.stride(),
+                sl: vec![0; ne * routing.stride()],
+            };
+        } else {
+            // The base's own SLs, per pair, for RFTR to overwrite pair by pair.
+            let stride = routing.stride();
+            let mut sl = vec![0; ne * stride];
+            for e in 0..ne {
+                for lid in 0..stride {
+                    sl[e * stride + lid] = base.path_sl.get(e, lid as Lid);
+                }
+            }
+            routing.path_sl = PathSl::PerPair { stride, sl };
         }
-        routing.path_sl = PathSl::PerPair {
-            stride: routing.stride(),
-            sl: vec![0; ne * routing.stride()],
-        };
         let mut end_sw = vec![NONE; ne];
         let mut end_swport = vec![NO_PORT; ne];
         let mut slot_of = vec![NONE; ns];
@@ -404,7 +495,8 @@ impl<'f> Rftr<'f> {
             end_sw,
             end_swport,
             sel: Vec::new(),
-            colours: SlColouring::new(1, cfg.max_sls),
+            colours: SlColouring::new(fresh.as_ref().map_or(1, |x| x.base_sls), cfg.max_sls),
+            fresh,
             lid_used: vec![1; ne],
             lmc,
             delta: Delta::default(),
@@ -1170,7 +1262,23 @@ impl<'f> Rftr<'f> {
         let trans = vls.last().copied().unwrap_or(0);
         let req = self.required_ports(s, e, hops);
         let off = self.free_offset(e, &req, trans)?;
-        let (sl, cons) = if trans == 0 {
+        let (sl, cons) = if let Some(fr) = &mut self.fresh {
+            // The whole path on the first fresh VL whose dependencies stay acyclic with it.
+            let chans: Vec<u32> = hops.iter().map(|c| c.0).collect();
+            let layer = (0..fr.layers.len()).find(|&l| fr.layers.try_add(l, &chans))?;
+            let vl = fr.base_vls + layer as u8;
+            let real: Vec<u8> = vec![vl; hops.len()];
+            let cons = self.sl_constraints(s, hops, &real);
+            match self.pick_sl(&cons, new_sl) {
+                Some(sl) => (sl, cons),
+                None => {
+                    if let Some(fr) = &mut self.fresh {
+                        fr.layers.remove(layer, &chans);
+                    }
+                    return None;
+                }
+            }
+        } else if trans == 0 {
             (0, Vec::new())
         } else {
             let cons = self.sl_constraints(s, hops, vls);
@@ -1476,7 +1584,7 @@ mod tests {
         let e = by_name("updn").unwrap();
         let opts = e.pin_choices(f, &RouteOptions::default()).unwrap();
         let base = e.route(f, &FaultMask::none(f), &opts).unwrap();
-        let rule = e.turn_rule(f, &opts).unwrap();
+        let rule = e.rftr_base(f, &opts).unwrap();
         Rftr::new(
             f,
             &base,

@@ -123,7 +123,7 @@ impl<'f> Session<'f> {
         cfg: RftrConfig,
     ) -> Result<Self, SessionError> {
         let rule = engine
-            .turn_rule(f, &opts)
+            .rftr_base(f, &opts)
             .map_err(|error| SessionError::Engine {
                 engine: engine.name(),
                 error,
@@ -214,7 +214,7 @@ mod tests {
         .unwrap();
         let opts = engine.pin_choices(&f, &RouteOptions::default()).unwrap();
         let base = engine.route(&f, &FaultMask::none(&f), &opts).unwrap();
-        let rule = engine.turn_rule(&f, &opts).unwrap();
+        let rule = engine.rftr_base(&f, &opts).unwrap();
         let mut r = Rftr::new(&f, &base, rule, RftrConfig::default()).unwrap();
         for &l in &links[..3] {
             let step = s.apply(Fault::Link(l)).clone();
