@@ -9,9 +9,10 @@
 //! paths through its least-used edge one layer up; on the 8×8 torus that needs 9 layers. Here
 //! paths are placed one at a time, whole, in the lowest layer whose graph stays acyclic with
 //! them ([`crate::vl::layers::place`], an incremental topological order per layer): a path only
-//! moves up when it really closes a cycle below. The order matters, so several are tried
-//! (destination by destination as SSSP routed them, longest paths first, shortest first, and
-//! destinations interleaved) and the one needing fewest layers is kept (ties: the earlier).
+//! moves up when it really closes a cycle below. The order matters: destination by
+//! destination (the paths toward one destination form a tree, acyclic on its own) works best;
+//! when it does not fit the budget, the destinations reversed and then grouped by switch with
+//! the longest paths first are tried, and the first order that fits is kept.
 //! Then, like OpenSM, spare VLs are shared out: the layer with the most paths per VL gets the
 //! next one, and its paths are spread over its VLs round robin (a subset of an acyclic layer is
 //! acyclic), deterministically instead of OpenSM's random pick.
@@ -94,18 +95,14 @@ impl Engine for Dfsssp {
         let avail = (budget.vls as usize)
             .min((budget.sls as usize).saturating_sub(budget.start_vl as usize));
         let n = f.links.len() * 2;
-        // The orders in turn, each within the budget; the one needing fewest layers wins.
+        // The orders in turn, each within the budget, until one fits.
         let mut best: Option<(usize, Placement)> = None;
         let mut placed = Vec::new();
         for k in 0..ORDERS.len() {
             match placement(n, &paths, k, avail) {
                 Ok(p) => {
-                    if best.as_ref().is_none_or(|b| p.used < b.1.used) {
-                        best = Some((k, p));
-                    }
-                    if best.as_ref().is_some_and(|b| b.1.used <= 1) {
-                        break;
-                    }
+                    best = Some((k, p));
+                    break;
                 }
                 Err(at) => placed.push(at),
             }

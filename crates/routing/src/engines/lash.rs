@@ -84,10 +84,29 @@ impl Engine for Lash {
         }
         group_start.push(keyed.len());
         let groups = group_start.len() - 1;
+        // The distinct paths of each group (every LID of a switch follows the same route, so
+        // a pair's paths repeat): what the layers see.
+        let mut uniq_start = Vec::with_capacity(groups + 1);
+        let mut uniq: Vec<usize> = Vec::new();
+        for g in 0..groups {
+            uniq_start.push(uniq.len());
+            let from = uniq.len();
+            for &(_, i) in &keyed[group_start[g]..group_start[g + 1]] {
+                if !uniq[from..]
+                    .iter()
+                    .any(|&j| paths.chans(j) == paths.chans(i))
+                {
+                    uniq.push(i);
+                }
+            }
+        }
+        uniq_start.push(uniq.len());
+        let members = |g: usize| &uniq[uniq_start[g]..uniq_start[g + 1]];
         let avail = (budget.vls as usize)
             .min((budget.sls as usize).saturating_sub(budget.start_vl as usize));
-        // Pair orders: OpenSM's (i < j, row by row), then longest pairs first, then column by
-        // column; the first that needs fewest layers wins.
+        // Pair orders: longest pairs first (their paths carry the most dependencies; on tori
+        // this fits in fewer layers than OpenSM's order), then OpenSM's (i < j, row by row),
+        // then column by column; the first that fits the budget is kept.
         let hops_of = |g: usize| paths.hops(keyed[group_start[g]].1);
         let orders: [Vec<usize>; 3] = {
             let base: Vec<usize> = (0..groups).collect();
@@ -100,34 +119,32 @@ impl Engine for Lash {
                     keyed[group_start[g]].0 >> 32,
                 )
             });
-            [base, longest, cols]
+            [longest, base, cols]
         };
         let mut best: Option<(usize, Placement, Layers)> = None;
         let mut fitted = Vec::new();
         for (k, order) in orders.iter().enumerate() {
             let group = |g: usize, out: &mut Vec<_>| {
-                let g = order[g];
-                for &(_, i) in &keyed[group_start[g]..group_start[g + 1]] {
+                for &i in members(order[g]) {
                     out.push(paths.chans(i));
                 }
             };
             match place(f.links.len() * 2, groups, avail, group) {
                 Ok((p, l)) => {
-                    if best.as_ref().is_none_or(|b| p.used < b.1.used) {
-                        // Back to group indices.
-                        let mut layer = vec![0u8; groups];
-                        for (x, &g) in order.iter().enumerate() {
-                            layer[g] = p.layer[x];
-                        }
-                        best = Some((k, Placement { layer, ..p }, l));
+                    // Back to group indices.
+                    let mut layer = vec![0u8; groups];
+                    for (x, &g) in order.iter().enumerate() {
+                        layer[g] = p.layer[x];
                     }
+                    best = Some((k, Placement { layer, ..p }, l));
+                    break;
                 }
                 Err(at) => fitted.push(at),
             }
         }
         let Some((ord, mut p, mut layers)) = best else {
             let group = |g: usize, out: &mut Vec<_>| {
-                for &(_, i) in &keyed[group_start[g]..group_start[g + 1]] {
+                for &i in members(g) {
                     out.push(paths.chans(i));
                 }
             };
@@ -140,13 +157,13 @@ impl Engine for Lash {
         };
         let needed = p.used.max(1);
         // Balance: move pairs from the fullest layer to the emptiest while they fit.
-        let mut counts: Vec<u64> = p.paths.clone();
-        let group_paths = |g: usize| -> Vec<&[u32]> {
-            keyed[group_start[g]..group_start[g + 1]]
-                .iter()
-                .map(|&(_, i)| paths.chans(i))
-                .collect()
-        };
+        let size = |g: usize| (group_start[g + 1] - group_start[g]) as u64;
+        let mut counts = vec![0u64; p.used];
+        for g in 0..groups {
+            counts[p.layer[g] as usize] += size(g);
+        }
+        let group_paths =
+            |g: usize| -> Vec<&[u32]> { members(g).iter().map(|&i| paths.chans(i)).collect() };
         let mut moved = 0u64;
         if p.used > 1 {
             // Per layer: its groups in pair order, and how far they have been tried.
@@ -176,7 +193,7 @@ impl Engine for Lash {
                         layers.remove(hi, q);
                     }
                     p.layer[g] = lo as u8;
-                    let n = gp.len() as u64;
+                    let n = size(g);
                     counts[hi] -= n;
                     counts[lo] += n;
                     moved += 1;
@@ -200,7 +217,7 @@ impl Engine for Lash {
             "lash: {needed} layers from VL {} for {groups} switch pairs ({} paths, {} pair order); balanced by moving {moved} pairs: paths per layer {:?}",
             budget.start_vl,
             paths.len(),
-            ["OpenSM's", "longest first", "column"][ord],
+            ["longest first", "OpenSM's", "column"][ord],
             counts
         ));
         if paths.broken > 0 {

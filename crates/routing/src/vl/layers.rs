@@ -11,55 +11,76 @@
 //! Vertices are dense indices (the caller's channel numbering); a layer allocates its arrays
 //! on first use.
 
-use rustc_hash::FxHashMap;
-
-/// One layer: a DAG with multiplicities and a topological order.
+/// One layer: a DAG with multiplicities and a topological order. Adjacency is per vertex
+/// (a channel's successors are the channels out of one switch: a few dozen at most), so
+/// finding an edge is a short scan, not a hash lookup.
 #[derive(Clone, Debug, Default)]
 struct Layer {
-    /// Edge (u, v) → number of paths that induce it.
-    count: FxHashMap<u64, u32>,
+    /// Per vertex: successors, and how many paths induce each edge (same index).
     succ: Vec<Vec<u32>>,
+    cnt: Vec<Vec<u32>>,
     pred: Vec<Vec<u32>>,
-    /// Topological position of each vertex, and the vertex at each position.
+    /// Per vertex u: the v such that u → v is known to close a cycle with the layer's edges
+    /// (found when it was the first new edge of a path, i.e. against the layer alone).
+    /// Adding edges keeps them closing; taking a path out may not, so [`Layers::remove`]
+    /// forgets them.
+    closes: Vec<Vec<u32>>,
+    /// Vertices with a non-empty `closes` list (to forget them quickly).
+    closing: Vec<u32>,
+    /// Topological position of each vertex.
     ord: Vec<u32>,
-    at: Vec<u32>,
+    edges: usize,
     paths: u64,
-}
-
-#[inline]
-fn ekey(u: u32, v: u32) -> u64 {
-    (u as u64) << 32 | v as u64
 }
 
 impl Layer {
     fn ensure(&mut self, n: usize) {
         if self.ord.is_empty() && n > 0 {
             self.succ = vec![Vec::new(); n];
+            self.cnt = vec![Vec::new(); n];
             self.pred = vec![Vec::new(); n];
+            self.closes = vec![Vec::new(); n];
             self.ord = (0..n as u32).collect();
-            self.at = (0..n as u32).collect();
         }
     }
 
     /// Adds one reference to edge u → v. False (and nothing changed) when it would close a
-    /// cycle.
-    fn add_edge(&mut self, u: u32, v: u32, fwd: &mut Vec<u32>, back: &mut Vec<u32>) -> bool {
+    /// cycle; `first_new` says no edge was added before it for the same path, so a refusal
+    /// is the layer's alone and is remembered. Returns (fits, new edge).
+    fn add_edge(
+        &mut self,
+        u: u32,
+        v: u32,
+        first_new: bool,
+        fwd: &mut Vec<u32>,
+        back: &mut Vec<u32>,
+    ) -> (bool, bool) {
         if u == v {
-            return false;
+            return (false, false);
         }
-        let k = ekey(u, v);
-        if let Some(c) = self.count.get_mut(&k) {
-            *c += 1;
-            return true;
+        let (ui, vi) = (u as usize, v as usize);
+        if let Some(i) = self.succ[ui].iter().position(|&x| x == v) {
+            self.cnt[ui][i] += 1;
+            return (true, false);
         }
-        let (ou, ov) = (self.ord[u as usize], self.ord[v as usize]);
+        if self.closes[ui].contains(&v) {
+            return (false, false);
+        }
+        let (ou, ov) = (self.ord[ui], self.ord[vi]);
         if ou > ov && !self.reorder(u, v, ou, ov, fwd, back) {
-            return false;
+            if first_new {
+                if self.closes[ui].is_empty() {
+                    self.closing.push(u);
+                }
+                self.closes[ui].push(v);
+            }
+            return (false, false);
         }
-        self.count.insert(k, 1);
-        self.succ[u as usize].push(v);
-        self.pred[v as usize].push(u);
-        true
+        self.succ[ui].push(v);
+        self.cnt[ui].push(1);
+        self.pred[vi].push(u);
+        self.edges += 1;
+        (true, true)
     }
 
     /// Pearce–Kelly: vertices reachable from v with order ≤ ord(u), and those reaching u with
@@ -77,17 +98,18 @@ impl Layer {
         fwd.clear();
         back.clear();
         // Forward from v, bounded by ord(u). Visited: collected in `fwd`, marked by a
-        // temporary flip of their order to a value past every position.
+        // temporary shift of their order past every position.
         let n = self.ord.len() as u32;
         let mark = |o: u32| o + n;
         let mut stack = vec![v];
         self.ord[v as usize] = mark(self.ord[v as usize]);
         let mut cycle = false;
-        while let Some(x) = stack.pop() {
+        'search: while let Some(x) = stack.pop() {
             fwd.push(x);
             for &y in &self.succ[x as usize] {
                 if y == u {
                     cycle = true;
+                    break 'search;
                 }
                 let oy = self.ord[y as usize];
                 if oy < n && oy <= ou {
@@ -97,7 +119,8 @@ impl Layer {
             }
         }
         if cycle {
-            for &x in fwd.iter() {
+            // Unmark what was visited and what was still queued.
+            for &x in fwd.iter().chain(stack.iter()) {
                 self.ord[x as usize] -= n;
             }
             return false;
@@ -125,29 +148,36 @@ impl Layer {
         slots.sort_unstable();
         for (&x, &p) in back.iter().chain(fwd.iter()).zip(&slots) {
             self.ord[x as usize] = p;
-            self.at[p as usize] = x;
         }
         true
     }
 
-    /// Drops one reference to edge u → v (which must exist).
-    fn remove_edge(&mut self, u: u32, v: u32) {
-        let k = ekey(u, v);
-        let Some(c) = self.count.get_mut(&k) else {
-            return;
+    /// Drops one reference to edge u → v (which must exist); true when the edge is gone.
+    fn remove_edge(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        let Some(i) = self.succ[ui].iter().position(|&x| x == v) else {
+            return false;
         };
-        *c -= 1;
-        if *c == 0 {
-            self.count.remove(&k);
-            let s = &mut self.succ[u as usize];
-            if let Some(i) = s.iter().position(|&x| x == v) {
-                s.swap_remove(i);
-            }
-            let p = &mut self.pred[v as usize];
-            if let Some(i) = p.iter().position(|&x| x == u) {
-                p.swap_remove(i);
-            }
+        self.cnt[ui][i] -= 1;
+        if self.cnt[ui][i] > 0 {
+            return false;
         }
+        self.succ[ui].swap_remove(i);
+        self.cnt[ui].swap_remove(i);
+        let p = &mut self.pred[vi];
+        if let Some(j) = p.iter().position(|&x| x == u) {
+            p.swap_remove(j);
+        }
+        self.edges -= 1;
+        true
+    }
+
+    /// Forgets every known closing edge.
+    fn forget_closing(&mut self) {
+        for &u in &self.closing {
+            self.closes[u as usize].clear();
+        }
+        self.closing.clear();
     }
 }
 
@@ -188,7 +218,7 @@ impl Layers {
 
     /// Distinct dependency edges in layer `l`.
     pub fn edges(&self, l: usize) -> usize {
-        self.layers[l].count.len()
+        self.layers[l].edges
     }
 
     /// Places the path through vertices `chans` (in order) in layer `l` if the layer stays
@@ -198,13 +228,16 @@ impl Layers {
         let n = self.n;
         let layer = &mut self.layers[l];
         layer.ensure(n);
+        let mut fresh = true;
         for (i, w) in chans.windows(2).enumerate() {
-            if !layer.add_edge(w[0], w[1], &mut self.fwd, &mut self.back) {
+            let (fits, new) = layer.add_edge(w[0], w[1], fresh, &mut self.fwd, &mut self.back);
+            if !fits {
                 for w in chans[..i + 1].windows(2) {
                     layer.remove_edge(w[0], w[1]);
                 }
                 return false;
             }
+            fresh &= !new;
         }
         layer.paths += 1;
         true
@@ -213,8 +246,13 @@ impl Layers {
     /// Takes a path placed with [`Layers::try_add`] out of layer `l`.
     pub fn remove(&mut self, l: usize, chans: &[u32]) {
         let layer = &mut self.layers[l];
+        let mut gone = false;
         for w in chans.windows(2) {
-            layer.remove_edge(w[0], w[1]);
+            gone |= layer.remove_edge(w[0], w[1]);
+        }
+        if gone {
+            // An edge that closed a cycle may not any more.
+            layer.forget_closing();
         }
         layer.paths = layer.paths.saturating_sub(1);
     }
