@@ -24,6 +24,7 @@ use crate::turn::Base;
 use crate::vl::layers::{place, Layers, Placement};
 use crate::vl::paths::{path_sls, Paths};
 use fabric::Fabric;
+use rayon::prelude::*;
 
 /// The `lash` engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -105,8 +106,8 @@ impl Engine for Lash {
         let avail = (budget.vls as usize)
             .min((budget.sls as usize).saturating_sub(budget.start_vl as usize));
         // Pair orders: longest pairs first (their paths carry the most dependencies; on tori
-        // this fits in fewer layers than OpenSM's order), then OpenSM's (i < j, row by row),
-        // then column by column; the first that fits the budget is kept.
+        // this often fits in fewer layers than OpenSM's order), OpenSM's (i < j, row by row),
+        // column by column.
         let hops_of = |g: usize| paths.hops(keyed[group_start[g]].1);
         let orders: [Vec<usize>; 3] = {
             let base: Vec<usize> = (0..groups).collect();
@@ -121,23 +122,34 @@ impl Engine for Lash {
             });
             [longest, base, cols]
         };
-        let mut best: Option<(usize, Placement, Layers)> = None;
-        let mut fitted = Vec::new();
-        for (k, order) in orders.iter().enumerate() {
-            let group = |g: usize, out: &mut Vec<_>| {
-                for &i in members(order[g]) {
-                    out.push(paths.chans(i));
-                }
-            };
-            match place(f.links.len() * 2, groups, avail, group) {
-                Ok((p, l)) => {
+        // The orders side by side (in parallel, each independent of the others); the fewest
+        // layers win, ties by order.
+        let attempts: Vec<Result<(Placement, Layers), usize>> = orders
+            .par_iter()
+            .map(|order| {
+                let group = |g: usize, out: &mut Vec<_>| {
+                    for &i in members(order[g]) {
+                        out.push(paths.chans(i));
+                    }
+                };
+                place(f.links.len() * 2, groups, avail, group).map(|(p, l)| {
                     // Back to group indices.
                     let mut layer = vec![0u8; groups];
                     for (x, &g) in order.iter().enumerate() {
                         layer[g] = p.layer[x];
                     }
-                    best = Some((k, Placement { layer, ..p }, l));
-                    break;
+                    (Placement { layer, ..p }, l)
+                })
+            })
+            .collect();
+        let mut best: Option<(usize, Placement, Layers)> = None;
+        let mut fitted = Vec::new();
+        for (k, a) in attempts.into_iter().enumerate() {
+            match a {
+                Ok((p, l)) => {
+                    if best.as_ref().is_none_or(|b| p.used < b.1.used) {
+                        best = Some((k, p, l));
+                    }
                 }
                 Err(at) => fitted.push(at),
             }
