@@ -32,10 +32,15 @@ ours() { # fabric-file engine dir -> "vls sls maxload avghops seconds verdict"
   local net=$1 e=$2 d=$3
   if "$bin" route "$net" -R "$e" -o "$d" --summary-only >"$d.log" 2>&1; then
     python3 - "$d/summary.json" <<'PY'
-import json, sys
+import json, re, sys
 s = json.load(open(sys.argv[1]))
-print(len(s["vls_used"]), len(s["sls_used"]), s["max_link_load"], "%.3f" % s["avg_hops"],
-      "%.3f" % s["route_seconds"], "deadlock-free" if s["deadlock_free"] else "CREDIT LOOPS")
+vls = str(len(s["vls_used"]))
+for n in s["notes"]:
+    m = re.search(r"dfsssp: (\d+) layers needed", n)
+    if m and m.group(1) != vls:
+        vls = "%s_(spread_over_%s)" % (m.group(1), vls)
+print(vls, len(s["sls_used"]), s["max_link_load"], "%.3f" % s["avg_hops"],
+      "%.3f" % s["route_seconds"], "deadlock-free" if s["deadlock_free"] else "CREDIT_LOOPS")
 PY
   else
     echo "fails: $(grep -o 'needed [^)]*available [0-9]*\|need[^;]*' "$d.log" | head -1 | tr ' ' '_')"
@@ -46,7 +51,7 @@ theirs() { # fabric-file engine dir -> same columns from OpenSM's run
   local net=$1 e=$2 d=$3
   local extra=()
   [ "$e" = nue ] && extra=(--nue-vls 8)
-  timeout 900 "$tools/opensm_route.sh" "${extra[@]}" -t 600 "$net" "$e" "$d" >"$d.log" 2>&1 || true
+  timeout 900 "$tools/opensm_route.sh" "${extra[@]}" --psl-max-pairs 2000000 -t 600 "$net" "$e" "$d" >"$d.log" 2>&1 || true
   python3 - "$d" "$e" <<'PY'
 import json, os, sys
 d, e = sys.argv[1], sys.argv[2]
@@ -62,8 +67,13 @@ try:
 except Exception:
     pass
 vls = {"lash": s.get("lash_lanes"), "dfsssp": s.get("dfsssp_vls")}.get(e) or s.get("ibdmchk_vls", "?")
-verdict = {"no_credit_loops": "deadlock-free", "credit_loops": "CREDIT LOOPS"}.get(s.get("ibdmchk"), s.get("ibdmchk"))
-print(vls, s.get("psl_distinct_sls", "?"), st.get("link_load_max", "?"),
+sls = s.get("psl_distinct_sls", "?")
+if e == "dfsssp" and sls not in ("NA", "?") and sls != vls:
+    vls = "%s_(spread_over_%s)" % (vls, sls)
+verdict = {"no_credit_loops": "deadlock-free", "credit_loops": "CREDIT_LOOPS"}.get(s.get("ibdmchk"), s.get("ibdmchk"))
+if sls == "NA":
+    verdict = "not_judged_(no_PSL)"
+print(vls, sls, st.get("link_load_max", "?"),
       "%.3f" % st["sw_hops_avg"] if "sw_hops_avg" in st else "?", s.get("route_s", "?"), verdict)
 PY
 }
@@ -79,12 +89,12 @@ for entry in "${fabrics[@]}"; do
   size=$("$bin" info "$net" --json | python3 -c 'import json,sys; s=json.load(sys.stdin); print("%d / %d" % (s["switches"], s["cas"]))')
   for e in hopvl dfsssp lash updn; do
     read -r a b c d x y <<<"$(ours "$net" "$e" "$out/$name.ours.$e")"
-    echo "| $name | $size | fabroute $e | $a | ${b:-} | ${c:-} | ${d:-} | ${x:-} | ${y:-} |"
+    echo "| $name | $size | fabroute $e | ${a//_/ } | ${b:-} | ${c:-} | ${d:-} | ${x:-} | ${y//_/ } |"
   done
   if [ -x "$tools/opensm_route.sh" ]; then
     for e in dfsssp lash nue; do
       read -r a b c d x y <<<"$(theirs "$net" "$e" "$out/$name.osm.$e")"
-      echo "| $name | $size | OpenSM $e | $a | ${b:-} | ${c:-} | ${d:-} | ${x:-} | ${y:-} |"
+      echo "| $name | $size | OpenSM $e | ${a//_/ } | ${b:-} | ${c:-} | ${d:-} | ${x:-} | ${y//_/ } |"
     done
   fi
 done
