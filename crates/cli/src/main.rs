@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd;
+mod out;
 mod render;
 mod util;
 
@@ -15,12 +16,24 @@ mod util;
 #[command(
     name = "fabroute",
     version,
-    about = "Routing brain for InfiniBand fabrics"
+    about = "Routing brain for InfiniBand fabrics",
+    after_help = "EXIT STATUS (every command):
+  0  done; the tables (if any) are complete and free of credit loops
+  1  done, but the tables have credit loops or pairs they do not deliver (route, fault,
+     check), or some repairs were not supported
+  2  usage error
+  3  bad input or I/O error: nothing trustworthy was produced
+
+With --json every command prints one JSON document on stdout (its summary) and its human
+text on stderr. A reader that goes away (a broken pipe) ends the output quietly."
 )]
 struct Cli {
     /// Number of worker threads (default: all cores).
     #[arg(long, global = true)]
     threads: Option<usize>,
+    /// Print one JSON document (the command's summary) on stdout; human text goes to stderr.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -49,6 +62,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    out::set_json(cli.json);
     if let Some(t) = cli.threads {
         // Ignore the error if a pool was already built (cannot happen here).
         let _ = rayon::ThreadPoolBuilder::new()
@@ -69,8 +83,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("fabroute: error: {e:#}");
-            ExitCode::from(2)
+            out::stderr_line(&format!("fabroute: error: {e:#}"));
+            out::Status::Failed.into()
         }
     }
 }

@@ -20,7 +20,7 @@ pub fn load_fabric(path: &Path, opts: BuildOptions) -> Result<Loaded> {
     };
     let loaded = io::read(&bytes, &path.display().to_string(), &mut resolver, opts)?;
     for w in &loaded.warnings {
-        eprintln!("fabroute: warning: {w}");
+        crate::warn!("{w}");
     }
     Ok(loaded)
 }

@@ -37,8 +37,9 @@ fn info_json_has_the_documented_keys() {
     assert_eq!(v["diameter"], 4);
 }
 
+/// Bad input is exit status 3 (the documented contract: 2 is clap's usage errors).
 #[test]
-fn bad_input_is_a_located_error_and_exit_2() {
+fn bad_input_is_a_located_error_and_exit_3() {
     let d = tmp("bad");
     let p = d.join("bad.net");
     std::fs::write(
@@ -47,12 +48,14 @@ fn bad_input_is_a_located_error_and_exit_2() {
     )
     .unwrap();
     let o = fr(&["info", p.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("bad.net:3"), "{err}");
     assert!(!err.contains("panicked"));
     let o = fr(&["info", d.join("missing.net").to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(3));
+    // A usage error stays clap's 2.
+    assert_eq!(fr(&["info", "--no-such-flag"]).status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
 }
 
@@ -166,7 +169,7 @@ fn fault_rejects_bad_specs_and_repairs_good_ones() {
         "-o",
         d.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr).contains("only links between two switches"));
     let o = fr(&[
         "fault",
@@ -189,4 +192,191 @@ fn fault_rejects_bad_specs_and_repairs_good_ones() {
         "a failed switch must not appear in subnet.lst"
     );
     assert!(d.join("delta.txt").exists() && d.join("delta.json").exists());
+}
+
+/// The documented exit statuses: 0 clean, 1 done but the tables loop or miss pairs (route,
+/// check and fault alike).
+#[test]
+fn exit_status_follows_the_tables() {
+    let d = tmp("status");
+    let net = example("torus2d_4x4_h2.net");
+    let route = |engine: &str| {
+        let out = d.join(engine);
+        let o = fr(&["route", &net, "-R", engine, "-o", out.to_str().unwrap()]);
+        (o, out)
+    };
+    let (o, loops) = route("minhop");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "minhop closes credit loops on a torus"
+    );
+    assert!(
+        loops.join("opensm-lfts.dump").exists(),
+        "the tables are still written"
+    );
+    let (o, clean) = route("updn");
+    assert_eq!(o.status.code(), Some(0));
+    let check = |dir: &Path| {
+        fr(&[
+            "check",
+            dir.join("opensm-subnet.lst").to_str().unwrap(),
+            "--lfts",
+            dir.join("opensm-lfts.dump").to_str().unwrap(),
+        ])
+        .status
+        .code()
+    };
+    assert_eq!(check(&loops), Some(1));
+    assert_eq!(check(&clean), Some(0));
+}
+
+/// Every command prints exactly one JSON document on stdout with --json, human text on
+/// stderr.
+#[test]
+fn json_on_every_command_is_one_document() {
+    let d = tmp("json");
+    let net = d.join("t.net");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let runs: Vec<Vec<String>> = vec![
+        vec![
+            "gen".into(),
+            "torus".into(),
+            "3x3".into(),
+            "-o".into(),
+            s(&net),
+        ],
+        vec!["info".into(), s(&net)],
+        vec![
+            "convert".into(),
+            s(&net),
+            "--to".into(),
+            "ibnetdiscover".into(),
+            "-o".into(),
+            s(&d.join("t.ibnd")),
+        ],
+        vec![
+            "route".into(),
+            s(&net),
+            "-R".into(),
+            "updn".into(),
+            "-o".into(),
+            s(&d.join("r")),
+        ],
+        vec![
+            "check".into(),
+            s(&d.join("r/opensm-subnet.lst")),
+            "--lfts".into(),
+            s(&d.join("r/opensm-lfts.dump")),
+        ],
+        vec![
+            "stats".into(),
+            s(&d.join("r/opensm-subnet.lst")),
+            "--lfts".into(),
+            s(&d.join("r/opensm-lfts.dump")),
+            "--ebb-runs".into(),
+            "5".into(),
+        ],
+        vec![
+            "fault".into(),
+            s(&net),
+            "--fail".into(),
+            "link:S_0_0/3".into(),
+            "-o".into(),
+            s(&d.join("f")),
+        ],
+        vec![
+            "sweep".into(),
+            s(&net),
+            "--faults".into(),
+            "1".into(),
+            "--exhaustive".into(),
+            "-o".into(),
+            s(&d.join("sw.jsonl")),
+        ],
+        vec![
+            "merge".into(),
+            s(&d.join("sw.jsonl")),
+            "-o".into(),
+            s(&d.join("m.jsonl")),
+        ],
+    ];
+    for args in runs {
+        let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
+        a.push("--json");
+        let o = fr(&a);
+        assert!(
+            o.status.success(),
+            "{a:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text = String::from_utf8_lossy(&o.stdout);
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{a:?}: stdout is not one JSON document ({e}): {text}"));
+        assert!(v.is_object(), "{a:?}");
+    }
+}
+
+/// A reader that goes away ends the output quietly: no panic, the usual status, 50 times.
+#[test]
+fn broken_pipes_end_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let d = tmp("pipe");
+    let net = example("torus2d_4x4_h2.net");
+    let r = d.join("r");
+    assert!(
+        fr(&["route", &net, "-R", "minhop", "-o", r.to_str().unwrap()])
+            .status
+            .code()
+            == Some(1)
+    );
+    let runs: [Vec<String>; 2] = [
+        vec![
+            "route".into(),
+            net.clone(),
+            "-R".into(),
+            "minhop".into(),
+            "--verbose".into(),
+            "-o".into(),
+            d.join("r2").display().to_string(),
+        ],
+        vec![
+            "check".into(),
+            r.join("opensm-subnet.lst").display().to_string(),
+            "--lfts".into(),
+            r.join("opensm-lfts.dump").display().to_string(),
+        ],
+    ];
+    for args in &runs {
+        for i in 0..25 {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_fabroute"))
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let out = child.stdout.take().unwrap();
+            if i % 2 == 0 {
+                // Like `| head -1`: one line, then the reader is gone.
+                let mut first = String::new();
+                BufReader::new(out).read_line(&mut first).unwrap();
+                assert!(!first.is_empty());
+            } else {
+                // Gone before the first line: every write hits a closed pipe.
+                drop(out);
+            }
+            let o = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                !err.contains("panicked") && !err.contains("Broken pipe"),
+                "{args:?}: {err}"
+            );
+            assert_eq!(
+                o.status.code(),
+                Some(1),
+                "{args:?}: minhop's loops, whatever the reader"
+            );
+        }
+    }
 }

@@ -43,20 +43,20 @@ pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
         read_lfts(&bytes, &name, &f)?
     };
     for w in &load.warnings {
-        eprintln!("fabroute: warning: {w}");
+        crate::warn!("{w}");
     }
     let mut r = load.routing;
     if let Some(p) = &t.sl2vl {
         let l = read_sl2vl(&read(p)?, &p.display().to_string(), &f)?;
         for w in &l.warnings {
-            eprintln!("fabroute: warning: {w}");
+            crate::warn!("{w}");
         }
         r.sl2vl = l.sl2vl;
     }
     if let Some(p) = &t.psl {
         let l = read_psl(&read(p)?, &p.display().to_string(), &f)?;
         for w in &l.warnings {
-            eprintln!("fabroute: warning: {w}");
+            crate::warn!("{w}");
         }
         r.path_sl = l.path_sl;
     }
@@ -68,16 +68,14 @@ pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
 pub struct CheckArgs {
     #[command(flatten)]
     pub tables: Tables,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// Prints a check report as text.
 pub fn print_report(rep: &CheckReport) {
-    println!(
+    crate::say!(
         "pairs: {} checked, {} delivered",
-        rep.pairs.checked, rep.pairs.ok
+        rep.pairs.checked,
+        rep.pairs.ok
     );
     for (what, c) in [
         ("unreachable", &rep.unreachable_pairs),
@@ -86,9 +84,9 @@ pub fn print_report(rep: &CheckReport) {
         ("misdelivered", &rep.misdelivered),
     ] {
         if c.count > 0 {
-            println!("{what}: {} pairs", c.count);
+            crate::say!("{what}: {} pairs", c.count);
             for ex in &c.examples {
-                println!(
+                crate::say!(
                     "  {}[{}] -> LID {} ({}): {}{}",
                     ex.src,
                     ex.src_port,
@@ -103,19 +101,22 @@ pub fn print_report(rep: &CheckReport) {
             }
         }
     }
-    println!(
+    crate::say!(
         "CDG: {} (channel, VL) vertices, {} dependencies, SLs used {:?}, VLs used {:?}",
-        rep.cdg.vertices, rep.cdg.edges, rep.cdg.sls_used, rep.cdg.vls_used
+        rep.cdg.vertices,
+        rep.cdg.edges,
+        rep.cdg.sls_used,
+        rep.cdg.vls_used
     );
     if rep.deadlock_free {
-        println!("no credit loops: the channel dependency graph is acyclic");
+        crate::say!("no credit loops: the channel dependency graph is acyclic");
     } else {
-        println!(
+        crate::say!(
             "CREDIT LOOPS: {} strongly connected component(s) with cycles",
             rep.cycles.len()
         );
         for (i, c) in rep.cycles.iter().enumerate() {
-            println!(
+            crate::say!(
                 "cycle {} ({} channels on {} switches, VLs {:?}):",
                 i + 1,
                 c.channels,
@@ -128,9 +129,14 @@ pub fn print_report(rep: &CheckReport) {
                     .as_ref()
                     .map(|e| format!("   e.g. {}[{}] -> LID {}", e.src, e.src_port, e.dlid))
                     .unwrap_or_default();
-                println!(
+                crate::say!(
                     "  {} ({}) port {} VL {} -> {} port {}{ex}",
-                    h.switch, h.guid, h.port, h.vl, h.to_switch, h.to_port
+                    h.switch,
+                    h.guid,
+                    h.port,
+                    h.vl,
+                    h.to_switch,
+                    h.to_port
                 );
             }
         }
@@ -142,25 +148,18 @@ pub fn check(a: CheckArgs) -> Result<ExitCode> {
     let sp = spinner("walking all pairs and building the channel dependency graph");
     let rep = cdg::check(&f, &r, None);
     sp.finish_and_clear();
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&rep)?);
+    if crate::out::json() {
+        crate::out::document(&rep)?;
     } else {
         print_report(&rep);
     }
-    Ok(if rep.ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(crate::out::Status::of(rep.ok()).into())
 }
 
 #[derive(clap::Args, Debug)]
 pub struct StatsArgs {
     #[command(flatten)]
     pub tables: Tables,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
     /// Write per-directed-link route counts as CSV.
     #[arg(long)]
     pub csv: Option<PathBuf>,
@@ -211,33 +210,38 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
     if let Some(p) = &a.csv {
         write_atomic(p, link_loads_csv(&f, &r).as_bytes())?;
     }
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "metrics": m, "ebb": ebb }))?
-        );
+    if crate::out::json() {
+        crate::out::document(&serde_json::json!({ "metrics": m, "ebb": ebb }))?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    crate::say!(
         "pairs {} ({} delivered), average {:.3} switch hops, max {}",
-        m.pairs, m.pairs_ok, m.sw_hops_avg, m.sw_hops_max
+        m.pairs,
+        m.pairs_ok,
+        m.sw_hops_avg,
+        m.sw_hops_max
     );
-    println!("hop histogram (base LIDs): {:?}", m.hop_histogram);
+    crate::say!("hop histogram (base LIDs): {:?}", m.hop_histogram);
     let l = &m.link_load;
-    println!(
+    crate::say!(
         "link load over {} directed switch links: min {} max {} mean {:.1} stddev {:.1} ({} unused)",
         l.links, l.min, l.max, l.mean, l.stddev, l.unused
     );
     for c in &m.classes {
         let s = &c.stats;
-        println!(
+        crate::say!(
             "  {:<12} {:>6} links  min {:>8} max {:>8} mean {:>10.1} stddev {:>9.1}",
-            c.class, s.links, s.min, s.max, s.mean, s.stddev
+            c.class,
+            s.links,
+            s.min,
+            s.max,
+            s.mean,
+            s.stddev
         );
     }
-    println!("SLs used {:?}, VLs used {:?}", m.sls_used, m.vls_used);
+    crate::say!("SLs used {:?}, VLs used {:?}", m.sls_used, m.vls_used);
     if let Some(e) = &ebb {
-        println!(
+        crate::say!(
             "effective bisection bandwidth: {}",
             serde_json::to_string(e)?
         );

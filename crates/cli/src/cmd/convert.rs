@@ -29,5 +29,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         loaded.fabric.num_switches(),
         loaded.fabric.end_ports.len()
     );
+    if crate::out::json() {
+        crate::out::document(&serde_json::json!({
+            "input": a.input.display().to_string(),
+            "output": a.output.display().to_string(),
+            "format": format!("{:?}", a.to).to_lowercase(),
+            "switches": loaded.fabric.num_switches(),
+            "end_ports": loaded.fabric.end_ports.len(),
+        }))?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -330,7 +330,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         &a.output.join("summary.json"),
         serde_json::to_string_pretty(&summary)?.as_bytes(),
     )?;
-    println!(
+    crate::say!(
         "RFTR: {} | SLs {} | virtual LIDs/dest ≤ {} | transitions ≤ {} | LFT entries {} in {} blocks, SL2VL entries {} | {:.3} ms",
         if all_ok { "all pairs repaired, deadlock-free" } else { "NOT fully supported (see summary.json)" },
         r.sls_used(),
@@ -342,7 +342,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         repair_s * 1e3
     );
     if let Ok(fr) = &full {
-        println!(
+        crate::say!(
             "full reconfiguration: {} pairs changed | LFT entries {} in {} blocks | {:.3} ms",
             fr.report.changed_pairs,
             fr.report.delta.lft_entries,
@@ -350,12 +350,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             full_s * 1e3
         );
     }
-    println!("wrote {}", a.output.display());
-    Ok(if all_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    crate::say!("wrote {}", a.output.display());
+    if crate::out::json() {
+        crate::out::document(&summary)?;
+    }
+    Ok(crate::out::Status::of(all_ok).into())
 }
 
 fn delta_listing(f: &Fabric, r: &Rftr<'_>) -> serde_json::Value {

@@ -78,8 +78,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
         s.links,
         s.diameter.map_or("-".to_string(), |d| d.to_string())
     );
-    for p in extra {
+    for p in &extra {
         eprintln!("wrote {}", p.display());
+    }
+    if crate::out::json() {
+        crate::out::document(&serde_json::json!({
+            "output": a.output.display().to_string(),
+            "companions": extra.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "summary": s,
+        }))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -11,9 +11,6 @@ use std::process::ExitCode;
 pub struct Args {
     /// Fabric file (ibnetdiscover, ibsim net, opensm-subnet.lst or fabroute JSON).
     pub file: PathBuf,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
 }
 
 fn spread(s: &Spread) -> String {
@@ -23,37 +20,40 @@ fn spread(s: &Spread) -> String {
 pub fn run(a: Args) -> Result<ExitCode> {
     let loaded = load_fabric(&a.file, BuildOptions::default())?;
     let s = Summary::of(&loaded.fabric);
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+    if crate::out::json() {
+        crate::out::document(&s)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("fabric            {}", a.file.display());
+    crate::say!("fabric            {}", a.file.display());
     if !s.kind.is_empty() {
-        println!("kind              {}", s.kind);
+        crate::say!("kind              {}", s.kind);
     }
-    println!("switches          {}", s.switches);
-    println!("channel adapters  {}", s.cas);
-    println!("routers           {}", s.routers);
-    println!("end ports         {}", s.end_ports);
-    println!(
+    crate::say!("switches          {}", s.switches);
+    crate::say!("channel adapters  {}", s.cas);
+    crate::say!("routers           {}", s.routers);
+    crate::say!("end ports         {}", s.end_ports);
+    crate::say!(
         "links             {} ({} switch-switch, {} loopback)",
-        s.links, s.switch_links, s.loopback_links
+        s.links,
+        s.switch_links,
+        s.loopback_links
     );
-    println!(
+    crate::say!(
         "parallel groups   {} ({} links)",
-        s.parallel_groups, s.parallel_links
+        s.parallel_groups,
+        s.parallel_links
     );
-    println!("switch ports      {}", spread(&s.switch_ports));
-    println!("ports cabled      {}", spread(&s.switch_ports_used));
-    println!("switch degree     {}", spread(&s.switch_degree));
-    println!("end ports/switch  {}", spread(&s.end_ports_per_switch));
+    crate::say!("switch ports      {}", spread(&s.switch_ports));
+    crate::say!("ports cabled      {}", spread(&s.switch_ports_used));
+    crate::say!("switch degree     {}", spread(&s.switch_degree));
+    crate::say!("end ports/switch  {}", spread(&s.end_ports_per_switch));
     match s.diameter {
-        Some(d) => println!("diameter          {d} switch hops"),
-        None => println!(
+        Some(d) => crate::say!("diameter          {d} switch hops"),
+        None => crate::say!(
             "diameter          none: the switch graph has {} components",
             s.components
         ),
     }
-    println!("max LID           {:#06x} (LMC {})", s.max_lid, s.lmc);
+    crate::say!("max LID           {:#06x} (LMC {})", s.max_lid, s.lmc);
     Ok(ExitCode::SUCCESS)
 }

@@ -173,7 +173,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         &a.output.join("summary.json"),
         serde_json::to_string_pretty(&summary)?.as_bytes(),
     )?;
-    println!(
+    crate::say!(
         "{} routed {} switches / {} end ports in {:.3} s: {} pairs, {} unreachable, avg {:.2} hops, link load max {} mean {:.1}, {} VL(s), {}",
         chain.engine_used,
         f.num_switches(),
@@ -190,6 +190,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if a.verbose || !rep.ok() {
         print_report(&rep);
     }
-    println!("wrote {}", a.output.display());
-    Ok(ExitCode::SUCCESS)
+    crate::say!("wrote {}", a.output.display());
+    if crate::out::json() {
+        crate::out::document(&summary)?;
+    }
+    // Tables that loop or leave pairs undelivered are written (to be inspected), but the
+    // status says so.
+    Ok(crate::out::Status::of(rep.ok()).into())
 }

@@ -154,7 +154,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         &PathBuf::from(sp),
         serde_json::to_string_pretty(&sj)?.as_bytes(),
     )?;
-    println!(
+    if crate::out::json() {
+        crate::out::document(&sj)?;
+    }
+    crate::say!(
         "{} scenarios ({} disconnected skipped): RFTR supported {:.2}% , deadlock-free {}, max SLs {}, max virtual LIDs {}, max transitions {}; full reconfiguration supported {}/{}",
         summary.scenarios,
         p.skipped_disconnected,
@@ -210,6 +213,10 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
     }
     write_atomic(&a.output, text.as_bytes())?;
     let s = SweepSummary::of(all.values());
-    println!("{}", serde_json::to_string_pretty(&s)?);
+    if crate::out::json() {
+        crate::out::document(&s)?;
+    } else {
+        crate::say!("{}", serde_json::to_string_pretty(&s)?);
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,99 @@
+//! What every command prints and how it ends, in one place.
+//!
+//! - Human text goes through [`say!`]: to stdout, or to stderr when `--json` asked for the one
+//!   JSON document on stdout ([`document`]). Warnings and progress always go to stderr.
+//! - A reader that goes away (`fabroute route … | head -1`) ends stdout quietly: later lines
+//!   are dropped, the command finishes its work and exits with its usual status. No panic.
+//! - Exit statuses ([`Status`]), the same for every command.
+
+use serde::Serialize;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+static JSON: AtomicBool = AtomicBool::new(false);
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// How a command ended. Documented in `fabroute --help` and the README.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Done, and the tables (if any) are complete and free of credit loops.
+    Clean = 0,
+    /// Done, but the tables have credit loops or pairs they do not deliver (route, fault,
+    /// check), or some repairs were not supported.
+    Unclean = 1,
+    /// Usage error (clap's own status).
+    Usage = 2,
+    /// Bad input (unreadable or malformed file, options that contradict the fabric) or an
+    /// I/O error: nothing trustworthy was produced.
+    Failed = 3,
+}
+
+impl Status {
+    /// Clean when `ok`, else unclean.
+    pub fn of(ok: bool) -> Self {
+        if ok {
+            Status::Clean
+        } else {
+            Status::Unclean
+        }
+    }
+}
+
+impl From<Status> for ExitCode {
+    fn from(s: Status) -> ExitCode {
+        ExitCode::from(s as u8)
+    }
+}
+
+/// Whether `--json` is on.
+pub fn json() -> bool {
+    JSON.load(Relaxed)
+}
+
+pub fn set_json(on: bool) {
+    JSON.store(on, Relaxed);
+}
+
+/// Writes one line to stdout, dropping it (and every later one) once stdout is gone.
+fn stdout_line(s: &str) {
+    if STDOUT_GONE.load(Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{s}").and_then(|_| out.flush()).is_err() {
+        STDOUT_GONE.store(true, Relaxed);
+    }
+}
+
+/// Writes one line to stderr (errors there are ignored: nothing else can be told).
+pub fn stderr_line(s: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{s}");
+}
+
+/// A line of human text: stdout, or stderr under `--json`.
+pub fn say_str(s: &str) {
+    if json() {
+        stderr_line(s);
+    } else {
+        stdout_line(s);
+    }
+}
+
+/// The command's JSON document on stdout (pretty-printed).
+pub fn document(v: &impl Serialize) -> anyhow::Result<()> {
+    stdout_line(&serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+/// `format!`-style human text, see [`say_str`].
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => { $crate::out::say_str(&format!($($t)*)) };
+}
+
+/// A warning on stderr, `fabroute: warning: …`.
+#[macro_export]
+macro_rules! warn {
+    ($($t:tt)*) => { $crate::out::stderr_line(&format!("fabroute: warning: {}", format!($($t)*))) };
+}
