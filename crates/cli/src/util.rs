@@ -96,3 +96,268 @@ pub fn spinner(msg: &str) -> indicatif::ProgressBar {
     sp.enable_steady_tick(std::time::Duration::from_millis(120));
     sp
 }
+
+/// A digest of a file's bytes for telling which files belong together (not for security):
+/// 64-bit, word at a time, the same on every machine. Printed as 16 hex digits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Digest {
+    h: u64,
+    tail: [u8; 8],
+    n: usize,
+    len: u64,
+}
+
+impl Digest {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    pub fn new() -> Self {
+        Digest::default()
+    }
+
+    #[inline]
+    fn word(&mut self, w: u64) {
+        self.h = (self.h.rotate_left(23) ^ w).wrapping_mul(Self::K);
+    }
+
+    pub fn update(&mut self, mut bytes: &[u8]) {
+        self.len += bytes.len() as u64;
+        if self.n > 0 {
+            let take = (8 - self.n).min(bytes.len());
+            self.tail[self.n..self.n + take].copy_from_slice(&bytes[..take]);
+            self.n += take;
+            bytes = &bytes[take..];
+            if self.n < 8 {
+                return;
+            }
+            self.word(u64::from_le_bytes(self.tail));
+            self.n = 0;
+        }
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.word(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        self.tail[..rest.len()].copy_from_slice(rest);
+        self.n = rest.len();
+    }
+
+    /// The digest as 16 hex digits.
+    pub fn hex(mut self) -> String {
+        let mut last = [0u8; 8];
+        last[..self.n].copy_from_slice(&self.tail[..self.n]);
+        self.word(u64::from_le_bytes(last));
+        self.word(self.len);
+        format!("{:016x}", self.h)
+    }
+
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> String {
+        let mut d = Digest::new();
+        d.update(bytes);
+        d.hex()
+    }
+}
+
+/// A writer that digests what passes through it.
+pub struct Digesting<W> {
+    pub inner: W,
+    pub digest: Digest,
+}
+
+impl<W: Write> Write for Digesting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.digest.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// An output directory written as a whole: files go into a sibling temporary directory
+/// (`.NAME.fabroute-tmp.PID`), and [`OutputDir::commit`] puts it in place of `NAME`, so `NAME`
+/// holds the old set or the new one, never a mix. Checked before any work starts; leftovers
+/// of interrupted runs (temporary directories of processes that no longer run) are removed,
+/// and a set an interrupted commit left aside is put back.
+#[derive(Debug)]
+pub struct OutputDir {
+    target: PathBuf,
+    tmp: PathBuf,
+    committed: bool,
+}
+
+fn sibling(target: &Path, tag: &str) -> Result<PathBuf> {
+    let name = target
+        .file_name()
+        .with_context(|| format!("{} is not a directory path", target.display()))?
+        .to_string_lossy()
+        .into_owned();
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok(parent.join(format!(".{name}.fabroute-{tag}")))
+}
+
+/// True when process `pid` runs (Linux: `/proc/PID` exists).
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+impl OutputDir {
+    /// Checks that `target` can be written (its parent exists and takes files; `target` is a
+    /// directory or absent), cleans up after interrupted runs, and makes the temporary
+    /// directory.
+    pub fn prepare(target: &Path) -> Result<OutputDir> {
+        if target.exists() && !target.is_dir() {
+            anyhow::bail!("{} exists and is not a directory", target.display());
+        }
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+        let prefix = sibling(target, "")?;
+        let prefix = prefix
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        // Leftovers: temporary sets of dead processes; an old set left aside by a commit
+        // that was interrupted between its two renames goes back in place.
+        if let Ok(rd) = fs::read_dir(&parent) {
+            for e in rd.flatten() {
+                let n = e.file_name().to_string_lossy().into_owned();
+                let Some(rest) = n.strip_prefix(&prefix) else {
+                    continue;
+                };
+                let (kind, pid) = rest.split_once('.').unwrap_or((rest, ""));
+                let Ok(pid) = pid.parse::<u32>() else {
+                    continue;
+                };
+                if alive(pid) {
+                    continue;
+                }
+                match kind {
+                    "tmp" => {
+                        let _ = fs::remove_dir_all(e.path());
+                    }
+                    "old" if !target.exists() => {
+                        let _ = fs::rename(e.path(), target);
+                    }
+                    "old" => {
+                        let _ = fs::remove_dir_all(e.path());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let tmp = sibling(target, &format!("tmp.{}", std::process::id()))?;
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir(&tmp).with_context(|| {
+            format!(
+                "cannot write into {} (the output directory's parent)",
+                parent.display()
+            )
+        })?;
+        Ok(OutputDir {
+            target: target.to_path_buf(),
+            tmp,
+            committed: false,
+        })
+    }
+
+    /// Where file `name` of the set is written until the commit.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.tmp.join(name)
+    }
+
+    /// Writes a whole file of the set; returns its digest.
+    pub fn write(&self, name: &str, bytes: &[u8]) -> Result<String> {
+        let p = self.path(name);
+        fs::write(&p, bytes).with_context(|| format!("cannot write {}", p.display()))?;
+        Ok(Digest::of(bytes))
+    }
+
+    /// Streams a file of the set through `fill`; returns its digest.
+    pub fn stream(
+        &self,
+        name: &str,
+        fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<String> {
+        let p = self.path(name);
+        let file = fs::File::create(&p).with_context(|| format!("cannot write {}", p.display()))?;
+        let mut w = Digesting {
+            inner: std::io::BufWriter::with_capacity(1 << 20, file),
+            digest: Digest::new(),
+        };
+        fill(&mut w)
+            .and_then(|_| w.flush())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        Ok(w.digest.hex())
+    }
+
+    /// Puts the new set in place of the old one (if any).
+    pub fn commit(mut self) -> Result<()> {
+        // Make the new files durable before they replace anything.
+        if let Ok(rd) = fs::read_dir(&self.tmp) {
+            for e in rd.flatten() {
+                if let Ok(f) = fs::File::open(e.path()) {
+                    let _ = f.sync_all();
+                }
+            }
+        }
+        let old = sibling(&self.target, &format!("old.{}", std::process::id()))?;
+        let had = self.target.exists();
+        if had {
+            fs::rename(&self.target, &old)
+                .with_context(|| format!("cannot replace {}", self.target.display()))?;
+        }
+        fs::rename(&self.tmp, &self.target)
+            .with_context(|| format!("cannot put {} in place", self.target.display()))?;
+        if had {
+            let _ = fs::remove_dir_all(&old);
+        }
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for OutputDir {
+    /// A set that was not committed (an error on the way) leaves nothing behind.
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+/// Writes the OpenSM file set of `r` into `out` (streamed, with a progress bar on a terminal)
+/// and returns each file's digest, for the summary.
+pub fn write_tables(
+    out: &OutputDir,
+    f: &fabric::Fabric,
+    r: &routing::Routing,
+    opts: &routing::opensm::SetOptions,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut digests = std::collections::BTreeMap::new();
+    for file in routing::opensm::set_files(f, r, opts) {
+        let bar = progress_bar(0, file.name);
+        let d = out.stream(file.name, |w| {
+            let mut tick = |done: usize, total: usize| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            };
+            let mut sink = routing::opensm::Sink {
+                out: w,
+                progress: Some(&mut tick),
+            };
+            file.write(&mut sink)
+        })?;
+        bar.finish_and_clear();
+        digests.insert(file.name.to_string(), d);
+    }
+    Ok(digests)
+}

@@ -380,3 +380,96 @@ fn broken_pipes_end_quietly() {
         }
     }
 }
+
+/// Output sets are whole: a bad -o fails before any work; leftovers of interrupted runs are
+/// cleaned up or put back; a file from another run is refused by `check`.
+#[test]
+fn output_sets_are_whole_and_checked_as_a_set() {
+    let d = tmp("sets");
+    let net = example("torus2d_4x4_h2.net");
+    // -o naming a file: refused at once.
+    let file = d.join("plain");
+    std::fs::write(&file, "x").unwrap();
+    let o = fr(&["route", &net, "-R", "updn", "-o", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a directory"));
+    // Leftovers of a dead process: its temporary set is removed; an old set it had moved
+    // aside (DIR missing) is put back before anything else happens.
+    let out = d.join("out");
+    let stale = d.join(".out.fabroute-tmp.4000000");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("opensm-lfts.dump"), "half").unwrap();
+    let aside = d.join(".out.fabroute-old.4000001");
+    std::fs::create_dir_all(&aside).unwrap();
+    std::fs::write(aside.join("marker"), "old set").unwrap();
+    let o = fr(&[
+        "route",
+        &net,
+        "-R",
+        "updn",
+        "--lmc",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!stale.exists(), "the dead run's temporary set is gone");
+    assert!(
+        !aside.exists(),
+        "the set moved aside was put back, then replaced"
+    );
+    assert!(
+        !out.join("marker").exists(),
+        "the new set replaced the old one whole"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("fabroute-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["lmc"], 1);
+    assert_eq!(summary["files"].as_object().unwrap().len(), 4);
+    let check = |dir: &Path| {
+        fr(&[
+            "check",
+            dir.join("opensm-subnet.lst").to_str().unwrap(),
+            "--lfts",
+            dir.join("opensm-lfts.dump").to_str().unwrap(),
+        ])
+    };
+    // The LMC comes from the summary: every LID of each port is checked.
+    let o = check(&out);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // A subnet.lst from another run (LMC 0) mixed into the set: refused.
+    let other = d.join("other");
+    assert!(
+        fr(&["route", &net, "-R", "updn", "-o", other.to_str().unwrap()])
+            .status
+            .success()
+    );
+    std::fs::copy(
+        other.join("opensm-subnet.lst"),
+        out.join("opensm-subnet.lst"),
+    )
+    .unwrap();
+    let o = check(&out);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("does not belong to the table set"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

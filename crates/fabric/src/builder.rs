@@ -524,6 +524,33 @@ impl Fabric {
         Ok(f)
     }
 
+    /// The fabric with every end port's LMC set to `lmc` and its base LID kept: what a file
+    /// that lists base LIDs only (OpenSM's `opensm-subnet.lst`) cannot say. Errors when a
+    /// base LID is not a multiple of 2^`lmc` or a widened range meets another port's LID.
+    pub fn with_end_lmc(&self, lmc: u8) -> Result<Fabric, BuildError> {
+        if lmc > MAX_LMC {
+            return err(format!("LMC {lmc} is above the maximum {MAX_LMC}"));
+        }
+        let mut f = self.clone();
+        for i in 0..f.ports.len() {
+            let (node, lid) = (f.ports[i].node, f.ports[i].lid);
+            if lid == 0 || f.nodes[node.idx()].kind == NodeKind::Switch {
+                continue;
+            }
+            if !(lid as u32).is_multiple_of(1u32 << lmc) {
+                return err(format!(
+                    "LID {lid:#x} of {:?} port {} is not a multiple of {} (LMC {lmc})",
+                    f.nodes[node.idx()].name,
+                    f.ports[i].num,
+                    1u32 << lmc
+                ));
+            }
+            f.ports[i].lmc = lmc;
+        }
+        f.rederive()?;
+        Ok(f)
+    }
+
     /// Restores derived fields after deserialisation (e.g. from JSON).
     pub fn rederive(&mut self) -> Result<(), BuildError> {
         self.lid_owner.clear();

@@ -287,8 +287,8 @@ pub struct PairIssue {
     /// The switch where the route breaks (for loops: the first switch visited twice).
     pub at_switch: Option<String>,
     pub at_guid: Option<String>,
-    /// The LFT entry there.
-    pub at_port: u8,
+    /// The LFT entry there (`None`: no entry, or the walk broke before any switch).
+    pub at_port: Option<u8>,
 }
 
 /// Counts and first examples of one failure class.
@@ -362,11 +362,12 @@ impl WalkReport {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum Outcome {
     Delivered,
-    /// The route breaks at `switch` (None when it breaks at the source) whose LFT says `port`.
+    /// The route breaks at `switch` (None when it breaks at the source), whose LFT entry is
+    /// `entry` (None: no entry).
     Failed {
         failure: Failure,
         switch: Option<NodeId>,
-        port: u8,
+        entry: Option<u8>,
     },
 }
 
@@ -410,7 +411,7 @@ pub fn walk_pair(
             outcome: Outcome::Failed {
                 failure: Failure::Unconnected,
                 switch: None,
-                port: 0,
+                entry: None,
             },
         };
     };
@@ -447,12 +448,7 @@ pub(crate) fn trace_pair(f: &Fabric, fw: &Forward<'_>, ep: u32, dlid: Lid) -> Pa
             w.outcome = Outcome::Failed {
                 failure: b.failure,
                 switch: b.at.map(|s| f.switches[s as usize]),
-                // No route is reported as OpenSM's "no port" entry; a break before any
-                // switch as port 0.
-                port: match b.at {
-                    None => 0,
-                    Some(_) => b.entry.unwrap_or(NO_PORT),
-                },
+                entry: b.entry,
             };
         }
         WalkEnd::Stopped => unreachable!("the visitor never stops"),
@@ -812,9 +808,9 @@ fn describe_issue(net: &Net<'_>, src_ep: u32, lid: Lid) -> PairIssue {
         Outcome::Failed {
             failure,
             switch,
-            port,
-        } => (failure, switch, port),
-        Outcome::Delivered => (Failure::NoRoute, None, 0),
+            entry,
+        } => (failure, switch, entry),
+        Outcome::Delivered => (Failure::NoRoute, None, None),
     };
     let dest = f
         .lid_port(lid)

@@ -25,6 +25,66 @@ pub struct Tables {
     /// Path SLs in ibdmchk's PSL format. Default: SL 0 everywhere.
     #[arg(long)]
     pub psl: Option<PathBuf>,
+    /// LMC of the end ports (opensm-subnet.lst lists base LIDs only). Default: the LMC that
+    /// the summary.json beside the LFT file records, else 0.
+    #[arg(long)]
+    pub lmc: Option<u8>,
+}
+
+/// What a `summary.json` beside the tables says about the set they belong to.
+#[derive(Debug, Default)]
+struct SetInfo {
+    dir: PathBuf,
+    lmc: Option<u8>,
+    files: std::collections::BTreeMap<String, String>,
+}
+
+impl SetInfo {
+    /// The summary in the directory of `lfts`, when there is one (fabroute's own sets).
+    fn beside(lfts: &Path) -> Result<Option<SetInfo>> {
+        let dir = lfts.parent().map(Path::to_path_buf).unwrap_or_default();
+        let p = dir.join("summary.json");
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            return Ok(None);
+        };
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a fabroute summary", p.display()))?;
+        let files = v["files"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, d)| Some((k.clone(), d.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Some(SetInfo {
+            dir,
+            lmc: v["lmc"].as_u64().and_then(|l| u8::try_from(l).ok()),
+            files,
+        }))
+    }
+
+    /// Refuses a file of the set's directory whose bytes are not those the set wrote.
+    fn verify(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        if path.parent().map(Path::to_path_buf).unwrap_or_default() != self.dir {
+            return Ok(());
+        }
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some(want) = self.files.get(&name) {
+            let got = crate::util::Digest::of(bytes);
+            if &got != want {
+                anyhow::bail!(
+                    "{} does not belong to the table set of {}: its digest {got} is not the {want} that summary.json records (a file from another run?)",
+                    path.display(),
+                    self.dir.join("summary.json").display()
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -33,8 +93,24 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 
 /// Loads the fabric and the tables, printing reader warnings.
 pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
-    let f = load_fabric(&t.fabric, BuildOptions::default())?.fabric;
+    let set = SetInfo::beside(&t.lfts)?;
+    if let Some(s) = &set {
+        s.verify(&t.fabric, &read(&t.fabric)?)?;
+        for p in [&t.sl2vl, &t.psl].into_iter().flatten() {
+            s.verify(p, &read(p)?)?;
+        }
+    }
+    let mut f = load_fabric(&t.fabric, BuildOptions::default())?.fabric;
+    let lmc = t.lmc.or(set.as_ref().and_then(|s| s.lmc)).unwrap_or(0);
+    if lmc > 0 {
+        f = f
+            .with_end_lmc(lmc)
+            .map_err(|e| anyhow::anyhow!("{}: LMC {lmc}: {e}", t.fabric.display()))?;
+    }
     let bytes = read(&t.lfts)?;
+    if let Some(s) = &set {
+        s.verify(&t.lfts, &bytes)?;
+    }
     let name = t.lfts.display().to_string();
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
     let load = if text.contains("dump_ucast_routes") {
@@ -93,10 +169,11 @@ pub fn print_report(rep: &CheckReport) {
                     ex.dlid,
                     ex.dest,
                     ex.reason,
-                    ex.at_switch
-                        .as_ref()
-                        .map(|s| format!(" at {s} port {}", ex.at_port))
-                        .unwrap_or_default()
+                    match (&ex.at_switch, ex.at_port) {
+                        (Some(s), Some(p)) => format!(" at {s} (entry: port {p})"),
+                        (Some(s), None) => format!(" at {s}"),
+                        _ => String::new(),
+                    }
                 );
             }
         }

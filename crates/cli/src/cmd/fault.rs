@@ -1,13 +1,13 @@
 //! `fabroute fault FABRIC --engine updn [--lmc N] [--vls N] --fail link:SW/PORT
 //! --fail switch:SW ... -o DIR`: RFTR repairs, with full reconfiguration beside it.
 
-use crate::util::{load_fabric, read_guid_file, write_atomic};
+use crate::util::{load_fabric, read_guid_file, write_tables, OutputDir};
 use anyhow::{bail, Context, Result};
 use fabric::{BuildOptions, Fabric, NodeId, NodeKind};
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::sweep::link_name;
 use routing::fault::{Fault, Rftr, RftrConfig, Session, SessionError};
-use routing::opensm::{write_set, SetOptions};
+use routing::opensm::SetOptions;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -202,6 +202,7 @@ pub fn session_error(e: SessionError) -> anyhow::Error {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let out = OutputDir::prepare(&a.output)?;
     let (f, engine, opts) = load_base(&a.fabric, a.lmc, &a.engine, a.roots.as_deref())?;
     let faults: Vec<Fault> = a
         .fail
@@ -278,8 +279,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let r = session.rftr();
     // Outputs.
-    std::fs::create_dir_all(&a.output)
-        .with_context(|| format!("cannot create {}", a.output.display()))?;
     let set_opts = SetOptions {
         subnet_lst: routing::opensm::SubnetLstOptions {
             dead: Some(r.mask.clone()),
@@ -288,20 +287,25 @@ pub fn run(a: Args) -> Result<ExitCode> {
         sl2vl: routing::opensm::Emit::Always,
         psl: routing::opensm::Emit::Always,
     };
-    for (name, text) in write_set(&f, &r.routing, &set_opts) {
-        write_atomic(&a.output.join(name), text.as_bytes())?;
-    }
+    let mut files = write_tables(&out, &f, &r.routing, &set_opts)?;
     let delta = r.delta.counts();
     let delta_json = delta_listing(&f, r);
-    write_atomic(
-        &a.output.join("delta.json"),
-        serde_json::to_string_pretty(&delta_json)?.as_bytes(),
-    )?;
-    write_atomic(&a.output.join("delta.txt"), delta_text(&f, r).as_bytes())?;
+    files.insert(
+        "delta.json".into(),
+        out.write(
+            "delta.json",
+            serde_json::to_string_pretty(&delta_json)?.as_bytes(),
+        )?,
+    );
+    files.insert(
+        "delta.txt".into(),
+        out.write("delta.txt", delta_text(&f, r).as_bytes())?,
+    );
     let pairs_changed: u64 = r.delta.sources.len() as u64;
     let summary = json!({
         "fabric": a.fabric.display().to_string(),
         "engine": a.engine, "lmc": a.lmc, "vls": vls, "sls_available": a.sls,
+        "lid_range": [1, f.max_lid()], "files": files,
         "tie_break": a.repair.tie_break_name(), "virtual_lids_only": a.repair.virtual_lids_only,
         "faults": a.fail,
         "rftr": {
@@ -326,10 +330,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "full_reconfiguration": full_json,
         "base_route_seconds": base_s,
     });
-    write_atomic(
-        &a.output.join("summary.json"),
+    out.write(
+        "summary.json",
         serde_json::to_string_pretty(&summary)?.as_bytes(),
     )?;
+    out.commit()?;
     crate::say!(
         "RFTR: {} | SLs {} | virtual LIDs/dest ≤ {} | transitions ≤ {} | LFT entries {} in {} blocks, SL2VL entries {} | {:.3} ms",
         if all_ok { "all pairs repaired, deadlock-free" } else { "NOT fully supported (see summary.json)" },

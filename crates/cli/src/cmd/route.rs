@@ -2,11 +2,11 @@
 //! and write OpenSM's file set plus `summary.json`.
 
 use crate::cmd::check::print_report;
-use crate::util::{load_fabric, read_guid_file, spinner, write_atomic};
-use anyhow::{Context, Result};
+use crate::util::{load_fabric, read_guid_file, spinner, write_tables, OutputDir};
+use anyhow::Result;
 use fabric::BuildOptions;
 use routing::engines::{engine_names, route_chain, RouteOptions};
-use routing::opensm::{write_set, SetOptions};
+use routing::opensm::SetOptions;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -76,6 +76,8 @@ fn engine_help() -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    // The output directory first: a bad -o is found before any work.
+    let out = OutputDir::prepare(&a.output)?;
     let opts_build = BuildOptions::default();
     let mut f = load_fabric(&a.fabric, opts_build)?.fabric;
     if let Some(l) = a.lmc {
@@ -131,13 +133,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let m = routing::metrics::route_metrics(&f, &chain.routing, None);
     let check_s = t1.elapsed().as_secs_f64();
     sp.finish_and_clear();
-    std::fs::create_dir_all(&a.output)
-        .with_context(|| format!("cannot create {}", a.output.display()))?;
-    if !a.summary_only {
-        for (name, text) in write_set(&f, &chain.routing, &SetOptions::default()) {
-            write_atomic(&a.output.join(name), text.as_bytes())?;
-        }
-    }
+    let files = if a.summary_only {
+        Default::default()
+    } else {
+        write_tables(&out, &f, &chain.routing, &SetOptions::default())?
+    };
     let unreachable = rep.pairs.checked - rep.pairs.ok;
     let summary = json!({
         "fabric": a.fabric.display().to_string(),
@@ -164,15 +164,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "vl_budget": opts.budget.vls,
         "sl_budget": opts.budget.sls,
         "start_vl": opts.budget.start_vl,
+        "lmc": f.end_ports.iter().map(|&p| f.port(p).lmc).max().unwrap_or(0),
+        "lid_range": [1, f.max_lid()],
+        "files": files,
         "deadlock_free": rep.deadlock_free,
         "credit_loops": rep.cycles.len(),
         "route_seconds": route_s,
         "check_seconds": check_s,
     });
-    write_atomic(
-        &a.output.join("summary.json"),
+    out.write(
+        "summary.json",
         serde_json::to_string_pretty(&summary)?.as_bytes(),
     )?;
+    out.commit()?;
     crate::say!(
         "{} routed {} switches / {} end ports in {:.3} s: {} pairs, {} unreachable, avg {:.2} hops, link load max {} mean {:.1}, {} VL(s), {}",
         chain.engine_used,

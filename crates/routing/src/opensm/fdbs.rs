@@ -16,13 +16,15 @@
 //! `Optimal` compares with the minimum over the switch graph (BFS), naming the lowest port
 //! that achieves it when the route is longer.
 
-use super::{numbered_lines, perr, switches_in_osm_order, take_0x, take_dec, text_of, LftLoad};
+use super::{
+    numbered_lines, perr, push_dec3, stream_units, switches_in_osm_order, take_0x, take_dec,
+    text_of, to_string, LftLoad, Sink,
+};
 use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::Routing;
 use fabric::io::ParseError;
 use fabric::{Fabric, Lid, NodeKind, NO_PORT};
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 
 /// "No value" in [`HopTable`].
 pub const HOPS_NONE: u8 = u8::MAX;
@@ -201,37 +203,62 @@ fn best_port(f: &Fabric, t: &HopTable, s: usize, lid: Lid) -> Option<u8> {
 
 /// Writes `opensm.fdbs` with hops computed from the LFTs (see the module documentation).
 pub fn write_fdbs(f: &Fabric, r: &Routing) -> String {
+    to_string(|sink| write_fdbs_to(f, r, sink))
+}
+
+/// [`write_fdbs`], streamed switch by switch into `sink` (batches formatted in parallel).
+pub fn write_fdbs_to(f: &Fabric, r: &Routing, sink: &mut Sink<'_>) -> std::io::Result<()> {
     let t = route_hops(f, r);
     let max = r.max_lid;
-    let mut out = String::with_capacity(f.num_switches() * (max as usize + 2) * 32);
-    for s in switches_in_osm_order(f) {
+    // Per LID: `0x<LID> : `.
+    let prefix: Vec<[u8; 9]> = (0..=max as u32)
+        .map(|lid| {
+            let mut p = [0u8; 9];
+            let s = format!("0x{lid:04X} : ");
+            p.copy_from_slice(&s.as_bytes()[..9.min(s.len())]);
+            p
+        })
+        .collect();
+    let order = switches_in_osm_order(f);
+    stream_units(order.len(), sink, |k, b| {
+        let s = order[k];
         let n = f.switches[s];
-        let _ = writeln!(out, "dump_ucast_routes: Switch 0x{:016x}", f.node(n).guid);
-        out.push_str("LID    : Port : Hops : Optimal\n");
+        let _ = std::io::Write::write_fmt(
+            b,
+            format_args!("dump_ucast_routes: Switch 0x{:016x}\n", f.node(n).guid),
+        );
+        b.extend_from_slice(b"LID    : Port : Hops : Optimal\n");
         for lid in 1..=max {
+            b.extend_from_slice(&prefix[lid as usize]);
             let port = r.out_port_checked(s, lid);
             if port == NO_PORT {
-                let _ = writeln!(out, "0x{lid:04X} : UNREACHABLE");
+                b.extend_from_slice(b"UNREACHABLE\n");
                 continue;
             }
+            push_dec3(b, port as u32);
             let h = t.hops(s, lid);
             if h == HOPS_NONE {
-                let _ = writeln!(out, "0x{lid:04X} : {port:03}  : HOPS UNKNOWN");
+                b.extend_from_slice(b"  : HOPS UNKNOWN\n");
                 continue;
+            }
+            b.extend_from_slice(b"  : ");
+            if h < 100 {
+                b.extend_from_slice(&[b'0' + h / 10, b'0' + h % 10]);
+            } else {
+                push_dec3(b, h as u32);
             }
             let m = t.min(s, lid);
             if m == h || m == HOPS_NONE {
-                let _ = writeln!(out, "0x{lid:04X} : {port:03}  : {h:02}   : yes");
+                b.extend_from_slice(b"   : yes\n");
             } else {
                 let bp = best_port(f, &t, s, lid).unwrap_or(port);
-                let _ = writeln!(
-                    out,
-                    "0x{lid:04X} : {port:03}  : {h:02}   : No {m} hop path possible via port {bp}!"
+                let _ = std::io::Write::write_fmt(
+                    b,
+                    format_args!("   : No {m} hop path possible via port {bp}!\n"),
                 );
             }
         }
-    }
-    out
+    })
 }
 
 /// `opensm.mcfdbs`: fabroute routes no multicast, and OpenSM writes an empty file when no

@@ -17,13 +17,12 @@
 //! plus the LID's offset within the port's LMC range.
 
 use super::{
-    at_blank_or_end, numbered_lines, perr, port_base_lid, port_guid, port_guid_map,
-    switches_in_osm_order, take_0x, take_dec, text_of, type_str,
+    at_blank_or_end, numbered_lines, perr, port_base_lid, port_guid, port_guid_map, push_dec3,
+    stream_units, switches_in_osm_order, take_0x, take_dec, text_of, to_string, type_str, Sink,
 };
 use crate::tables::Routing;
 use fabric::io::ParseError;
 use fabric::{Fabric, Lid, NodeKind, MAX_UNICAST_LID, NO_PORT};
-use std::fmt::Write as _;
 
 /// A routing read from an LFT file, with the reader's warnings.
 #[derive(Clone, Debug)]
@@ -39,44 +38,65 @@ pub struct LftLoad {
 
 /// Writes the LFTs in OpenSM's `opensm-lfts.dump` layout (loadable with `opensm -R file -U`).
 pub fn write_lfts(f: &Fabric, r: &Routing) -> String {
+    to_string(|sink| write_lfts_to(f, r, sink))
+}
+
+/// [`write_lfts`], streamed: switch by switch into `sink`, formatting batches of switches in
+/// parallel. Every entry line is `0x<lid> <port> # <comment>`; the two constant parts are
+/// prepared once per LID, so a line costs two copies and three digits.
+pub fn write_lfts_to(f: &Fabric, r: &Routing, sink: &mut Sink<'_>) -> std::io::Result<()> {
     let max = r.max_lid;
     let stride = r.stride();
-    // Per LID: the comment, computed once.
-    let comments: Vec<String> = (0..=max as usize)
-        .map(|lid| match f.lid_port(lid as Lid) {
+    // Per LID: `0x<lid> ` and ` # <comment>\n`, one buffer with offsets.
+    let mut text: Vec<u8> = Vec::new();
+    let mut at: Vec<(u32, u32, u32)> = Vec::with_capacity(max as usize + 1);
+    for lid in 0..=max as usize {
+        let start = text.len() as u32;
+        let _ = std::io::Write::write_fmt(&mut text, format_args!("0x{lid:04x} "));
+        let mid = text.len() as u32;
+        match f.lid_port(lid as Lid) {
             Some(p) => {
                 let node = f.node(f.port(p).node);
-                format!(
-                    "{} portguid 0x{:016x}: '{}'",
-                    type_str(node.kind),
-                    port_guid(f, p),
-                    node.desc
-                )
+                let _ = std::io::Write::write_fmt(
+                    &mut text,
+                    format_args!(
+                        " # {} portguid 0x{:016x}: '{}'\n",
+                        type_str(node.kind),
+                        port_guid(f, p),
+                        node.desc
+                    ),
+                );
             }
-            None => "unknown node and type".to_string(),
-        })
-        .collect();
-    let mut out = String::with_capacity(f.num_switches() * (max as usize + 2) * 64);
-    for s in switches_in_osm_order(f) {
+            None => text.extend_from_slice(b" # unknown node and type\n"),
+        }
+        at.push((start, mid, text.len() as u32));
+    }
+    let order = switches_in_osm_order(f);
+    stream_units(order.len(), sink, |k, b| {
+        let s = order[k];
         let n = f.switches[s];
         let node = f.node(n);
-        let _ = writeln!(
-            out,
-            "Unicast lids [0-{max}] of switch Lid {} guid 0x{:016x} ('{}'):",
-            f.switch_lid(n),
-            node.guid,
-            node.desc
+        let _ = std::io::Write::write_fmt(
+            b,
+            format_args!(
+                "Unicast lids [0-{max}] of switch Lid {} guid 0x{:016x} ('{}'):\n",
+                f.switch_lid(n),
+                node.guid,
+                node.desc
+            ),
         );
-        for (lid, comment) in comments.iter().enumerate().skip(1) {
-            let port = r.lft.get(s * stride + lid).copied().unwrap_or(NO_PORT);
+        let row = r.lft.get(s * stride..(s + 1) * stride).unwrap_or(&[]);
+        for (lid, &port) in row.iter().enumerate().skip(1) {
             if port == NO_PORT {
                 continue;
             }
-            let _ = writeln!(out, "0x{lid:04x} {port:03} # {comment}");
+            let (a, m, e) = at[lid];
+            b.extend_from_slice(&text[a as usize..m as usize]);
+            push_dec3(b, port as u32);
+            b.extend_from_slice(&text[m as usize..e as usize]);
         }
-        let _ = writeln!(out, "{max} lids dumped");
-    }
-    out
+        let _ = std::io::Write::write_fmt(b, format_args!("{max} lids dumped\n"));
+    })
 }
 
 enum Cur {

@@ -37,9 +37,11 @@ mod psl;
 mod sl2vl;
 mod subnet_lst;
 
-pub use fdbs::{read_fdbs, route_hops, write_fdbs, write_mcfdbs, HopTable, HOPS_NONE};
-pub use lfts::{read_lfts, write_lfts, LftLoad};
-pub use psl::{collapse_path_sl, read_psl, write_psl, PslLoad};
+pub use fdbs::{
+    read_fdbs, route_hops, write_fdbs, write_fdbs_to, write_mcfdbs, HopTable, HOPS_NONE,
+};
+pub use lfts::{read_lfts, write_lfts, write_lfts_to, LftLoad};
+pub use psl::{collapse_path_sl, read_psl, write_psl, write_psl_to, PslLoad};
 pub use sl2vl::{read_sl2vl, write_sl2vl, Sl2VlLoad};
 pub use subnet_lst::{write_subnet_lst, SubnetLstOptions};
 
@@ -181,6 +183,80 @@ pub(crate) fn at_blank_or_end(s: &str) -> bool {
     s.is_empty() || s.starts_with(|c: char| c.is_ascii_whitespace())
 }
 
+/// Where a streaming writer puts its bytes, with a progress report after each batch of units
+/// (switches or sources): `(done, total)`.
+pub struct Sink<'a> {
+    pub out: &'a mut dyn std::io::Write,
+    pub progress: Option<&'a mut dyn FnMut(usize, usize)>,
+}
+
+impl std::fmt::Debug for Sink<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sink")
+    }
+}
+
+impl<'a> Sink<'a> {
+    /// A sink without progress reports.
+    pub fn new(out: &'a mut dyn std::io::Write) -> Self {
+        Sink {
+            out,
+            progress: None,
+        }
+    }
+}
+
+/// Writes the text of units `0..n` (in order) to `sink`: batches of units are formatted in
+/// parallel, each into its own buffer, and written in order, so memory stays at one batch
+/// whatever the file's size.
+pub(crate) fn stream_units(
+    n: usize,
+    sink: &mut Sink<'_>,
+    unit: impl Fn(usize, &mut Vec<u8>) + Sync,
+) -> std::io::Result<()> {
+    use rayon::prelude::*;
+    const BATCH: usize = 64;
+    let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); BATCH];
+    let mut at = 0;
+    while at < n {
+        let end = (at + BATCH).min(n);
+        bufs[..end - at]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(k, b)| {
+                b.clear();
+                unit(at + k, b);
+            });
+        for b in &bufs[..end - at] {
+            sink.out.write_all(b)?;
+        }
+        at = end;
+        if let Some(p) = sink.progress.as_mut() {
+            p(at, n);
+        }
+    }
+    Ok(())
+}
+
+/// Runs a streaming writer into a string (for small files and tests).
+pub(crate) fn to_string(write: impl FnOnce(&mut Sink<'_>) -> std::io::Result<()>) -> String {
+    let mut v: Vec<u8> = Vec::new();
+    let mut sink = Sink::new(&mut v);
+    // Writing into memory cannot fail.
+    let _ = write(&mut sink);
+    String::from_utf8(v).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Three decimal digits, zero-padded (`{:03}` for 0..=999).
+#[inline]
+pub(crate) fn push_dec3(b: &mut Vec<u8>, v: u32) {
+    b.extend_from_slice(&[
+        b'0' + (v / 100 % 10) as u8,
+        b'0' + (v / 10 % 10) as u8,
+        b'0' + (v % 10) as u8,
+    ]);
+}
+
 /// When a writer emits an optional file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Emit {
@@ -260,5 +336,72 @@ pub fn build_set(f: &Fabric, r: &Routing, opts: &SetOptions) -> OpensmSet {
 
 /// The files `fabroute route -o DIR` emits: `(file name, contents)`.
 pub fn write_set(f: &Fabric, r: &Routing, opts: &SetOptions) -> Vec<(&'static str, String)> {
-    build_set(f, r, opts).into_files()
+    set_files(f, r, opts)
+        .into_iter()
+        .map(|file| (file.name, to_string(|sink| file.write(sink))))
+        .collect()
+}
+
+type WriteFn<'a> = Box<dyn Fn(&mut Sink<'_>) -> std::io::Result<()> + 'a>;
+
+/// One file of a set: its name and its streaming writer.
+pub struct SetFile<'a> {
+    pub name: &'static str,
+    write: WriteFn<'a>,
+}
+
+impl std::fmt::Debug for SetFile<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SetFile").field("name", &self.name).finish()
+    }
+}
+
+impl SetFile<'_> {
+    /// Streams the file into `sink`.
+    pub fn write(&self, sink: &mut Sink<'_>) -> std::io::Result<()> {
+        (self.write)(sink)
+    }
+}
+
+/// The files of [`write_set`] as streaming writers, in the same order: the caller decides
+/// where each goes, and the big ones (LFTs, fdbs, PSL) never sit in memory whole.
+pub fn set_files<'a>(f: &'a Fabric, r: &'a Routing, opts: &'a SetOptions) -> Vec<SetFile<'a>> {
+    let auto = uses_sls(f, r);
+    let want = |e: Emit| match e {
+        Emit::Auto => auto,
+        Emit::Always => true,
+        Emit::Never => false,
+    };
+    let small = |s: String| move |sink: &mut Sink<'_>| sink.out.write_all(s.as_bytes());
+    let mut v: Vec<SetFile<'a>> = vec![
+        SetFile {
+            name: SUBNET_LST_FILE,
+            write: Box::new(small(write_subnet_lst(f, &opts.subnet_lst))),
+        },
+        SetFile {
+            name: LFTS_FILE,
+            write: Box::new(move |sink| lfts::write_lfts_to(f, r, sink)),
+        },
+        SetFile {
+            name: FDBS_FILE,
+            write: Box::new(move |sink| fdbs::write_fdbs_to(f, r, sink)),
+        },
+        SetFile {
+            name: MCFDBS_FILE,
+            write: Box::new(small(write_mcfdbs(f))),
+        },
+    ];
+    if want(opts.sl2vl) {
+        v.push(SetFile {
+            name: SL2VL_FILE,
+            write: Box::new(move |sink| sink.out.write_all(write_sl2vl(f, &r.sl2vl).as_bytes())),
+        });
+    }
+    if want(opts.psl) {
+        v.push(SetFile {
+            name: PSL_FILE,
+            write: Box::new(move |sink| psl::write_psl_to(f, &r.path_sl, sink)),
+        });
+    }
+    v
 }

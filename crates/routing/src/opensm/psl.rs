@@ -20,7 +20,6 @@ use crate::tables::{PathSl, NUM_SLS};
 use fabric::io::ParseError;
 use fabric::{Fabric, NodeKind, PortId};
 use rustc_hash::FxHashSet;
-use std::fmt::Write as _;
 
 const UNSET: u8 = u8::MAX;
 
@@ -299,6 +298,15 @@ pub fn collapse_path_sl(p: PathSl) -> PathSl {
 /// for a multi-port HCA only its first port (lowest port GUID) is written per DLID, since the
 /// format cannot tell the ports apart.
 pub fn write_psl(f: &Fabric, path_sl: &PathSl) -> String {
+    super::to_string(|sink| write_psl_to(f, path_sl, sink))
+}
+
+/// [`write_psl`], streamed source by source into `sink` (batches formatted in parallel).
+pub fn write_psl_to(
+    f: &Fabric,
+    path_sl: &PathSl,
+    sink: &mut super::Sink<'_>,
+) -> std::io::Result<()> {
     let mut cas: Vec<(u64, usize, PortId)> = f
         .end_ports
         .iter()
@@ -311,11 +319,38 @@ pub fn write_psl(f: &Fabric, path_sl: &PathSl) -> String {
     for &(_, _, p) in &cas {
         multi[f.port(p).node.idx()] += 1;
     }
-    let mut done: FxHashSet<(u32, u16)> = FxHashSet::default();
-    let mut out = String::with_capacity(cas.len() * cas.len() * 24);
-    for &(_, si, sp) in &cas {
+    // A node with several ports is one PSL source: its first port (in GUID order) speaks for
+    // it, the others add only the DLIDs it has not listed yet.
+    let mut first_of_node = vec![usize::MAX; f.nodes.len()];
+    for (k, &(_, _, p)) in cas.iter().enumerate() {
+        let n = f.port(p).node.idx();
+        if first_of_node[n] == usize::MAX {
+            first_of_node[n] = k;
+        }
+    }
+    let max = f.max_lid() as u32;
+    super::stream_units(cas.len(), sink, |k, b| {
+        let (_, si, sp) = cas[k];
         let sn = f.port(sp).node;
         let sguid = f.node(sn).guid;
+        // DLIDs an earlier port of the same node listed already (multi-port nodes only).
+        let mut listed: FxHashSet<u32> = FxHashSet::default();
+        if multi[sn.idx()] > 1 {
+            for &(_, _, q) in &cas[first_of_node[sn.idx()]..k] {
+                if f.port(q).node != sn {
+                    continue;
+                }
+                for &(_, _, dp) in &cas {
+                    if dp == q {
+                        continue;
+                    }
+                    let d = f.port(dp);
+                    for o in 0..(1u32 << d.lmc.min(7)) {
+                        listed.insert(d.lid as u32 + o);
+                    }
+                }
+            }
+        }
         for &(_, _, dp) in &cas {
             if dp == sp {
                 continue;
@@ -324,19 +359,17 @@ pub fn write_psl(f: &Fabric, path_sl: &PathSl) -> String {
             if d.lid == 0 {
                 continue;
             }
-            let n = 1u32 << d.lmc.min(7);
-            for k in 0..n {
-                let dlid = d.lid as u32 + k;
-                if dlid > f.max_lid() as u32 {
+            for o in 0..(1u32 << d.lmc.min(7)) {
+                let dlid = d.lid as u32 + o;
+                if dlid > max {
                     break;
                 }
-                if multi[sn.idx()] > 1 && !done.insert((sn.0, dlid as u16)) {
+                if multi[sn.idx()] > 1 && listed.contains(&dlid) {
                     continue;
                 }
                 let sl = path_sl.get(si, dlid as u16);
-                let _ = writeln!(out, "0x{sguid:016x} {dlid} {sl}");
+                let _ = std::io::Write::write_fmt(b, format_args!("0x{sguid:016x} {dlid} {sl}\n"));
             }
         }
-    }
-    out
+    })
 }
