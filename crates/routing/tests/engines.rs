@@ -1439,3 +1439,38 @@ fn vl_engines_fit_where_they_should() {
         }
     }
 }
+
+/// Every vendored reference fabric (gen_topo.py's, with their failed-link variants) and every
+/// real dump: each VL engine routes it completely and free of credit loops within the budget,
+/// or declines with the count.
+#[test]
+fn vl_engines_on_every_reference_and_real_fabric() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let mut files: Vec<std::path::PathBuf> = ["topologies", "real"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().flatten())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "net" || x == "ibnd"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "{} fabrics", files.len());
+    let mut routed = 0;
+    for p in &files {
+        let bytes = std::fs::read(p).unwrap();
+        let name = p.display().to_string();
+        let mut none = |n: &str| -> Result<(String, Vec<u8>), String> { Err(n.to_string()) };
+        let f = fabric::io::read(&bytes, &name, &mut none, fabric::BuildOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .fabric;
+        for name_e in ["hopvl", "dfsssp", "lash"] {
+            if vl_engine_verdict(name_e, &f, &FaultMask::none(&f), &name).is_some() {
+                routed += 1;
+            }
+        }
+    }
+    assert!(
+        routed >= 2 * files.len(),
+        "only {routed} of {} runs routed",
+        3 * files.len()
+    );
+}
