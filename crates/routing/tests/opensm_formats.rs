@@ -1031,10 +1031,21 @@ fn psl_errors() {
         assert!(m.starts_with(&format!("bad.psl:{line}: ")), "{m}");
         assert!(m.contains(what), "{m} lacks {what:?}");
     }
-    let l = read_psl(b"0x00000000000000a0 4 1\n0x0000000000000099 4 1\n", "w", &f).unwrap();
-    assert_eq!(l.entries, 0);
+    // Sources that are a switch or unknown are skipped with a warning ...
+    let both = b"0x00000000000000a0 4 1\n0x0000000000000099 4 1\n0x0000000000000010 4 1\n";
+    let l = read_psl(both, "w", &f).unwrap();
+    assert_eq!(l.entries, 1);
     assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
     assert!(l.warnings[0].contains("is switch \"A\""));
+    // ... but a file none of whose entries is for this fabric is refused, as are empty and
+    // binary files.
+    let (_, m) = err_of(read_psl(&both[..46], "w", &f));
+    assert!(m.contains("no path SL for a pair of this fabric"), "{m}");
+    let (_, m) = err_of(read_psl(b"\n \n", "w", &f));
+    assert!(m.contains("the file is empty"), "{m}");
+    let (l, m) = err_of(read_psl(b"# x\n0x10 \0\n", "w", &f));
+    assert_eq!(l, 2, "{m}");
+    assert!(m.contains("binary"), "{m}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1158,5 +1169,46 @@ proptest! {
             };
         }
         all_readers(&b, &f);
+    }
+}
+
+/// Every reader refuses an empty file, a binary one and a table file of another fabric (one
+/// whose switches/sources are none of this fabric's) rather than loading an empty table.
+#[test]
+fn readers_refuse_empty_binary_and_foreign_files() {
+    let f = small([(1, 2, 4, 8)], 0);
+    let t = torus();
+    let dir = data_dir().join("torus2d_4x4_h2.lash");
+    let foreign = [
+        ("lfts", read(&dir.join("opensm-lfts.dump"))),
+        ("fdbs", read(&dir.join("opensm.fdbs"))),
+        ("sl2vl", read(&dir.join("opensm-sl2vl.dump"))),
+        ("psl", read(&dir.join("opensm-path-sl.psl"))),
+    ];
+    let load = |kind: &str, b: &[u8], f: &Fabric| -> Result<(), fabric::io::ParseError> {
+        match kind {
+            "lfts" => read_lfts(b, "x", f).map(|_| ()),
+            "fdbs" => read_fdbs(b, "x", f).map(|_| ()),
+            "sl2vl" => read_sl2vl(b, "x", f).map(|_| ()),
+            _ => read_psl(b, "x", f).map(|_| ()),
+        }
+    };
+    for (kind, bytes) in &foreign {
+        // The files are good for the fabric they were written on ...
+        load(kind, bytes, &t).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        // ... and refused, with a reason, for another one.
+        let m = format!("{}", load(kind, bytes, &f).unwrap_err());
+        assert!(
+            m.contains("of this fabric") || m.contains("another fabric"),
+            "{kind}: {m}"
+        );
+        for (bad, what) in [
+            (&b""[..], "empty"),
+            (b" \n\t\n", "empty"),
+            (b"0x1\0\n", "binary"),
+        ] {
+            let m = format!("{}", load(kind, bad, &f).unwrap_err());
+            assert!(m.contains(what), "{kind}: {m}");
+        }
     }
 }

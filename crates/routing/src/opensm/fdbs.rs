@@ -17,8 +17,8 @@
 //! that achieves it when the route is longer.
 
 use super::{
-    numbered_lines, perr, push_dec3, stream_units, switches_in_osm_order, take_0x, take_dec,
-    text_of, to_string, LftLoad, Sink,
+    numbered_lines, perr, push_dec3, require_text, stream_units, switches_in_osm_order, take_0x,
+    take_dec, text_of, to_string, LftLoad, Sink,
 };
 use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::Routing;
@@ -270,6 +270,8 @@ pub fn write_mcfdbs(_f: &Fabric) -> String {
 /// Reads `opensm.fdbs` (output ports only; the hops/optimal columns are not needed to rebuild
 /// the LFTs and are ignored). `UNREACHABLE` and port 255 mean no route.
 pub fn read_fdbs(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseError> {
+    const WHAT: &str = "OpenSM's opensm.fdbs (`dump_ucast_routes: Switch 0x<GUID>` blocks of `0x<LID> : <port> ...` lines)";
+    require_text(bytes, file, WHAT)?;
     let text = text_of(bytes);
     let mut r = Routing::empty(f);
     let stride = r.stride();
@@ -387,6 +389,13 @@ pub fn read_fdbs(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
         r.lft[s * stride + lid as usize] = port as u8;
     }
     let switches_loaded = seen.iter().filter(|&&l| l != 0).count();
+    if switches_loaded == 0 {
+        return Err(perr(
+            file,
+            1,
+            format!("no table for a switch of this fabric: expected {WHAT}"),
+        ));
+    }
     Ok(LftLoad {
         routing: r,
         warnings,

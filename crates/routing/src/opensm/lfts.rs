@@ -18,7 +18,8 @@
 
 use super::{
     at_blank_or_end, numbered_lines, perr, port_base_lid, port_guid, port_guid_map, push_dec3,
-    stream_units, switches_in_osm_order, take_0x, take_dec, text_of, to_string, type_str, Sink,
+    require_text, stream_units, switches_in_osm_order, take_0x, take_dec, text_of, to_string,
+    type_str, Sink,
 };
 use crate::tables::Routing;
 use fabric::io::ParseError;
@@ -117,7 +118,10 @@ enum Cur {
 /// as OpenSM does), GUIDs of non-switches, switches listed twice (the later table wins, as in
 /// OpenSM), `portguid` comments naming unknown ports, multicast sections (skipped).
 pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseError> {
+    const WHAT: &str = "an OpenSM LFT dump (`Unicast lids [..] of switch Lid .. guid 0x<GUID> ..:` blocks of `0x<LID> <port>` lines)";
+    require_text(bytes, file, WHAT)?;
     let text = text_of(bytes);
+    let mut headers = 0usize;
     let mut r = Routing::empty(f);
     let stride = r.stride();
     let max_lid = f.max_lid();
@@ -140,6 +144,7 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
             continue;
         }
         if line.starts_with("Unicast lids") {
+            headers += 1;
             let guid = header_guid(line).ok_or_else(|| {
                 perr(
                     file,
@@ -261,6 +266,20 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
         ));
     }
     let switches_loaded = seen.iter().filter(|&&l| l != 0).count();
+    if headers == 0 {
+        return Err(perr(
+            file,
+            1,
+            format!("no switch table found: expected {WHAT}"),
+        ));
+    }
+    if switches_loaded == 0 {
+        return Err(perr(
+            file,
+            1,
+            format!("none of the {headers} switch tables is for a switch of this fabric (another fabric's dump?)"),
+        ));
+    }
     Ok(LftLoad {
         routing: r,
         warnings,

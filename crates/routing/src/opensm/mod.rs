@@ -147,6 +147,23 @@ pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> 
         .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
 }
 
+/// Refuses what cannot be a table file before any line is read: an empty file, or a binary
+/// one (a NUL byte; the line it is on is named). `what` says what was expected.
+pub(crate) fn require_text(bytes: &[u8], file: &str, what: &str) -> Result<(), ParseError> {
+    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(perr(file, 0, format!("the file is empty: expected {what}")));
+    }
+    if let Some(at) = bytes.iter().position(|&b| b == 0) {
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        return Err(perr(
+            file,
+            line,
+            format!("a binary file (NUL byte), not {what}"),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn perr(file: &str, line: usize, msg: impl Into<String>) -> ParseError {
     ParseError::new(file, line, msg)
 }

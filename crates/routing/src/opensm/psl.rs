@@ -15,7 +15,9 @@
 //! that node. A GUID that is not a node GUID but a CA port GUID sets that port only (the
 //! path-record dump is per port).
 
-use super::{node_guid_map, numbered_lines, perr, port_guid_map, take_0x, take_dec, text_of};
+use super::{
+    node_guid_map, numbered_lines, perr, port_guid_map, require_text, take_0x, take_dec, text_of,
+};
 use crate::tables::{PathSl, NUM_SLS};
 use fabric::io::ParseError;
 use fabric::{Fabric, NodeKind, PortId};
@@ -42,6 +44,8 @@ pub struct PslLoad {
 /// section entries before any section header. Warnings: unknown or switch source GUIDs
 /// (skipped), conflicting duplicate entries (the later wins).
 pub fn read_psl(bytes: &[u8], file: &str, f: &Fabric) -> Result<PslLoad, ParseError> {
+    const WHAT: &str = "ibdmchk's path-SL file (`0x<source GUID> <DLID> <SL>` lines)";
+    require_text(bytes, file, WHAT)?;
     let text = text_of(bytes);
     let stride = f.max_lid() as usize + 1;
     let ne = f.end_ports.len();
@@ -210,6 +214,13 @@ pub fn read_psl(bytes: &[u8], file: &str, f: &Fabric) -> Result<PslLoad, ParseEr
     if conflicts > 0 {
         warnings.push(format!(
             "{file}: {conflicts} entries gave a path a different SL than an earlier entry (the later wins)"
+        ));
+    }
+    if entries == 0 {
+        return Err(perr(
+            file,
+            1,
+            format!("no path SL for a pair of this fabric: expected {WHAT}"),
         ));
     }
     Ok(PslLoad {

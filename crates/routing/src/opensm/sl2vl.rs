@@ -14,8 +14,8 @@
 //! (every value is printed as ` %-2u`, so rows end with a blank).
 
 use super::{
-    numbered_lines, perr, port_base_lid, port_guid, port_guid_map, take_0x, take_dec, text_of,
-    type_str,
+    numbered_lines, perr, port_base_lid, port_guid, port_guid_map, require_text, take_0x, take_dec,
+    text_of, type_str,
 };
 use crate::tables::{Sl2Vl, NUM_SLS};
 use fabric::io::ParseError;
@@ -96,6 +96,8 @@ pub fn write_sl2vl(f: &Fabric, t: &Sl2Vl) -> String {
 /// VL 15 (the "drop" lane) is kept and warned about: it is outside fabroute's data VLs, so
 /// [`crate::Routing::validate`] rejects such tables.
 pub fn read_sl2vl(bytes: &[u8], file: &str, f: &Fabric) -> Result<Sl2VlLoad, ParseError> {
+    const WHAT: &str = "an OpenSM SL2VL dump (`Switch|Channel Adapter 0x<GUID>, base LID ..` blocks of `<in> <out> : <16 VLs>` rows)";
+    require_text(bytes, file, WHAT)?;
     let text = text_of(bytes);
     let by_guid = port_guid_map(f);
     let mut t = Sl2Vl::identity(f);
@@ -214,6 +216,13 @@ pub fn read_sl2vl(bytes: &[u8], file: &str, f: &Fabric) -> Result<Sl2VlLoad, Par
     if vl15 > 0 {
         warnings.push(format!(
             "{file}: {vl15} entries map an SL to VL 15 (packets dropped); not a data VL"
+        ));
+    }
+    if rows == 0 {
+        return Err(perr(
+            file,
+            1,
+            format!("no SL2VL row for a port of this fabric: expected {WHAT}"),
         ));
     }
     Ok(Sl2VlLoad {
