@@ -200,6 +200,10 @@ pub struct Traffic {
     pub arrival: Arrival,
     /// Generation stops at this time (`None`: at the end of the run).
     pub stop_at: Option<u64>,
+    /// Packets injected on top of the generated ones: (time, source end port, destination
+    /// end port, bytes), end ports as indices into `Fabric::end_ports` (a trace; with load 0
+    /// the only traffic).
+    pub trace: Vec<(u64, u32, u32, u16)>,
 }
 
 impl Default for Traffic {
@@ -210,6 +214,7 @@ impl Default for Traffic {
             size: SizeDist::Fixed(58),
             arrival: Arrival::Bernoulli,
             stop_at: None,
+            trace: Vec::new(),
         }
     }
 }

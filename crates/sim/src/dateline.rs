@@ -123,8 +123,11 @@ pub fn dateline(f: &Fabric, r: &Routing) -> Result<Routing, DatelineError> {
             }
             rows.push((o, vls));
         }
+        // Every entry is written (VL 0 outside the ring ports), so the tables use VLs 0 and 1
+        // only.
         for inp in 0..=np {
-            for &(o, vls) in &rows {
+            for o in 0..=np {
+                let vls = rows.iter().find(|r| r.0 == o).map(|r| r.1).unwrap_or([0; 16]);
                 for (sl, &v) in vls.iter().enumerate() {
                     out.sl2vl.set(n, inp, o, sl as u8, v);
                 }
@@ -135,9 +138,11 @@ pub fn dateline(f: &Fabric, r: &Routing) -> Result<Routing, DatelineError> {
     for (i, node) in f.nodes.iter().enumerate() {
         if node.kind != NodeKind::Switch {
             let n = NodeId(i as u32);
-            for p in 1..=node.nports {
-                for sl in 0..16u8 {
-                    out.sl2vl.set(n, 0, p, sl, 0);
+            for inp in 0..=node.nports {
+                for p in 0..=node.nports {
+                    for sl in 0..16u8 {
+                        out.sl2vl.set(n, inp, p, sl, 0);
+                    }
                 }
             }
         }

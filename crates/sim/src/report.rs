@@ -143,6 +143,9 @@ pub struct Report {
     /// The time series (written as CSV, not in the summary).
     #[serde(skip)]
     pub series: Vec<Bin>,
+    /// How often the invariants were checked (`Config::check_invariants`).
+    #[serde(skip)]
+    pub invariant_checks: u64,
 }
 
 pub(crate) struct RunFacts<'a> {
@@ -170,6 +173,7 @@ pub(crate) struct RunFacts<'a> {
     pub deadlock: Option<(u64, Vec<BufferRef>)>,
     pub fault: Option<&'a FaultLog>,
     pub sw_busy: &'a [u64],
+    pub invariant_checks: u64,
 }
 
 const US: f64 = 1e6;
@@ -263,6 +267,7 @@ pub(crate) fn build(x: RunFacts<'_>) -> Report {
         end_us: x.end as f64 / US,
         fault,
         series,
+        invariant_checks: x.invariant_checks,
     }
 }
 

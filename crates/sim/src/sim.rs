@@ -37,6 +37,7 @@ const EV_CREDIT: u64 = 4;
 const EV_WATCH: u64 = 5;
 const EV_CTRL: u64 = 6;
 const EV_END: u64 = 7;
+const EV_TRACE: u64 = 8;
 const KIND_SHIFT: u32 = 60;
 const DATA_MASK: u64 = (1 << KIND_SHIFT) - 1;
 
@@ -155,6 +156,7 @@ pub struct Sim<'f> {
     outq: Rings,
     in_cap: u32,
     out_cap: u32,
+    inq_min_cr: usize,
     // Switches.
     sw_alive: Vec<bool>,
     held: Vec<(u32, u8)>,
@@ -261,18 +263,34 @@ impl<'f> Sim<'f> {
                 tr.load
             )));
         }
-        if tr.size.min() == 0 {
+        let min_bytes = tr
+            .trace
+            .iter()
+            .map(|x| x.3.max(1))
+            .chain([tr.size.min()])
+            .min()
+            .unwrap_or(1);
+        let max_bytes = tr.trace.iter().map(|x| x.3).chain([tr.size.max()]).max().unwrap_or(1);
+        if min_bytes == 0 {
             return Err(SimError::Config("packets must have at least 1 byte".into()));
         }
-        let cr_max = (tr.size.max() as u32).div_ceil(64);
+        let cr_max = (max_bytes as u32).div_ceil(64);
         if m.in_buf_bytes / 64 < cr_max || m.out_buf_bytes / 64 < cr_max {
             return Err(SimError::Config(format!(
                 "buffers of {} / {} bytes cannot hold a {}-byte packet ({} credits of 64 bytes)",
                 m.in_buf_bytes,
                 m.out_buf_bytes,
-                tr.size.max(),
+                max_bytes,
                 cr_max
             )));
+        }
+        for &(_, a, b, _) in &tr.trace {
+            if a as usize >= f.end_ports.len() || b as usize >= f.end_ports.len() {
+                return Err(SimError::Config(format!(
+                    "trace packet {a} -> {b}: the fabric has {} end ports",
+                    f.end_ports.len()
+                )));
+            }
         }
         if cr_max > 255 {
             return Err(SimError::Config("packets above 16 KiB are not modelled".into()));
@@ -303,7 +321,7 @@ impl<'f> Sim<'f> {
         let nch = net.chans.len();
         let in_cap = m.in_buf_bytes / 64;
         let out_cap = m.out_buf_bytes / 64;
-        let min_cr = (tr.size.min() as usize).div_ceil(64);
+        let min_cr = (min_bytes as usize).div_ceil(64);
         let max_ports = f.switches.iter().map(|&n| f.node(n).nports).max().unwrap_or(0);
         let rw = (max_ports as usize + 1).div_ceil(64);
         let mean_bytes = tr.size.mean().round().max(1.0) as u64;
@@ -381,6 +399,7 @@ impl<'f> Sim<'f> {
             outq: Rings::new(nch * nvl, out_cap as usize / min_cr),
             in_cap,
             out_cap,
+            inq_min_cr: min_cr,
             sw_alive: vec![true; f.num_switches()],
             held: Vec::new(),
             hosts,
@@ -442,7 +461,7 @@ impl<'f> Sim<'f> {
 
     fn grow_vls(&mut self, nvl: usize) {
         let nch = self.net.chans.len();
-        let min_cr = (self.cfg.traffic.size.min() as usize).div_ceil(64);
+        let min_cr = self.inq_min_cr;
         self.nvl = nvl;
         self.credits = vec![self.in_cap; nch * nvl];
         self.cred_fly = vec![0; nch * nvl];
@@ -486,6 +505,7 @@ impl<'f> Sim<'f> {
                     }
                 }
                 EV_CTRL => self.on_ctrl(data as usize),
+                EV_TRACE => self.on_trace(data as usize),
                 EV_END => break,
                 _ => unreachable!("unknown event kind"),
             }
@@ -509,6 +529,12 @@ impl<'f> Sim<'f> {
                         self.q.push(g, ev(EV_GEN, h as u64));
                     }
                 }
+            }
+        }
+        for (i, &(t, src, dst, _)) in self.cfg.traffic.trace.iter().enumerate() {
+            let host = |e: u32| self.net.ep_host.get(e as usize).copied().unwrap_or(NONE);
+            if t < self.end && host(src) != NONE && host(dst) != NONE {
+                self.q.push(t, ev(EV_TRACE, i as u64));
             }
         }
         self.q.push(self.cfg.t_watchdog, ev(EV_WATCH, 0));
@@ -607,7 +633,21 @@ impl<'f> Sim<'f> {
         let Some(dest) = &host.dest else { return };
         let dst = traffic::pick(dest, h, n, &mut host.rng);
         let bytes = traffic::size(&self.cfg.traffic.size, &mut host.rng);
-        let src_ep = host.ep;
+        self.make_packet(h, dst, bytes);
+    }
+
+    fn on_trace(&mut self, i: usize) {
+        let (_, src, dst, bytes) = self.cfg.traffic.trace[i];
+        let (h, d) = (self.net.ep_host[src as usize], self.net.ep_host[dst as usize]);
+        if self.hosts[h as usize].alive && h != d {
+            self.make_packet(h, d, bytes.max(1));
+        }
+    }
+
+    fn make_packet(&mut self, h: u32, dst: u32, bytes: u16) {
+        let hi = h as usize;
+        let now = self.now;
+        let src_ep = self.hosts[hi].ep;
         let dst_ep = self.net.host_ep[dst as usize];
         let (dlid, sl) = match self.overrides.get(&(src_ep, dst_ep)) {
             Some(&x) => x,
@@ -1436,6 +1476,7 @@ impl<'f> Sim<'f> {
             deadlock: self.deadlock.clone(),
             fault: self.fault.as_ref().map(|_| &self.log),
             sw_busy: &sw_busy,
+            invariant_checks: self.invariant_checks,
         };
         report::build(facts)
     }
