@@ -142,12 +142,16 @@ pub struct Sim<'f> {
     xin_out: Vec<u32>,
     xin_vl: Vec<u8>,
     xin_cr: Vec<u8>,
-    xin_rr: Vec<u8>,
-    // Crossbar, per output channel.
+    // Crossbar, per output channel: busy, round-robin pointer over request bits, and the
+    // request bits: bit `port * nvl + vl` is set exactly when the head of input buffer
+    // (port, vl) of the switch is routed to this output.
     xout_busy: Vec<bool>,
-    xout_rr: Vec<u16>,
+    xout_rr: Vec<u32>,
     req: Vec<u64>,
     rw: usize,
+    /// Per channel: the VLs whose output buffer is not empty (bit per VL).
+    oq_mask: Vec<u16>,
+    max_ports: usize,
     // Per (channel, VL).
     credits: Vec<u32>,
     cred_fly: Vec<u32>,
@@ -323,7 +327,7 @@ impl<'f> Sim<'f> {
         let out_cap = m.out_buf_bytes / 64;
         let min_cr = (min_bytes as usize).div_ceil(64);
         let max_ports = f.switches.iter().map(|&n| f.node(n).nports).max().unwrap_or(0);
-        let rw = (max_ports as usize + 1).div_ceil(64);
+        let rw = ((max_ports as usize + 1) * nvl).div_ceil(64);
         let mean_bytes = tr.size.mean().round().max(1.0) as u64;
         let dests = traffic::destinations(&tr.pattern, nh, cfg.seed, &|e| {
             net.ep_host
@@ -387,11 +391,12 @@ impl<'f> Sim<'f> {
             xin_out: vec![NONE; nch],
             xin_vl: vec![0; nch],
             xin_cr: vec![0; nch],
-            xin_rr: vec![0; nch],
             xout_busy: vec![false; nch],
             xout_rr: vec![0; nch],
             req: vec![0; nch * rw],
             rw,
+            oq_mask: vec![0; nch],
+            max_ports: max_ports as usize,
             credits: vec![in_cap; nch * nvl],
             cred_fly: vec![0; nch * nvl],
             out_space: vec![out_cap; nch * nvl],
@@ -463,6 +468,8 @@ impl<'f> Sim<'f> {
         let nch = self.net.chans.len();
         let min_cr = self.inq_min_cr;
         self.nvl = nvl;
+        self.rw = ((self.max_ports + 1) * nvl).div_ceil(64);
+        self.req = vec![0; nch * self.rw];
         self.credits = vec![self.in_cap; nch * nvl];
         self.cred_fly = vec![0; nch * nvl];
         self.out_space = vec![self.out_cap; nch * nvl];
@@ -754,22 +761,28 @@ impl<'f> Sim<'f> {
     /// eligible when its head has the credits downstream.
     fn try_link(&mut self, c: u32) {
         let ci = c as usize;
-        if self.busy[ci] || !self.alive[ci] {
+        let mask = self.oq_mask[ci] as u32;
+        if mask == 0 || self.busy[ci] || !self.alive[ci] {
             return;
         }
-        let nvl = self.nvl;
+        let nvl = self.nvl as u32;
         let to_switch = self.net.chans[ci].dst_sw != NONE;
-        let start = self.vlarb[ci] as usize;
-        for j in 1..=nvl {
-            let v = (start + j) % nvl;
-            let k = ci * nvl + v;
-            let Some(p) = self.outq.front(k) else {
-                continue;
-            };
+        // Rotate so that bit 0 is the VL after the last one served.
+        let first = (self.vlarb[ci] as u32 + 1) % nvl;
+        let rot = ((mask >> first) | (mask << (nvl - first))) & ((1u32 << nvl) - 1);
+        let mut bits = rot;
+        while bits != 0 {
+            let v = ((bits.trailing_zeros() + first) % nvl) as usize;
+            bits &= bits - 1;
+            let k = ci * self.nvl + v;
+            let p = self.outq.front(k).expect("non-empty by the mask");
             if to_switch && self.credits[k] < self.pk[p as usize].cr as u32 {
                 continue;
             }
             self.outq.pop(k);
+            if self.outq.len(k) == 0 {
+                self.oq_mask[ci] &= !(1 << v);
+            }
             self.vlarb[ci] = v as u8;
             self.start_tx(c, p, v as u8);
             return;
@@ -922,7 +935,7 @@ impl<'f> Sim<'f> {
                         let pm = &mut self.pk[p as usize];
                         pm.out = o.0;
                         pm.ovl = ovl;
-                        let bit = ch.dst_port as usize;
+                        let bit = ch.dst_port as usize * self.nvl + vl as usize;
                         self.req[o.idx() * self.rw + bit / 64] |= 1u64 << (bit % 64);
                         return Some(o.0);
                     }
@@ -948,66 +961,69 @@ impl<'f> Sim<'f> {
         }
     }
 
-    /// Crossbar arbitration for output `o`: round robin over the input ports with a head
-    /// routed to `o` (an input sends one packet at a time), VLs of an input round robin; a
-    /// head needs room for the whole packet in the output buffer (virtual cut-through).
+    /// Crossbar arbitration for output `o`: round robin over the (input port, VL) heads
+    /// routed to `o` (an input sends one packet at a time); a head needs room for the whole
+    /// packet in the output buffer of its VL (virtual cut-through).
     fn arbitrate(&mut self, o: u32) {
         let oi = o as usize;
         if self.xout_busy[oi] || !self.alive[oi] {
             return;
         }
         let s = self.net.chans[oi].src_sw;
-        let nports = self.net.ports(s) as usize;
         let nvl = self.nvl;
         let rw = self.rw;
-        let start = self.xout_rr[oi] as usize + 1;
-        for j in 0..nports {
-            let port = (start + j) % nports;
-            let w = self.req[oi * rw + port / 64];
-            if w & (1u64 << (port % 64)) == 0 {
-                // Skip quickly over empty words.
-                continue;
+        let nbits = self.net.ports(s) as usize * nvl;
+        let words = nbits.div_ceil(64);
+        let base = oi * rw;
+        let start = (self.xout_rr[oi] as usize + 1) % nbits;
+        // Words from the one holding `start`, wrapping; the first word masked below `start`
+        // and visited again at the end for the bits below it.
+        let (w0, b0) = (start / 64, start % 64);
+        for step in 0..=words {
+            let wi = (w0 + step) % words;
+            let mut bits = self.req[base + wi];
+            if step == 0 {
+                bits &= !0u64 << b0;
+            } else if step == words {
+                bits &= !(!0u64 << b0);
             }
-            let c = self.net.in_channel(s, port as u8);
-            if c == NONE {
-                continue;
-            }
-            let ci = c as usize;
-            let mut targets = false;
-            let busy = self.xin_pkt[ci] != NONE;
-            let vstart = self.xin_rr[ci] as usize;
-            for jv in 1..=nvl {
-                let v = (vstart + jv) % nvl;
-                let Some(p) = self.inq.front(ci * nvl + v) else {
+            while bits != 0 {
+                let b = wi * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (port, v) = (b / nvl, b % nvl);
+                let c = self.net.in_channel(s, port as u8);
+                let ci = c as usize;
+                if self.xin_pkt[ci] != NONE {
                     continue;
-                };
+                }
+                let p = self.inq.front(ci * nvl + v).expect("a request has a head");
                 let pk = &self.pk[p as usize];
-                if pk.out != o {
-                    continue;
-                }
-                targets = true;
-                if busy {
-                    break;
-                }
+                debug_assert_eq!(pk.out, o);
                 if self.out_space[oi * nvl + pk.ovl as usize] >= pk.cr as u32 {
-                    self.xout_rr[oi] = port as u16;
-                    self.xin_rr[ci] = v as u8;
+                    self.xout_rr[oi] = b as u32;
                     self.grant(c, v as u8, o, p);
                     return;
                 }
             }
-            if !targets {
-                self.req[oi * rw + port / 64] &= !(1u64 << (port % 64));
-            }
         }
+    }
+
+    /// Clears the request of input buffer (`c`, `vl`) at output `o`.
+    #[inline]
+    fn clear_req(&mut self, c: u32, vl: u8, o: u32) {
+        let port = self.net.chans[c as usize].dst_port as usize;
+        let bit = port * self.nvl + vl as usize;
+        self.req[o as usize * self.rw + bit / 64] &= !(1u64 << (bit % 64));
     }
 
     fn grant(&mut self, c: u32, vl: u8, o: u32, p: u32) {
         let (ci, oi) = (c as usize, o as usize);
         let nvl = self.nvl;
         self.inq.pop(ci * nvl + vl as usize);
+        self.clear_req(c, vl, o);
         let pk = &mut self.pk[p as usize];
         let ko = oi * nvl + pk.ovl as usize;
+        self.oq_mask[oi] |= 1 << pk.ovl;
         self.out_space[ko] -= pk.cr as u32;
         let tx = pk.bytes as u64 * self.net.chans[oi].t_byte as u64
             / self.cfg.model.xbar_speedup as u64;
@@ -1185,6 +1201,13 @@ impl<'f> Sim<'f> {
                 let Some(oc) = f.out_channel(p) else { continue };
                 let ic = oc.reverse().0 as usize;
                 for v in 0..nvl {
+                    if let Some(h) = self.inq.front(ic * nvl + v) {
+                        let out = self.pk[h as usize].out;
+                        if out != NONE {
+                            self.clear_req(ic as u32, v as u8, out);
+                        }
+                    }
+                    self.oq_mask[oc.idx()] = 0;
                     for q in [
                         self.inq.drain(ic * nvl + v),
                         self.outq.drain(oc.idx() * nvl + v),
@@ -1204,6 +1227,7 @@ impl<'f> Sim<'f> {
             {
                 continue;
             }
+            self.oq_mask[ci] = 0;
             for v in 0..nvl {
                 let k = ci * nvl + v;
                 for pkt in self.outq.drain(k) {
@@ -1224,6 +1248,7 @@ impl<'f> Sim<'f> {
                         if self.pk[p as usize].out == c {
                             let pk = self.pk[p as usize];
                             self.inq.pop(k);
+                            self.clear_req(ic, v as u8, c);
                             let at = self.now.max(pk.tail);
                             self.return_credits(ic, v as u8, pk.cr, at);
                             self.drop_pkt(p, DropReason::DeadPort);
@@ -1368,6 +1393,7 @@ impl<'f> Sim<'f> {
     /// Panics on a violation.
     pub fn check_invariants(&mut self) {
         self.invariant_checks += 1;
+        self.check_requests();
         let nvl = self.nvl;
         let nch = self.net.chans.len();
         let mut wire = vec![0u32; nch * nvl];
@@ -1414,6 +1440,11 @@ impl<'f> Sim<'f> {
                     );
                 }
                 if ch.src_sw != NONE {
+                    assert_eq!(
+                        self.oq_mask[c] >> v & 1 == 1,
+                        self.outq.len(k) > 0,
+                        "non-empty VL mask of channel {c}"
+                    );
                     let queued: u32 =
                         self.outq.iter(k).map(|p| self.pk[p as usize].cr as u32).sum();
                     let sending = if self.busy[c] && self.send_vl[c] as usize == v {
@@ -1426,6 +1457,29 @@ impl<'f> Sim<'f> {
                         self.out_cap,
                         "output space on channel {c} VL {v}"
                     );
+                }
+            }
+        }
+    }
+
+    /// The request bits are exactly the routed heads (checked with the invariants).
+    fn check_requests(&self) {
+        let nvl = self.nvl;
+        for (o, ch) in self.net.chans.iter().enumerate() {
+            if ch.src_sw == NONE || !self.alive[o] || !self.sw_alive[ch.src_sw as usize] {
+                continue;
+            }
+            for port in 1..self.net.ports(ch.src_sw) as usize {
+                let c = self.net.in_channel(ch.src_sw, port as u8);
+                for v in 0..nvl {
+                    let bit = port * nvl + v;
+                    let set = self.req[o * self.rw + bit / 64] >> (bit % 64) & 1 == 1;
+                    let routed = c != NONE
+                        && self
+                            .inq
+                            .front(c as usize * nvl + v)
+                            .is_some_and(|p| self.pk[p as usize].out == o as u32);
+                    assert_eq!(set, routed, "request bit of port {port} VL {v} at channel {o}");
                 }
             }
         }
