@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd;
+mod plot;
 mod render;
 mod util;
 
@@ -45,6 +46,9 @@ enum Command {
     Sweep(cmd::sweep::Args),
     /// Merge sweep shards (idempotent).
     Merge(cmd::sweep::MergeArgs),
+    /// Simulate packets through the tables: throughput, latency, deadlocks, a failure and
+    /// its repair (RFTR, full reconfiguration), with SVG pictures.
+    Sim(cmd::sim::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         Command::Fault(a) => cmd::fault::run(a),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Merge(a) => cmd::sweep::merge(a),
+        Command::Sim(a) => cmd::sim::run(a),
     };
     match result {
         Ok(code) => code,

@@ -143,6 +143,10 @@ pub struct Report {
     /// The time series (written as CSV, not in the summary).
     #[serde(skip)]
     pub series: Vec<Bin>,
+    /// Latency histogram (generation to delivery, packets generated after the warmup): 40 bin
+    /// starts in ns and counts.
+    #[serde(skip)]
+    pub latency_histogram: (Vec<f64>, Vec<u64>),
     /// How often the invariants were checked (`Config::check_invariants`).
     #[serde(skip)]
     pub invariant_checks: u64,
@@ -267,6 +271,7 @@ pub(crate) fn build(x: RunFacts<'_>) -> Report {
         end_us: x.end as f64 / US,
         fault,
         series,
+        latency_histogram: x.lat.bins_ns(40),
         invariant_checks: x.invariant_checks,
     }
 }

@@ -80,6 +80,29 @@ impl Histogram {
         }
         self.max
     }
+    /// `n` equal bins from the minimum to the 99.9th percentile (the last bin takes the rest):
+    /// bin starts in ns and counts (counts at bucket resolution).
+    pub fn bins_ns(&self, n: usize) -> (Vec<f64>, Vec<u64>) {
+        if self.n == 0 || n == 0 {
+            return (Vec::new(), Vec::new());
+        }
+        let lo = self.min;
+        let hi = self.quantile(0.999).max(lo + 1);
+        let w = (hi - lo).div_ceil(n as u64).max(1);
+        let mut counts = vec![0u64; n];
+        for (b, &c) in self.counts.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            let (start, width) = bucket_range(b);
+            let mid = (start + width / 2).clamp(self.min, self.max);
+            let i = (((mid - lo) / w) as usize).min(n - 1);
+            counts[i] += c;
+        }
+        let edges = (0..n).map(|i| (lo + i as u64 * w) as f64 / 1000.0).collect();
+        (edges, counts)
+    }
+
     /// Mean, p50, p99 and max in nanoseconds.
     pub fn summary_ns(&self) -> Latency {
         let ns = |v: f64| v / 1000.0;
