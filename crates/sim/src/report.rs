@@ -79,8 +79,8 @@ pub struct FaultSummary {
     pub steady_accepted: f64,
     /// Lowest bin after the failure over the pre-fault mean.
     pub dip: f64,
-    /// From the failure to the first bin at or after the lowest one whose 3-bin average is
-    /// within 5 % of the new steady state (0 when accepted traffic never left it).
+    /// From the failure to the first bin at or after the lowest one whose 5-bin centred
+    /// average is within 5 % of the new steady state (0 when accepted traffic never left it).
     pub recovery_us: f64,
     /// LFT blocks (64 LIDs each) the SM sent.
     pub lft_blocks_sent: usize,
@@ -317,9 +317,10 @@ fn fault_summary(cfg: &Config, log: &FaultLog, series: &[Bin], end: u64) -> Faul
             dip_bin = b;
         }
     }
+    // A centred 5-bin average: bins of a few hundred packets vary by several per cent.
     let smooth = |b: usize| {
-        let lo = b.saturating_sub(1).max(fb);
-        let hi = (b + 1).min(post.last().copied().unwrap_or(b));
+        let lo = b.saturating_sub(2).max(fb);
+        let hi = (b + 2).min(post.last().copied().unwrap_or(b));
         mean(&(lo..=hi).map(|i| series[i].accepted).collect::<Vec<_>>())
     };
     let mut recovery = None;
