@@ -30,31 +30,77 @@ pub enum DatelineError {
     NotATorus(String),
 }
 
-/// Per switch index: its coordinates.
-fn coords(f: &Fabric) -> Result<Vec<Vec<u32>>, DatelineError> {
+/// Coordinates per switch index, dimensions and wrap flags: the generator's hints, or, for a
+/// fabric read from a file, the switch names `fabroute gen torus` writes (`S_x`, `S_x_y`, ...:
+/// dimension sizes from the largest coordinate, a dimension wraps when a link joins its first
+/// and last coordinate).
+type Grid = (Vec<Vec<u32>>, Vec<u32>, Vec<bool>);
+
+fn coords(f: &Fabric) -> Result<Grid, DatelineError> {
     let h = &f.hints;
-    if h.dims.is_empty() || h.coords.len() != f.nodes.len() {
-        return Err(DatelineError::NoCoordinates);
+    let (xy, dims, wrap) = if !h.dims.is_empty() && h.coords.len() == f.nodes.len() {
+        let xy = f
+            .switches
+            .iter()
+            .map(|&s| {
+                let c = &h.coords[s.idx()];
+                if c.len() == h.dims.len() {
+                    Ok(c.clone())
+                } else {
+                    Err(DatelineError::NoCoordinates)
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let wrap = (0..h.dims.len())
+            .map(|k| h.wrap.get(k).copied().unwrap_or(false))
+            .collect();
+        (xy, h.dims.clone(), wrap)
+    } else {
+        from_names(f).ok_or(DatelineError::NoCoordinates)?
+    };
+    if dims.len() > 4 {
+        return Err(DatelineError::TooManyDimensions(dims.len()));
     }
-    if h.dims.len() > 4 {
-        return Err(DatelineError::TooManyDimensions(h.dims.len()));
-    }
-    for (k, &n) in h.dims.iter().enumerate() {
-        if h.wrap.get(k).copied().unwrap_or(false) && n < 3 {
+    for (k, &n) in dims.iter().enumerate() {
+        if wrap[k] && n < 3 {
             return Err(DatelineError::ShortRing(k, n));
         }
     }
-    f.switches
-        .iter()
-        .map(|&s| {
-            let c = &h.coords[s.idx()];
-            if c.len() == h.dims.len() {
-                Ok(c.clone())
-            } else {
-                Err(DatelineError::NoCoordinates)
+    Ok((xy, dims, wrap))
+}
+
+/// Coordinates from switch names `S_x_y...` (see [`coords`]).
+fn from_names(f: &Fabric) -> Option<Grid> {
+    let mut xy = Vec::with_capacity(f.switches.len());
+    for &s in &f.switches {
+        let name = &f.node(s).name;
+        let rest = name.strip_prefix("S_")?;
+        let c: Vec<u32> = rest
+            .split('_')
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        xy.push(c);
+    }
+    let nd = xy.first()?.len();
+    if nd == 0 || xy.iter().any(|c| c.len() != nd) {
+        return None;
+    }
+    let dims: Vec<u32> = (0..nd)
+        .map(|k| xy.iter().map(|c| c[k]).max().unwrap_or(0) + 1)
+        .collect();
+    let mut wrap = vec![false; nd];
+    for (s, _) in f.switches.iter().enumerate() {
+        for &ch in f.switch_links(s) {
+            let t = f.switch_index[f.port(f.channel_dst(ch)).node.idx()] as usize;
+            let (a, b) = (&xy[s], &xy[t]);
+            for k in 0..nd {
+                if dims[k] > 2 && (a[k] == 0 && b[k] == dims[k] - 1 || b[k] == 0 && a[k] == dims[k] - 1) {
+                    wrap[k] = true;
+                }
             }
-        })
-        .collect()
+        }
+    }
+    Some((xy, dims, wrap))
 }
 
 /// The dimension and direction (+1 / -1) of a hop from coordinates `a` to `b`, and whether it
@@ -88,11 +134,7 @@ fn step(dims: &[u32], wrap: &[bool], a: &[u32], b: &[u32]) -> Option<(usize, i8,
 /// `r` with path SLs and SL2VL tables for a dateline on VLs 0 and 1 (LFTs unchanged). See the
 /// module documentation.
 pub fn dateline(f: &Fabric, r: &Routing) -> Result<Routing, DatelineError> {
-    let xy = coords(f)?;
-    let dims = f.hints.dims.clone();
-    let wrap: Vec<bool> = (0..dims.len())
-        .map(|k| f.hints.wrap.get(k).copied().unwrap_or(false))
-        .collect();
+    let (xy, dims, wrap) = coords(f)?;
     let mut out = r.clone();
     // SL2VL: per switch, per output port to a ring neighbour.
     for (s, &n) in f.switches.iter().enumerate() {
@@ -222,6 +264,24 @@ mod tests {
             assert_eq!(rep.pairs.ok, rep.pairs.checked);
             assert_eq!(rep.cdg.vls_used, vec![0, 1], "{spec}");
         }
+    }
+
+    /// A fabric written to an ibsim file and read back has no hints: the names give the
+    /// coordinates, and the tables come out the same.
+    #[test]
+    fn coordinates_from_names_when_read_from_a_file() {
+        let (f, r) = route("torus 5x4 hcas=1", "dor");
+        let text = fabric::io::writers::to_ibsim(&f).unwrap();
+        let g = fabric::io::read(text.as_bytes(), "t.net", &mut |_| Err("no includes".into()), Default::default())
+            .unwrap()
+            .fabric;
+        assert!(g.hints.dims.is_empty());
+        let (xy, dims, wrap) = from_names(&g).unwrap();
+        assert_eq!((dims, wrap), (vec![5, 4], vec![true, true]));
+        assert_eq!(xy.len(), 20);
+        let a = dateline(&f, &r).unwrap();
+        let b = dateline(&g, &r).unwrap();
+        assert_eq!(a.path_sl, b.path_sl);
     }
 
     #[test]
