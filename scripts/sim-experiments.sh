@@ -26,9 +26,10 @@ run() { # name, then fabroute sim arguments (exit 1 = a deadlock: expected in D1
   "$FR" sim "$@" -o "$work/$name" >"$work/$name.txt" || [ $? -eq 1 ]
   mkdir -p "$out/$name"
   cp "$work/$name"/*.svg "$work/$name/summary.json" "$out/$name/"
-  echo "fabroute sim $*" >"$out/$name/command.txt"
+  echo "fabroute sim $*" | sed "s|$work/||g" >"$out/$name/command.txt"
 }
 
+# The fabrics (the commands below name them without the folder).
 "$FR" gen torus 8 hcas=1 -o "$work/ring8.net" >/dev/null
 "$FR" gen torus 4x4 hcas=2 -o "$work/torus4x4.net" >/dev/null
 "$FR" gen torus 8x8 hcas=2 -o "$work/torus8x8.net" >/dev/null
@@ -57,6 +58,11 @@ run sweep-opensm-lash "$lst" --lfts $osm/torus2d_4x4_h2.lash/opensm-lfts.dump \
 e1=(--warmup 0.5ms --time 6ms --fail-at 1ms --repair none,rftr,full-static,full-dynamic)
 run e1-torus8x8 "$work/torus8x8.net" -R updn --load 0.04 --fail link:S_0_2/3 "${e1[@]}"
 run e1-fattree2 "$work/fattree2.net" -R updn --load 0.2 --fail link:L1_0_0/19 "${e1[@]}"
+# The same with one compute time for every scheme (what the SM computes is then not the
+# difference: only how the tables reach the switches).
+e1c=(--warmup 0.5ms --time 6ms --fail-at 1ms --repair rftr,full-static,full-dynamic --t-compute 100us)
+run e1-torus8x8-t100 "$work/torus8x8.net" -R updn --load 0.04 --fail link:S_0_2/3 "${e1c[@]}"
+run e1-fattree2-t100 "$work/fattree2.net" -R updn --load 0.2 --fail link:L1_0_0/19 "${e1c[@]}"
 # The knee of each E1 fabric (fault-free Up*/Down*).
 run e1-torus8x8-sweep "$work/torus8x8.net" -R updn --lmc 2 --load 0.02:0.2:0.02 --time 1ms --warmup 0.2ms
 run e1-fattree2-sweep "$work/fattree2.net" -R updn --lmc 2 --load 0.1:1.0:0.1 --time 1ms --warmup 0.2ms
@@ -83,7 +89,7 @@ print()
 for name in sorted(n for n in os.listdir(out) if n.startswith("d1")):
     print(f"- `{name}`: `{cmd(name)}`")
 print("\n## E1: a link fails at 1 ms\n")
-for name in ("e1-torus8x8", "e1-fattree2"):
+for name in ("e1-torus8x8", "e1-fattree2", "e1-torus8x8-t100", "e1-fattree2-t100"):
     s = load(name)
     print(f"### {name}\n\n`{cmd(name)}`\n")
     print("| scheme | compute (µs) | dip | recovery (µs) | packets lost | LFT blocks | SL2VL rows | reconf. first→last SMP (µs) | p99 latency after fault (ns) | deadlock |")

@@ -227,3 +227,66 @@ fn fault_runs_are_deterministic() {
     // Same generated traffic whatever the scheme.
     assert_eq!(a.packets_generated, c.packets_generated);
 }
+
+/// Experiment E1 on the 8x8 torus with equal compute times: the dynamic full reconfiguration
+/// mixes old and new Up*/Down* entries and deadlocks, although each table alone is free of
+/// credit loops; the cycle is a chain of neighbouring buffers. RFTR and the static scheme on
+/// the same traffic do not deadlock.
+#[test]
+fn full_dynamic_can_deadlock_where_neither_table_does() {
+    let f = common::fabric("torus 8x8 hcas=2 lmc=2");
+    let sw = f.node_by_name("S_0_2").unwrap();
+    let l = f.port(f.port_id(sw, 3)).link.unwrap();
+    let engine = by_name("updn").unwrap();
+    let mut s = Session::start(&f, engine.as_ref(), &RouteOptions::default(), RftrConfig::default())
+        .unwrap();
+    let base = s.base().clone();
+    let base_rftr = s.rftr().routing.clone();
+    s.apply(Fault::Link(l));
+    let full = s.full_reconfiguration().unwrap();
+    let mut mask = fabric::FaultMask::none(&f);
+    mask.fail_link(l);
+    assert!(routing::cdg::check(&f, &base, None).deadlock_free);
+    assert!(routing::cdg::check(&f, &full.routing, Some(&mask)).deadlock_free);
+    let c = Config {
+        t_end: 2 * MS,
+        t_warmup: 500 * US,
+        traffic: Traffic {
+            load: 0.04,
+            ..Traffic::default()
+        },
+        ..Config::default()
+    };
+    let run = |scheme, base: &Routing, tables: &Routing, sources| {
+        let fe = FaultEvent {
+            at: MS,
+            fault: Fault::Link(l),
+            repair: Some(Repair {
+                scheme,
+                tables: tables.clone(),
+                sources,
+                t_compute: 100 * US,
+            }),
+        };
+        simulate(&f, base.clone(), c.clone(), Some(fe)).unwrap()
+    };
+    let dynamic = run(Scheme::FullDynamic, &base, &full.routing, Default::default());
+    assert!(dynamic.deadlock, "{:?}", dynamic.fault);
+    let cyc = &dynamic.deadlock_cycle;
+    assert!(cyc.len() >= 2);
+    for (i, b) in cyc.iter().enumerate() {
+        // Each buffer's channel leads to the switch of the next one.
+        let ch = fabric::ChannelId(b.channel);
+        let next = &cyc[(i + 1) % cyc.len()];
+        assert_eq!(f.node(f.port(f.channel_dst(ch)).node).name, next.switch);
+    }
+    let stat = run(Scheme::FullStatic, &base, &full.routing, Default::default());
+    assert!(!stat.deadlock);
+    let rftr = run(
+        Scheme::Rftr,
+        &base_rftr,
+        &s.rftr().routing,
+        s.rftr().delta.sources.clone(),
+    );
+    assert!(!rftr.deadlock);
+}

@@ -738,7 +738,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let mut thr = LineChart::new("Throughput", "offered load (fraction of link rate)", "accepted load (fraction of link rate)")
             .x_range(0.0, 1.0)
             .y_range(0.0, 1.0);
-        let mut lat = LineChart::new("Latency", "offered load (fraction of link rate)", "latency, generation to delivery (ns)")
+        let mut lat = LineChart::new("Latency", "offered load (fraction of link rate)", "latency, generation to delivery (µs)")
             .x_range(0.0, 1.0);
         let mut labels: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
         labels.dedup();
@@ -752,11 +752,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     .map(|(j, (r, _))| (j.load, g(r)))
                     .collect()
             };
-            let name = if labels.len() == 1 { "accepted".to_string() } else { l.clone() };
-            thr = thr.series(Series::line(name.clone(), pts(|r| r.accepted)).with_dots());
+            let (name, pre) = if labels.len() == 1 {
+                ("accepted".to_string(), String::new())
+            } else {
+                (l.clone(), format!("{l} "))
+            };
+            thr = thr.series(Series::line(name, pts(|r| r.accepted)).with_dots());
             lat = lat
-                .series(Series::line(format!("{name} mean"), pts(|r| r.latency_ns.mean)).with_dots())
-                .series(Series::line(format!("{name} p99"), pts(|r| r.latency_ns.p99)).with_dots().dashed());
+                .series(Series::line(format!("{pre}mean"), pts(|r| r.latency_ns.mean / 1000.0)).with_dots())
+                .series(Series::line(format!("{pre}p99"), pts(|r| r.latency_ns.p99 / 1000.0)).with_dots().dashed());
         }
         thr = thr.series(Series::line("offered", vec![(0.0, 0.0), (1.0, 1.0)]).dashed().color("#888888"));
         write_atomic(&a.output.join("throughput.svg"), thr.to_svg().as_bytes())?;
