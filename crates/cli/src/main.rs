@@ -48,7 +48,7 @@ enum Command {
     Merge(cmd::sweep::MergeArgs),
     /// Simulate packets through the tables: throughput, latency, deadlocks, a failure and
     /// its repair (RFTR, full reconfiguration), with SVG pictures.
-    Sim(cmd::sim::Args),
+    Sim(Box<cmd::sim::Args>),
 }
 
 fn main() -> ExitCode {
@@ -69,7 +69,7 @@ fn main() -> ExitCode {
         Command::Fault(a) => cmd::fault::run(a),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Merge(a) => cmd::sweep::merge(a),
-        Command::Sim(a) => cmd::sim::run(a),
+        Command::Sim(a) => cmd::sim::run(*a),
     };
     match result {
         Ok(code) => code,

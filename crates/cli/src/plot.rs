@@ -158,7 +158,9 @@ impl Frame {
         self.left + (x - self.x0) / (self.x1 - self.x0) * (self.w - self.left - self.right)
     }
     fn py(&self, y: f64) -> f64 {
-        self.h - self.bottom - (y - self.y0) / (self.y1 - self.y0) * (self.h - self.top - self.bottom)
+        self.h
+            - self.bottom
+            - (y - self.y0) / (self.y1 - self.y0) * (self.h - self.top - self.bottom)
     }
 }
 
@@ -222,7 +224,11 @@ fn legend(out: &mut String, fr: &Frame, entries: &[(String, bool, String)]) {
     if entries.is_empty() {
         return;
     }
-    let longest = entries.iter().map(|e| e.2.chars().count()).max().unwrap_or(0) as f64;
+    let longest = entries
+        .iter()
+        .map(|e| e.2.chars().count())
+        .max()
+        .unwrap_or(0) as f64;
     let bw = 34.0 + longest * 7.0;
     let bh = 8.0 + 18.0 * entries.len() as f64;
     let x = fr.w - fr.right - bw - 8.0;
@@ -233,7 +239,11 @@ fn legend(out: &mut String, fr: &Frame, entries: &[(String, bool, String)]) {
     );
     for (i, (color, dashed, name)) in entries.iter().enumerate() {
         let ly = y + 14.0 + 18.0 * i as f64;
-        let dash = if *dashed { r#" stroke-dasharray="6 3""# } else { "" };
+        let dash = if *dashed {
+            r#" stroke-dasharray="6 3""#
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
             r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="2.5"{dash}/>
@@ -266,7 +276,11 @@ pub struct LineChart {
 }
 
 impl LineChart {
-    pub fn new(title: impl Into<String>, x_label: impl Into<String>, y_label: impl Into<String>) -> Self {
+    pub fn new(
+        title: impl Into<String>,
+        x_label: impl Into<String>,
+        y_label: impl Into<String>,
+    ) -> Self {
         LineChart {
             title: title.into(),
             x_label: x_label.into(),
@@ -334,7 +348,11 @@ impl LineChart {
             // Round the top up to a tick.
             if let Some(&t) = nice_ticks(y0, y1, 6).last() {
                 if t < y1 {
-                    let step = nice_ticks(y0, y1, 6).windows(2).next().map(|w| w[1] - w[0]).unwrap_or(0.0);
+                    let step = nice_ticks(y0, y1, 6)
+                        .windows(2)
+                        .next()
+                        .map(|w| w[1] - w[0])
+                        .unwrap_or(0.0);
                     y1 = t + step;
                 }
             }
@@ -382,7 +400,11 @@ impl LineChart {
                 .filter(|p| p.0.is_finite() && p.1.is_finite())
                 .map(|&(x, y)| format!("{:.2},{:.2}", fr.px(x), fr.py(y)))
                 .collect();
-            let dash = if s.dashed { r#" stroke-dasharray="6 3""# } else { "" };
+            let dash = if s.dashed {
+                r#" stroke-dasharray="6 3""#
+            } else {
+                ""
+            };
             if pts.len() > 1 {
                 let _ = writeln!(
                     out,
@@ -443,7 +465,11 @@ pub struct BarChart {
 }
 
 impl BarChart {
-    pub fn new(title: impl Into<String>, x_label: impl Into<String>, y_label: impl Into<String>) -> Self {
+    pub fn new(
+        title: impl Into<String>,
+        x_label: impl Into<String>,
+        y_label: impl Into<String>,
+    ) -> Self {
         BarChart {
             title: title.into(),
             x_label: x_label.into(),
@@ -474,7 +500,12 @@ impl BarChart {
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max);
         let ticks = nice_ticks(0.0, top.max(1e-12) * 1.08, 6);
-        let y1 = ticks.last().copied().unwrap_or(1.0).max(top * 1.08).max(1e-12);
+        let y1 = ticks
+            .last()
+            .copied()
+            .unwrap_or(1.0)
+            .max(top * 1.08)
+            .max(1e-12);
         let n = self.bars.len().max(1) as f64;
         let fr = Frame {
             w: self.width,
@@ -547,15 +578,16 @@ pub(crate) mod tests {
                     } else {
                         let self_closing = tag.ends_with('/');
                         let t = tag.trim_end_matches('/');
-                        let name: String =
-                            t.chars().take_while(|c| !c.is_whitespace()).collect();
+                        let name: String = t.chars().take_while(|c| !c.is_whitespace()).collect();
                         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric()) {
                             return Err(format!("bad element name in <{tag}>"));
                         }
                         // Attributes: name="value" pairs.
                         let mut rest = t[name.len()..].trim();
                         while !rest.is_empty() {
-                            let eq = rest.find('=').ok_or(format!("attribute without value in <{tag}>"))?;
+                            let eq = rest
+                                .find('=')
+                                .ok_or(format!("attribute without value in <{tag}>"))?;
                             let after = &rest[eq + 1..];
                             let q = after.chars().next().ok_or("empty attribute")?;
                             if q != '"' {
@@ -601,7 +633,10 @@ pub(crate) mod tests {
     #[test]
     fn ticks_are_nice_and_cover_the_range() {
         assert_eq!(nice_ticks(0.0, 1.0, 5), vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
-        assert_eq!(nice_ticks(0.0, 3000.0, 6), vec![0.0, 500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0]);
+        assert_eq!(
+            nice_ticks(0.0, 3000.0, 6),
+            vec![0.0, 500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0]
+        );
         let t = nice_ticks(0.13, 0.91, 4);
         assert!(t.first().unwrap() >= &0.13 && t.last().unwrap() <= &0.91);
         assert_eq!(tick_label(0.30000000000000004), "0.3");
@@ -612,7 +647,10 @@ pub(crate) mod tests {
     #[test]
     fn charts_are_well_formed_and_escape_text() {
         let svg = LineChart::new("a < b & \"c\"", "x", "y")
-            .series(Series::line("s1 <1>", vec![(0.0, 0.1), (1.0, 0.5), (2.0, f64::NAN)]))
+            .series(Series::line(
+                "s1 <1>",
+                vec![(0.0, 0.1), (1.0, 0.5), (2.0, f64::NAN)],
+            ))
             .series(Series::line("s2", vec![(0.0, 0.3)]).dashed().with_dots())
             .marker(Marker::new(1.5, "fail & repair"))
             .to_svg();

@@ -54,9 +54,16 @@ fn check_svg(p: &Path) {
     assert_eq!(depth, 0, "{}", p.display());
     for (i, _) in text.match_indices('&') {
         let ent = &text[i..i + text[i..].find(';').unwrap() + 1];
-        assert!(["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&ent), "{ent}");
+        assert!(
+            ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&ent),
+            "{ent}"
+        );
     }
-    if Command::new("rsvg-convert").arg("--version").output().is_ok() {
+    if Command::new("rsvg-convert")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
         let png = p.with_extension("png");
         let o = Command::new("rsvg-convert")
             .arg(p)
@@ -64,7 +71,12 @@ fn check_svg(p: &Path) {
             .arg(&png)
             .output()
             .unwrap();
-        assert!(o.status.success(), "{}: {}", p.display(), String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            p.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
         let bytes = std::fs::read(&png).unwrap();
         assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 1000);
     } else if std::env::var("CI").is_ok() {
@@ -77,13 +89,38 @@ fn d1a_ring_deadlocks_with_exit_1_and_the_cycle() {
     let d = tmp("ring");
     let ring = gen(&d, &["torus", "8", "hcas=1"], "ring.net");
     let out = d.join("out");
-    let o = fr(&["sim", &ring, "-R", "minhop", "--load", "0.8", "--time", "2ms", "--json", "-o", out.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = fr(&[
+        "sim",
+        &ring,
+        "-R",
+        "minhop",
+        "--load",
+        "0.8",
+        "--time",
+        "2ms",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v, json(&out.join("summary.json")));
     for k in [
-        "offered", "accepted", "packets_generated", "packets_delivered", "packets_dropped",
-        "packets_in_network", "packet_hops", "deadlock", "deadlock_cycle", "latency_ns",
+        "offered",
+        "accepted",
+        "packets_generated",
+        "packets_delivered",
+        "packets_dropped",
+        "packets_in_network",
+        "packet_hops",
+        "deadlock",
+        "deadlock_cycle",
+        "latency_ns",
         "wall_seconds",
     ] {
         assert!(v.get(k).is_some(), "missing {k}");
@@ -106,7 +143,19 @@ fn d1a_ring_deadlocks_with_exit_1_and_the_cycle() {
     check_svg(&out.join("latency-histogram.svg"));
     // The dateline fixes it.
     let out2 = d.join("out2");
-    let o = fr(&["sim", &ring, "-R", "minhop", "--dateline", "--load", "1.0", "--time", "2ms", "-o", out2.to_str().unwrap()]);
+    let o = fr(&[
+        "sim",
+        &ring,
+        "-R",
+        "minhop",
+        "--dateline",
+        "--load",
+        "1.0",
+        "--time",
+        "2ms",
+        "-o",
+        out2.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     assert_eq!(json(&out2.join("summary.json"))["deadlock"], false);
 }
@@ -117,9 +166,26 @@ fn fault_run_overlays_the_schemes() {
     let t = gen(&d, &["torus", "4x4", "hcas=2"], "t.net");
     let out = d.join("out");
     let o = fr(&[
-        "sim", &t, "-R", "updn", "--load", "0.04", "--time", "1ms", "--warmup", "0.2ms",
-        "--fail", "link:S_1_1/3", "--fail-at", "0.4ms", "--repair", "none,rftr,full-static,full-dynamic",
-        "--t-compute", "20us", "-o", out.to_str().unwrap(),
+        "sim",
+        &t,
+        "-R",
+        "updn",
+        "--load",
+        "0.04",
+        "--time",
+        "1ms",
+        "--warmup",
+        "0.2ms",
+        "--fail",
+        "link:S_1_1/3",
+        "--fail-at",
+        "0.4ms",
+        "--repair",
+        "none,rftr,full-static,full-dynamic",
+        "--t-compute",
+        "20us",
+        "-o",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = json(&out.join("summary.json"));
@@ -138,13 +204,30 @@ fn fault_run_overlays_the_schemes() {
         assert!(out.join(format!("series-{s}.csv")).exists(), "{s}");
     }
     let svg = std::fs::read_to_string(out.join("accepted.svg")).unwrap();
-    for s in ["no repair", "rftr", "full-static", "full-dynamic", "link fails"] {
+    for s in [
+        "no repair",
+        "rftr",
+        "full-static",
+        "full-dynamic",
+        "link fails",
+    ] {
         assert!(svg.contains(s), "{s} in the picture");
     }
     check_svg(&out.join("accepted.svg"));
     check_svg(&out.join("lost.svg"));
     // Tables from files cannot be repaired.
-    let o = fr(&["sim", &t, "--lfts", "x.dump", "--fail", "link:S_1_1/3", "--repair", "rftr", "-o", out.to_str().unwrap()]);
+    let o = fr(&[
+        "sim",
+        &t,
+        "--lfts",
+        "x.dump",
+        "--fail",
+        "link:S_1_1/3",
+        "--repair",
+        "rftr",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -156,19 +239,33 @@ fn sweep_runs_in_parallel_and_draws_the_curves() {
     let dir = osm.join("torus2d_4x4_h2.lash");
     let out = d.join("out");
     let o = fr(&[
-        "sim", lst.to_str().unwrap(),
-        "--lfts", dir.join("opensm-lfts.dump").to_str().unwrap(),
-        "--sl2vl", dir.join("opensm-sl2vl.dump").to_str().unwrap(),
-        "--psl", dir.join("opensm-path-sl.psl").to_str().unwrap(),
-        "--load", "0.2:1.0:0.4", "--time", "300us", "-o", out.to_str().unwrap(),
+        "sim",
+        lst.to_str().unwrap(),
+        "--lfts",
+        dir.join("opensm-lfts.dump").to_str().unwrap(),
+        "--sl2vl",
+        dir.join("opensm-sl2vl.dump").to_str().unwrap(),
+        "--psl",
+        dir.join("opensm-path-sl.psl").to_str().unwrap(),
+        "--load",
+        "0.2:1.0:0.4",
+        "--time",
+        "300us",
+        "-o",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = json(&out.join("summary.json"));
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3);
     assert_eq!(v["meta"]["static_deadlock_free"], true);
-    assert!(runs.iter().all(|r| r["deadlock"] == false && r["vls"].as_u64().unwrap() > 1));
-    let acc: Vec<f64> = runs.iter().map(|r| r["accepted"].as_f64().unwrap()).collect();
+    assert!(runs
+        .iter()
+        .all(|r| r["deadlock"] == false && r["vls"].as_u64().unwrap() > 1));
+    let acc: Vec<f64> = runs
+        .iter()
+        .map(|r| r["accepted"].as_f64().unwrap())
+        .collect();
     assert!((acc[0] - 0.2).abs() < 0.02 && acc[2] < 0.9, "{acc:?}");
     for f in ["throughput.svg", "latency.svg", "accepted-load0.2.svg"] {
         check_svg(&out.join(f));
@@ -176,7 +273,16 @@ fn sweep_runs_in_parallel_and_draws_the_curves() {
     let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
     assert_eq!(csv.lines().count(), 4);
     // Bad arguments are errors with exit 2.
-    let o = fr(&["sim", lst.to_str().unwrap(), "--lfts", "x", "--load", "2", "-o", "/tmp/x"]);
+    let o = fr(&[
+        "sim",
+        lst.to_str().unwrap(),
+        "--lfts",
+        "x",
+        "--load",
+        "2",
+        "-o",
+        "/tmp/x",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("outside 0..=1"));
 }

@@ -73,7 +73,10 @@ impl LinkRate {
 pub enum SizeDist {
     Fixed(u16),
     /// Uniform over `min..=max`.
-    Uniform { min: u16, max: u16 },
+    Uniform {
+        min: u16,
+        max: u16,
+    },
     /// One of the sizes, with the given weights.
     Choice(Vec<(u16, f64)>),
 }

@@ -94,7 +94,9 @@ fn from_names(f: &Fabric) -> Option<Grid> {
             let t = f.switch_index[f.port(f.channel_dst(ch)).node.idx()] as usize;
             let (a, b) = (&xy[s], &xy[t]);
             for k in 0..nd {
-                if dims[k] > 2 && (a[k] == 0 && b[k] == dims[k] - 1 || b[k] == 0 && a[k] == dims[k] - 1) {
+                if dims[k] > 2
+                    && (a[k] == 0 && b[k] == dims[k] - 1 || b[k] == 0 && a[k] == dims[k] - 1)
+                {
                     wrap[k] = true;
                 }
             }
@@ -169,7 +171,11 @@ pub fn dateline(f: &Fabric, r: &Routing) -> Result<Routing, DatelineError> {
         // only.
         for inp in 0..=np {
             for o in 0..=np {
-                let vls = rows.iter().find(|r| r.0 == o).map(|r| r.1).unwrap_or([0; 16]);
+                let vls = rows
+                    .iter()
+                    .find(|r| r.0 == o)
+                    .map(|r| r.1)
+                    .unwrap_or([0; 16]);
                 for (sl, &v) in vls.iter().enumerate() {
                     out.sl2vl.set(n, inp, o, sl as u8, v);
                 }
@@ -272,9 +278,14 @@ mod tests {
     fn coordinates_from_names_when_read_from_a_file() {
         let (f, r) = route("torus 5x4 hcas=1", "dor");
         let text = fabric::io::writers::to_ibsim(&f).unwrap();
-        let g = fabric::io::read(text.as_bytes(), "t.net", &mut |_| Err("no includes".into()), Default::default())
-            .unwrap()
-            .fabric;
+        let g = fabric::io::read(
+            text.as_bytes(),
+            "t.net",
+            &mut |_| Err("no includes".into()),
+            Default::default(),
+        )
+        .unwrap()
+        .fabric;
         assert!(g.hints.dims.is_empty());
         let (xy, dims, wrap) = from_names(&g).unwrap();
         assert_eq!((dims, wrap), (vec![5, 4], vec![true, true]));

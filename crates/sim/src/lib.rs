@@ -58,8 +58,8 @@ pub mod stats;
 mod traffic;
 
 pub use config::{
-    Arrival, Config, LinkRate, Model, Pattern, ReconfTiming, SizeDist, Traffic, Unroutable, MS,
-    NS, US,
+    Arrival, Config, LinkRate, Model, Pattern, ReconfTiming, SizeDist, Traffic, Unroutable, MS, NS,
+    US,
 };
 pub use reconf::{plan, FaultEvent, Repair, Scheme, Smp};
 pub use report::{series_csv, BufferRef, DropReason, FaultSummary, Report};

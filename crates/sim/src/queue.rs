@@ -80,7 +80,11 @@ impl EventQueue {
         if v.is_empty() {
             self.occupied[b / 64] |= 1u64 << (b % 64);
         }
-        if v.last().is_none_or(|l| l.0 <= time) {
+        let append = match v.last() {
+            None => true,
+            Some(l) => l.0 <= time,
+        };
+        if append {
             v.push((time, payload));
         } else {
             // Mixed times in one bucket: after every event with time <= `time` (and after

@@ -99,7 +99,8 @@ pub fn plan(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Vec<S
         let np = f.node(n).nports;
         for inp in 0..=np {
             for out in 1..=np {
-                if (0..16u8).any(|sl| old.sl2vl.vl(n, inp, out, sl) != new.sl2vl.vl(n, inp, out, sl))
+                if (0..16u8)
+                    .any(|sl| old.sl2vl.vl(n, inp, out, sl) != new.sl2vl.vl(n, inp, out, sl))
                 {
                     v.push(Smp::Sl2Vl {
                         sw: s as u32,

@@ -346,8 +346,16 @@ fn fault_summary(cfg: &Config, log: &FaultLog, series: &[Bin], end: u64) -> Faul
             0.0
         },
         recovery_us,
-        lft_blocks_sent: if log.first_smp.is_some() { log.lft_blocks } else { 0 },
-        sl2vl_blocks_sent: if log.first_smp.is_some() { log.sl2vl_rows } else { 0 },
+        lft_blocks_sent: if log.first_smp.is_some() {
+            log.lft_blocks
+        } else {
+            0
+        },
+        sl2vl_blocks_sent: if log.first_smp.is_some() {
+            log.sl2vl_rows
+        } else {
+            0
+        },
         packets_lost: log.dropped_after,
         t_compute_us: log.t_compute as f64 / US,
         reconf_start_us: us(log.first_smp),

@@ -274,7 +274,13 @@ impl<'f> Sim<'f> {
             .chain([tr.size.min()])
             .min()
             .unwrap_or(1);
-        let max_bytes = tr.trace.iter().map(|x| x.3).chain([tr.size.max()]).max().unwrap_or(1);
+        let max_bytes = tr
+            .trace
+            .iter()
+            .map(|x| x.3)
+            .chain([tr.size.max()])
+            .max()
+            .unwrap_or(1);
         if min_bytes == 0 {
             return Err(SimError::Config("packets must have at least 1 byte".into()));
         }
@@ -282,10 +288,7 @@ impl<'f> Sim<'f> {
         if m.in_buf_bytes / 64 < cr_max || m.out_buf_bytes / 64 < cr_max {
             return Err(SimError::Config(format!(
                 "buffers of {} / {} bytes cannot hold a {}-byte packet ({} credits of 64 bytes)",
-                m.in_buf_bytes,
-                m.out_buf_bytes,
-                max_bytes,
-                cr_max
+                m.in_buf_bytes, m.out_buf_bytes, max_bytes, cr_max
             )));
         }
         for &(_, a, b, _) in &tr.trace {
@@ -297,7 +300,9 @@ impl<'f> Sim<'f> {
             }
         }
         if cr_max > 255 {
-            return Err(SimError::Config("packets above 16 KiB are not modelled".into()));
+            return Err(SimError::Config(
+                "packets above 16 KiB are not modelled".into(),
+            ));
         }
         if m.xbar_speedup == 0 || cfg.t_bin == 0 || cfg.t_watchdog == 0 {
             return Err(SimError::Config(
@@ -326,14 +331,16 @@ impl<'f> Sim<'f> {
         let in_cap = m.in_buf_bytes / 64;
         let out_cap = m.out_buf_bytes / 64;
         let min_cr = (min_bytes as usize).div_ceil(64);
-        let max_ports = f.switches.iter().map(|&n| f.node(n).nports).max().unwrap_or(0);
+        let max_ports = f
+            .switches
+            .iter()
+            .map(|&n| f.node(n).nports)
+            .max()
+            .unwrap_or(0);
         let rw = ((max_ports as usize + 1) * nvl).div_ceil(64);
         let mean_bytes = tr.size.mean().round().max(1.0) as u64;
         let dests = traffic::destinations(&tr.pattern, nh, cfg.seed, &|e| {
-            net.ep_host
-                .get(e as usize)
-                .copied()
-                .filter(|&h| h != NONE)
+            net.ep_host.get(e as usize).copied().filter(|&h| h != NONE)
         });
         let hosts = (0..nh)
             .map(|h| Host {
@@ -556,7 +563,13 @@ impl<'f> Sim<'f> {
                 self.log.scheme = Some(scheme);
                 self.log.t_compute = t_compute;
                 let mask = reconf::mask_after(self.f, fault);
-                let r = &self.fault.as_ref().expect("fault").repair.as_ref().expect("repair");
+                let r = &self
+                    .fault
+                    .as_ref()
+                    .expect("fault")
+                    .repair
+                    .as_ref()
+                    .expect("repair");
                 self.plan = reconf::plan(self.f, &mask, &self.routing, &r.tables);
                 self.log.lft_blocks = self
                     .plan
@@ -645,7 +658,10 @@ impl<'f> Sim<'f> {
 
     fn on_trace(&mut self, i: usize) {
         let (_, src, dst, bytes) = self.cfg.traffic.trace[i];
-        let (h, d) = (self.net.ep_host[src as usize], self.net.ep_host[dst as usize]);
+        let (h, d) = (
+            self.net.ep_host[src as usize],
+            self.net.ep_host[dst as usize],
+        );
         if self.hosts[h as usize].alive && h != d {
             self.make_packet(h, d, bytes.max(1));
         }
@@ -1025,8 +1041,8 @@ impl<'f> Sim<'f> {
         let ko = oi * nvl + pk.ovl as usize;
         self.oq_mask[oi] |= 1 << pk.ovl;
         self.out_space[ko] -= pk.cr as u32;
-        let tx = pk.bytes as u64 * self.net.chans[oi].t_byte as u64
-            / self.cfg.model.xbar_speedup as u64;
+        let tx =
+            pk.bytes as u64 * self.net.chans[oi].t_byte as u64 / self.cfg.model.xbar_speedup as u64;
         let done = (self.now + tx).max(pk.tail);
         pk.tail = done;
         pk.state = P_OUT;
@@ -1093,14 +1109,27 @@ impl<'f> Sim<'f> {
             }
             Ctrl::Smp(j) => {
                 let smp = self.plan[j];
-                let new = &self.fault.as_ref().expect("fault").repair.as_ref().expect("repair").tables;
+                let new = &self
+                    .fault
+                    .as_ref()
+                    .expect("fault")
+                    .repair
+                    .as_ref()
+                    .expect("repair")
+                    .tables;
                 reconf::apply(self.f, &mut self.routing, new, smp);
                 self.log.first_smp.get_or_insert(self.now);
                 self.log.last_smp = Some(self.now);
                 self.retry_held();
             }
             Ctrl::Sources => {
-                let r = self.fault.as_ref().expect("fault").repair.as_ref().expect("repair");
+                let r = self
+                    .fault
+                    .as_ref()
+                    .expect("fault")
+                    .repair
+                    .as_ref()
+                    .expect("repair");
                 self.routing.path_sl = r.tables.path_sl.clone();
                 self.routing.sl2vl = r.tables.sl2vl.clone();
                 self.overrides = r.sources.iter().map(|(&k, &v)| (k, v)).collect();
@@ -1133,7 +1162,8 @@ impl<'f> Sim<'f> {
         for j in 0..self.plan.len() {
             self.ctrl.push(Ctrl::Smp(j));
             let sent = self.now + (j / par) as u64 * t.t_smp;
-            self.q.push(sent + t.t_smp / 2, ev(EV_CTRL, (base + j) as u64));
+            self.q
+                .push(sent + t.t_smp / 2, ev(EV_CTRL, (base + j) as u64));
         }
         let rounds = self.plan.len().div_ceil(par) as u64;
         self.ctrl.push(Ctrl::Sources);
@@ -1223,8 +1253,7 @@ impl<'f> Sim<'f> {
         for &c in &chans {
             let ci = c as usize;
             let src = self.net.chans[ci].src_sw;
-            if src == NONE || !self.sw_alive[src as usize] || !self.cfg.model.drop_on_dead_port
-            {
+            if src == NONE || !self.sw_alive[src as usize] || !self.cfg.model.drop_on_dead_port {
                 continue;
             }
             self.oq_mask[ci] = 0;
@@ -1299,7 +1328,7 @@ impl<'f> Sim<'f> {
         let nvl = self.nvl;
         let k = node / 2;
         let (c, v) = (k / nvl, k % nvl);
-        if node % 2 == 0 {
+        if node & 1 == 0 {
             let p = self.inq.front(k)?;
             let pk = &self.pk[p as usize];
             if pk.out == NONE {
@@ -1428,8 +1457,11 @@ impl<'f> Sim<'f> {
             for v in 0..nvl {
                 let k = c * nvl + v;
                 if ch.dst_sw != NONE {
-                    let mut buffered: u32 =
-                        self.inq.iter(k).map(|p| self.pk[p as usize].cr as u32).sum();
+                    let mut buffered: u32 = self
+                        .inq
+                        .iter(k)
+                        .map(|p| self.pk[p as usize].cr as u32)
+                        .sum();
                     if self.xin_pkt[c] != NONE && self.xin_vl[c] as usize == v {
                         buffered += self.xin_cr[c] as u32;
                     }
@@ -1445,8 +1477,11 @@ impl<'f> Sim<'f> {
                         self.outq.len(k) > 0,
                         "non-empty VL mask of channel {c}"
                     );
-                    let queued: u32 =
-                        self.outq.iter(k).map(|p| self.pk[p as usize].cr as u32).sum();
+                    let queued: u32 = self
+                        .outq
+                        .iter(k)
+                        .map(|p| self.pk[p as usize].cr as u32)
+                        .sum();
                     let sending = if self.busy[c] && self.send_vl[c] as usize == v {
                         self.send_cr[c] as u32
                     } else {
@@ -1479,7 +1514,10 @@ impl<'f> Sim<'f> {
                             .inq
                             .front(c as usize * nvl + v)
                             .is_some_and(|p| self.pk[p as usize].out == o as u32);
-                    assert_eq!(set, routed, "request bit of port {port} VL {v} at channel {o}");
+                    assert_eq!(
+                        set, routed,
+                        "request bit of port {port} VL {v} at channel {o}"
+                    );
                 }
             }
         }

@@ -99,7 +99,9 @@ impl Histogram {
             let i = (((mid - lo) / w) as usize).min(n - 1);
             counts[i] += c;
         }
-        let edges = (0..n).map(|i| (lo + i as u64 * w) as f64 / 1000.0).collect();
+        let edges = (0..n)
+            .map(|i| (lo + i as u64 * w) as f64 / 1000.0)
+            .collect();
         (edges, counts)
     }
 

@@ -112,9 +112,7 @@ pub(crate) fn pick(d: &Dest, me: u32, n: u32, rng: &mut Rng) -> u32 {
 pub(crate) fn size(s: &SizeDist, rng: &mut Rng) -> u16 {
     match s {
         SizeDist::Fixed(b) => *b,
-        SizeDist::Uniform { min, max } => {
-            *min + rng.below((*max - *min) as u64 + 1) as u16
-        }
+        SizeDist::Uniform { min, max } => *min + rng.below((*max - *min) as u64 + 1) as u16,
         SizeDist::Choice(v) => {
             let total: f64 = v.iter().map(|x| x.1).sum();
             let mut u = rng.unit() * total;

@@ -48,7 +48,11 @@ fn assert_cycle_in_cdg(f: &Fabric, r: &Routing, rep: &Report) {
         let v = vertex(b);
         assert!(scc.contains(&v), "{b:?} outside the SCC");
         let next = vertex(&cyc[(i + 1) % cyc.len()]);
-        assert!(cdg.successors(v).contains(&next), "{b:?} -> {:?}", cyc[(i + 1) % cyc.len()]);
+        assert!(
+            cdg.successors(v).contains(&next),
+            "{b:?} -> {:?}",
+            cyc[(i + 1) % cyc.len()]
+        );
         // Names and GUIDs are the fabric's.
         let n = f.node_by_name(&b.switch).unwrap();
         assert_eq!(b.guid, format!("{:#018x}", f.node(n).guid));
@@ -65,9 +69,16 @@ fn d1a_ring_with_shortest_paths_deadlocks() {
     let t = std::time::Instant::now();
     let rep = run(&f, &r, 0.8, 10 * MS);
     assert!(t.elapsed().as_secs_f64() < 1.0, "{:?}", t.elapsed());
-    assert!(rep.deadlock && rep.deadlock_at_us.unwrap() < 2000.0, "{rep:?}");
+    assert!(
+        rep.deadlock && rep.deadlock_at_us.unwrap() < 2000.0,
+        "{rep:?}"
+    );
     assert_eq!(rep.deadlock_cycle.len(), 8);
-    let mut sw: Vec<&str> = rep.deadlock_cycle.iter().map(|b| b.switch.as_str()).collect();
+    let mut sw: Vec<&str> = rep
+        .deadlock_cycle
+        .iter()
+        .map(|b| b.switch.as_str())
+        .collect();
     sw.sort();
     sw.dedup();
     assert_eq!(sw.len(), 8, "one buffer per switch");
@@ -144,7 +155,13 @@ fn d1d_deadlock_free_tables_never_deadlock() {
     let ours = common::fabric("torus 4x4 hcas=2");
     let mut cases: Vec<(String, Fabric, Routing)> = ["updn", "dfsssp", "lash"]
         .iter()
-        .map(|e| (format!("fabroute {e}"), ours.clone(), common::route(&ours, e)))
+        .map(|e| {
+            (
+                format!("fabroute {e}"),
+                ours.clone(),
+                common::route(&ours, e),
+            )
+        })
         .collect();
     for e in ["lash", "dfsssp", "torus-2QoS"] {
         let (f, r) = opensm(e);

@@ -137,20 +137,33 @@ fn rftr_keeps_traffic_flowing() {
     }
     let fs = rftr.fault.as_ref().unwrap();
     let fn_ = none.fault.as_ref().unwrap();
-    assert!(fn_.packets_lost > 2 * fs.packets_lost.max(1), "{fn_:?} vs {fs:?}");
-    assert!(fn_.steady_accepted < 0.95 * fn_.pre_fault_accepted, "{fn_:?}");
-    assert!((fs.steady_accepted / fs.pre_fault_accepted - 1.0).abs() < 0.1, "{fs:?}");
+    assert!(
+        fn_.packets_lost > 2 * fs.packets_lost.max(1),
+        "{fn_:?} vs {fs:?}"
+    );
+    assert!(
+        fn_.steady_accepted < 0.95 * fn_.pre_fault_accepted,
+        "{fn_:?}"
+    );
+    assert!(
+        (fs.steady_accepted / fs.pre_fault_accepted - 1.0).abs() < 0.1,
+        "{fs:?}"
+    );
     assert_eq!(fs.lft_blocks_sent, s.rftr_blocks);
     // Reconfiguration after detection and compute, in rounds of 4 SMPs of 2 µs.
     let start = fs.reconf_start_us.unwrap();
-    assert!((start - (600.0 + 10.0 + 50.0 + 1.0)).abs() < 1e-9, "{start}");
+    assert!(
+        (start - (600.0 + 10.0 + 50.0 + 1.0)).abs() < 1e-9,
+        "{start}"
+    );
     let rounds = (fs.lft_blocks_sent + fs.sl2vl_blocks_sent).div_ceil(4) as f64;
     assert!(fs.sl2vl_blocks_sent > 0, "RFTR's SL2VL rows are sent too");
     assert!((fs.sources_switched_us.unwrap() - (660.0 + 2.0 * rounds)).abs() < 1e-9);
     assert!(fs.recovery_us < 200.0, "{fs:?}");
-    assert!(rftr.dropped_by_reason.keys().all(|k| {
-        ["link_down", "dead_port", "unroutable"].contains(k)
-    }));
+    assert!(rftr
+        .dropped_by_reason
+        .keys()
+        .all(|k| { ["link_down", "dead_port", "unroutable"].contains(k) }));
 }
 
 /// Static full reconfiguration stops injection when the failure is detected, drains, uploads,
@@ -178,7 +191,10 @@ fn full_static_stops_drains_and_resumes() {
     }
     // The backlog: some bin after the resumption accepts more than offered.
     let pre = fs.pre_fault_accepted;
-    assert!(r.series.iter().any(|b| b.t_us > resumed && b.accepted > 1.3 * pre));
+    assert!(r
+        .series
+        .iter()
+        .any(|b| b.t_us > resumed && b.accepted > 1.3 * pre));
     assert!((fs.steady_accepted / pre - 1.0).abs() < 0.15, "{fs:?}");
 }
 
@@ -208,7 +224,10 @@ fn switch_failure_with_rftr() {
     let s = setup("torus 4x4 hcas=2 lmc=2", true);
     let r = run(&s, Some(Scheme::Rftr), 0.04, 20 * US);
     assert!(!r.deadlock);
-    assert!(r.dropped_by_reason.contains_key("unroutable") || r.dropped_by_reason.contains_key("dead_port"));
+    assert!(
+        r.dropped_by_reason.contains_key("unroutable")
+            || r.dropped_by_reason.contains_key("dead_port")
+    );
     let fs = r.fault.as_ref().unwrap();
     assert!(fs.packets_lost > 0);
     // Two of 32 hosts are gone, and traffic to them is lost: about 2/32 of it.
@@ -238,8 +257,13 @@ fn full_dynamic_can_deadlock_where_neither_table_does() {
     let sw = f.node_by_name("S_0_2").unwrap();
     let l = f.port(f.port_id(sw, 3)).link.unwrap();
     let engine = by_name("updn").unwrap();
-    let mut s = Session::start(&f, engine.as_ref(), &RouteOptions::default(), RftrConfig::default())
-        .unwrap();
+    let mut s = Session::start(
+        &f,
+        engine.as_ref(),
+        &RouteOptions::default(),
+        RftrConfig::default(),
+    )
+    .unwrap();
     let base = s.base().clone();
     let base_rftr = s.rftr().routing.clone();
     s.apply(Fault::Link(l));
@@ -270,7 +294,12 @@ fn full_dynamic_can_deadlock_where_neither_table_does() {
         };
         simulate(&f, base.clone(), c.clone(), Some(fe)).unwrap()
     };
-    let dynamic = run(Scheme::FullDynamic, &base, &full.routing, Default::default());
+    let dynamic = run(
+        Scheme::FullDynamic,
+        &base,
+        &full.routing,
+        Default::default(),
+    );
     assert!(dynamic.deadlock, "{:?}", dynamic.fault);
     let cyc = &dynamic.deadlock_cycle;
     assert!(cyc.len() >= 2);

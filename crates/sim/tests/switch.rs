@@ -8,7 +8,9 @@ use sim::*;
 
 fn single(n: usize) -> (Fabric, Routing) {
     let mut b = FabricBuilder::new();
-    let s = b.add_node(NodeKind::Switch, n as u8, 0x100, "sw", "").unwrap();
+    let s = b
+        .add_node(NodeKind::Switch, n as u8, 0x100, "sw", "")
+        .unwrap();
     for i in 0..n {
         let h = b
             .add_node(NodeKind::Ca, 1, 0x200 + i as u64, format!("h{i}"), "")

@@ -65,7 +65,7 @@ fn v1_zero_load_latency_is_exact_for_every_pair() {
                 c.t_warmup = 0;
                 c.model.link_rate = rate;
                 c.model.t_prop = t_prop;
-                c.traffic.trace = vec![(1 * US, s, d, b)];
+                c.traffic.trace = vec![(US, s, d, b)];
                 let rep = simulate(&f, r.clone(), c, None).unwrap();
                 assert_eq!(rep.packets_delivered, 1, "{spec} {s}->{d}");
                 assert_eq!(
@@ -127,7 +127,7 @@ fn low_load_accepted_equals_offered() {
         },
     ] {
         for arrival in [Arrival::Bernoulli, Arrival::Poisson] {
-            let mut c = cfg(0.1, 1 * MS);
+            let mut c = cfg(0.1, MS);
             c.traffic.pattern = pattern.clone();
             c.traffic.arrival = arrival;
             let rep = simulate(&f, r.clone(), c, None).unwrap();
@@ -154,12 +154,15 @@ fn distributed_sizes_keep_the_invariants() {
         SizeDist::Uniform { min: 20, max: 300 },
         SizeDist::Choice(vec![(58, 0.8), (1000, 0.2)]),
     ] {
-        let mut c = cfg(0.2, 1 * MS);
+        let mut c = cfg(0.2, MS);
         c.traffic.size = size.clone();
         c.model.in_buf_bytes = 2048;
         c.model.out_buf_bytes = 2048;
         let rep = simulate(&f, r.clone(), c, None).unwrap();
-        assert!((rep.accepted - rep.offered).abs() < 0.01, "{size:?}: {rep:?}");
+        assert!(
+            (rep.accepted - rep.offered).abs() < 0.01,
+            "{size:?}: {rep:?}"
+        );
         assert!((rep.offered - 0.2).abs() < 0.02);
         // Near saturation too.
         let mut c = cfg(0.9, 300 * US);
@@ -182,7 +185,11 @@ fn saturation_within_known_bounds() {
     let mut c = cfg(1.0, 400 * US);
     c.check_invariants = false;
     let tree = simulate(&f, r, c, None).unwrap();
-    assert!(tree.accepted > 0.55 && tree.accepted < 1.0, "tree {}", tree.accepted);
+    assert!(
+        tree.accepted > 0.55 && tree.accepted < 1.0,
+        "tree {}",
+        tree.accepted
+    );
 
     let f = common::fabric("torus 8x8 hcas=2");
     let r = common::route(&f, "lash");
@@ -197,7 +204,10 @@ fn saturation_within_known_bounds() {
     }
     assert!((accepted[0] - 0.1).abs() < 0.01, "{accepted:?}");
     let bound = 127.0 / max_load as f64;
-    assert!(accepted[1] < bound && accepted[2] < bound, "{accepted:?} vs {bound}");
+    assert!(
+        accepted[1] < bound && accepted[2] < bound,
+        "{accepted:?} vs {bound}"
+    );
     assert!(accepted[2] > 0.6 * bound, "{accepted:?} vs {bound}");
     assert!(accepted[2] < tree.accepted, "{accepted:?}");
     assert!(accepted[2] > 0.9 * accepted[1], "no collapse: {accepted:?}");

@@ -221,7 +221,9 @@ pub fn parse_loads(s: &str) -> Result<Vec<f64>> {
             bail!("--load {s:?}: need FROM <= TO and STEP > 0");
         }
         let n = ((b - a) / step + 1e-9).floor() as usize;
-        (0..=n).map(|i| ((a + i as f64 * step) * 1e9).round() / 1e9).collect()
+        (0..=n)
+            .map(|i| ((a + i as f64 * step) * 1e9).round() / 1e9)
+            .collect()
     } else {
         s.split(',').map(num).collect::<Result<Vec<_>>>()?
     };
@@ -325,7 +327,10 @@ fn session_repairs(
     t_compute: Option<u64>,
 ) -> Result<Repairs> {
     let e = by_name(engine).with_context(|| {
-        format!("unknown engine {engine:?} (engines: {})", engine_names().join(", "))
+        format!(
+            "unknown engine {engine:?} (engines: {})",
+            engine_names().join(", ")
+        )
     })?;
     let (vls, opts) = a.rftr.plan(f, e.as_ref(), opts)?;
     let (opts, base) = Session::route_base(f, e.as_ref(), &opts).map_err(session_error)?;
@@ -337,8 +342,8 @@ fn session_repairs(
     let (mut base_rftr, mut rftr, mut full) = (None, None, None);
     if want_rftr || want_full {
         let cfg = a.rftr.config(vls, a.sls);
-        let mut s = Session::from_base(f, e.as_ref(), opts, base.clone(), cfg)
-            .map_err(session_error)?;
+        let mut s =
+            Session::from_base(f, e.as_ref(), opts, base.clone(), cfg).map_err(session_error)?;
         if want_rftr {
             base_rftr = Some(s.rftr().routing.clone());
             // The SM's compute time is RFTR's repair alone (the session also verifies it).
@@ -352,7 +357,11 @@ fn session_repairs(
                     "RFTR: {} of {} affected pairs unsupported, union CDG {}",
                     step.repair.unsupported_pairs,
                     step.repair.affected_pairs,
-                    if step.check.deadlock_free { "acyclic" } else { "CYCLIC" }
+                    if step.check.deadlock_free {
+                        "acyclic"
+                    } else {
+                        "CYCLIC"
+                    }
                 ));
             }
             rftr = Some(Repair {
@@ -378,7 +387,10 @@ fn session_repairs(
             if !fr.deadlock_free {
                 notes.push("full reconfiguration: the new tables have credit loops".into());
             }
-            full = Some((fr.routing, t_compute.unwrap_or(took.as_nanos() as u64 * 1000)));
+            full = Some((
+                fr.routing,
+                t_compute.unwrap_or(took.as_nanos() as u64 * 1000),
+            ));
         }
     }
     Ok(Repairs {
@@ -436,9 +448,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         let engine = a.engine.clone().expect("clap requires -R or --lfts");
         let mut f = load_fabric(&a.fabric, BuildOptions::default())?.fabric;
-        let lmc = a
-            .lmc
-            .or(want.contains(&Some(Scheme::Rftr)).then_some(2));
+        let lmc = a.lmc.or(want.contains(&Some(Scheme::Rftr)).then_some(2));
         if let Some(l) = lmc {
             f = f
                 .with_lmc(l)
@@ -461,7 +471,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
             if rep.deadlock_free {
                 "no credit loops".to_string()
             } else {
-                format!("{} credit loop(s) remain (paths not dimension ordered)", rep.cycles.len())
+                format!(
+                    "{} credit loop(s) remain (paths not dimension ordered)",
+                    rep.cycles.len()
+                )
             }
         );
         d
@@ -491,7 +504,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     // The configuration.
     let rate = LinkRate::preset(&a.rate).with_context(|| {
-        format!("--rate {:?}: one of {}", a.rate, LinkRate::PRESETS.join(", "))
+        format!(
+            "--rate {:?}: one of {}",
+            a.rate,
+            LinkRate::PRESETS.join(", ")
+        )
     })?;
     let hosts: Vec<u32> = (0..f.end_ports.len() as u32)
         .filter(|&e| f.attached_switch(f.end_ports[e as usize]).is_some())
@@ -554,12 +571,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // The jobs: every load × every scheme.
     let mut jobs = Vec::new();
     for &load in &loads {
-        for &scheme in if fault.is_some() { &want[..] } else { &[None][..] } {
+        for &scheme in if fault.is_some() {
+            &want[..]
+        } else {
+            &[None][..]
+        } {
             let (tables, repair) = match (&repairs, scheme) {
-                (Some(r), Some(Scheme::Rftr)) => (
-                    r.base_rftr.clone().expect("routed"),
-                    r.rftr.clone(),
-                ),
+                (Some(r), Some(Scheme::Rftr)) => {
+                    (r.base_rftr.clone().expect("routed"), r.rftr.clone())
+                }
                 (Some(r), Some(s)) => {
                     let (t, tc) = r.full.clone().expect("routed");
                     (
@@ -665,8 +685,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let mut ch = LineChart::new(
             format!(
                 "Accepted traffic, {} at load {load}{}",
-                a.fabric.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
-                a.fail.as_deref().map(|x| format!(", {x} fails")).unwrap_or_default()
+                a.fabric
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                a.fail
+                    .as_deref()
+                    .map(|x| format!(", {x} fails"))
+                    .unwrap_or_default()
             ),
             "time (µs)",
             "accepted traffic per host (fraction of link rate)",
@@ -685,7 +711,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     fs.packets_lost,
                     if r.deadlock { ", DEADLOCK" } else { "" }
                 ),
-                None if r.deadlock => format!("{}: DEADLOCK at {:.0} µs", j.label, r.deadlock_at_us.unwrap_or(0.0)),
+                None if r.deadlock => format!(
+                    "{}: DEADLOCK at {:.0} µs",
+                    j.label,
+                    r.deadlock_at_us.unwrap_or(0.0)
+                ),
                 None => j.label.clone(),
             };
             ch = ch.series(Series::line(name, pts));
@@ -721,25 +751,42 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "packets",
         )
         .histogram(edges, &counts);
-        write_atomic(&a.output.join("latency-histogram.svg"), h.to_svg().as_bytes())?;
+        write_atomic(
+            &a.output.join("latency-histogram.svg"),
+            h.to_svg().as_bytes(),
+        )?;
     }
     if fault.is_some() && !multi_load && jobs.len() > 1 {
         let mut lost = BarChart::new(
-            format!("Packets lost after {} fails", a.fail.as_deref().unwrap_or("")),
+            format!(
+                "Packets lost after {} fails",
+                a.fail.as_deref().unwrap_or("")
+            ),
             "repair scheme",
             "packets lost",
         );
         for (j, (r, _)) in jobs.iter().zip(&results) {
-            lost = lost.bar(j.label.clone(), r.fault.as_ref().map_or(0, |x| x.packets_lost) as f64);
+            lost = lost.bar(
+                j.label.clone(),
+                r.fault.as_ref().map_or(0, |x| x.packets_lost) as f64,
+            );
         }
         write_atomic(&a.output.join("lost.svg"), lost.to_svg().as_bytes())?;
     }
     if multi_load {
-        let mut thr = LineChart::new("Throughput", "offered load (fraction of link rate)", "accepted load (fraction of link rate)")
-            .x_range(0.0, 1.0)
-            .y_range(0.0, 1.0);
-        let mut lat = LineChart::new("Latency", "offered load (fraction of link rate)", "latency, generation to delivery (µs)")
-            .x_range(0.0, 1.0);
+        let mut thr = LineChart::new(
+            "Throughput",
+            "offered load (fraction of link rate)",
+            "accepted load (fraction of link rate)",
+        )
+        .x_range(0.0, 1.0)
+        .y_range(0.0, 1.0);
+        let mut lat = LineChart::new(
+            "Latency",
+            "offered load (fraction of link rate)",
+            "latency, generation to delivery (µs)",
+        )
+        .x_range(0.0, 1.0);
         let mut labels: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
         labels.dedup();
         labels.sort();
@@ -759,18 +806,37 @@ pub fn run(a: Args) -> Result<ExitCode> {
             };
             thr = thr.series(Series::line(name, pts(|r| r.accepted)).with_dots());
             lat = lat
-                .series(Series::line(format!("{pre}mean"), pts(|r| r.latency_ns.mean / 1000.0)).with_dots())
-                .series(Series::line(format!("{pre}p99"), pts(|r| r.latency_ns.p99 / 1000.0)).with_dots().dashed());
+                .series(
+                    Series::line(format!("{pre}mean"), pts(|r| r.latency_ns.mean / 1000.0))
+                        .with_dots(),
+                )
+                .series(
+                    Series::line(format!("{pre}p99"), pts(|r| r.latency_ns.p99 / 1000.0))
+                        .with_dots()
+                        .dashed(),
+                );
         }
-        thr = thr.series(Series::line("offered", vec![(0.0, 0.0), (1.0, 1.0)]).dashed().color("#888888"));
+        thr = thr.series(
+            Series::line("offered", vec![(0.0, 0.0), (1.0, 1.0)])
+                .dashed()
+                .color("#888888"),
+        );
         write_atomic(&a.output.join("throughput.svg"), thr.to_svg().as_bytes())?;
         write_atomic(&a.output.join("latency.svg"), lat.to_svg().as_bytes())?;
         let mut csv = String::from("load,scheme,offered,accepted,latency_mean_ns,latency_p50_ns,latency_p99_ns,deadlock,packets_delivered,wall_seconds\n");
         for (j, (r, w)) in jobs.iter().zip(&results) {
             csv.push_str(&format!(
                 "{},{},{:.6},{:.6},{:.3},{:.3},{:.3},{},{},{:.3}\n",
-                j.load, j.label, r.offered, r.accepted, r.latency_ns.mean, r.latency_ns.p50,
-                r.latency_ns.p99, r.deadlock, r.packets_delivered, w
+                j.load,
+                j.label,
+                r.offered,
+                r.accepted,
+                r.latency_ns.mean,
+                r.latency_ns.p50,
+                r.latency_ns.p99,
+                r.deadlock,
+                r.packets_delivered,
+                w
             ));
         }
         write_atomic(&a.output.join("sweep.csv"), csv.as_bytes())?;
@@ -848,7 +914,10 @@ mod tests {
             SizeDist::Choice(vec![(58, 0.9), (2048, 0.1)])
         );
         assert!(parse_size("0:4").is_err());
-        assert_eq!(schemes("rftr,none").unwrap(), vec![Some(Scheme::Rftr), None]);
+        assert_eq!(
+            schemes("rftr,none").unwrap(),
+            vec![Some(Scheme::Rftr), None]
+        );
         assert!(schemes("reboot").is_err());
     }
 }
