@@ -50,13 +50,14 @@ pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
         .map(|m| m * mag)
         .find(|&s| s >= raw)
         .unwrap_or(10.0 * mag);
-    let first = (lo / step).ceil() * step;
+    // Multiples of the step, rounded to its decimals (0.6, not 0.6000000000000001).
+    let digits = (-step.log10().floor()).max(0.0) as i32;
+    let scale = 10f64.powi(digits);
     let mut v = Vec::new();
-    let mut t = first;
-    while t <= hi + step * 1e-9 {
-        // Snap values like 0.30000000000000004.
-        v.push((t / step).round() * step);
-        t += step;
+    let mut k = (lo / step).ceil() as i64;
+    while (k as f64) * step <= hi + step * 1e-9 {
+        v.push(((k as f64) * step * scale).round() / scale);
+        k += 1;
     }
     v
 }
