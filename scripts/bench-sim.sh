@@ -7,8 +7,9 @@
 #      fabroute: `-R dor --dateline` (the dateline on VL 1); caminos: DOR, 2 VCs, bubble flow
 #      control, random VC choice (its torus default). 1 ms = 62,500 caminos cycles (a cycle
 #      moves one 4-byte phit: 16 ns at 1X SDR; a packet is 16 phits).
-#  S2  the same torus with VL = hop index on 8 VLs: fabroute `-R hopvl`, caminos DOR with the
-#      `Hops` VC policy (VC = hops so far), loads 0.3, 0.6 and 1.0: saturation side by side.
+#  S2  saturation side by side where both can run the same routing with one VL/VC: an 8x8
+#      mesh, 2 hosts per switch, XY dimension-order routing (fabroute `-R dor`, caminos
+#      `DOR`), 1 VL/VC, the same buffers and packets, loads 0.2, 0.5 and 1.0.
 #  S3  the 5,832-host 18-ary 3-tree (ftree), uniform at 0.5, 1 ms simulated, fabroute only.
 #
 # Prints a Markdown table; with --write, replaces the simulator section of docs/benchmarks.md.
@@ -25,8 +26,9 @@ CAM=${CAMINOS:-$(command -v caminos || echo /work/caminos-root/bin/caminos)}
 [ -x "$CAM" ] || { echo "bench-sim: no caminos binary (cargo install caminos --locked)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$FR" gen torus 8x8 hcas=2 -o "$work/t8.net" >/dev/null
-"$FR" gen ktree 18 3 -o "$work/k18.net" >/dev/null
+"$FR" gen torus 8x8 hcas=2 -o "$work/t8.net" 2>/dev/null
+"$FR" gen mesh 8x8 hcas=2 -o "$work/m8.net" 2>/dev/null
+"$FR" gen ktree 18 3 -o "$work/k18.net" 2>/dev/null
 
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
@@ -37,9 +39,10 @@ fab() {
   json "$out/summary.json" "f\"{d['packets_delivered']} {d['wall_seconds']:.3f} {d['accepted']:.3f} {d['packet_hops']}\""
 }
 
-# caminos: one run; args: VCs, VC policies, load; prints "delivered wall accepted".
+# caminos: one run; args: VCs, VC policies, load, bubble, topology; prints "delivered wall
+# accepted".
 cam() {
-  local vcs=$1 pol=$2 load=$3 bubble=$4 dir=$work/cam-$RANDOM
+  local vcs=$1 pol=$2 load=$3 bubble=$4 topo=${5:-Torus} dir=$work/cam-$RANDOM
   mkdir -p "$dir"
   cat >"$dir/main.cfg" <<EOF
 Configuration
@@ -47,7 +50,7 @@ Configuration
 	random_seed: 42,
 	warmup: 0,
 	measured: 62500,
-	topology: Torus { sides: [8,8], servers_per_router: 2 },
+	topology: $topo { sides: [8,8], servers_per_router: 2 },
 	traffic: HomogeneousTraffic
 	{
 		pattern: Uniform { legend_name: "uniform" },
@@ -98,9 +101,9 @@ ratio=$(python3 -c "print(f'{($fd/$fw)/($cd/$cw):.1f}')")
 read -r kd kw ka kh < <(fab "$work/k18.net" -R ftree --load 0.5 --time 1ms)
 
 sat_rows=""
-for load in 0.3 0.6 1.0; do
-  read -r hd hw ha hh < <(fab "$work/t8.net" -R hopvl --load "$load" "${common[@]}")
-  read -r xd xw xa < <(cam 8 "EnforceFlowControl, Hops" "$load" false)
+for load in 0.2 0.5 1.0; do
+  read -r hd hw ha hh < <(fab "$work/m8.net" -R dor --load "$load" "${common[@]}")
+  read -r xd xw xa < <(cam 1 "EnforceFlowControl" "$load" false Mesh)
   sat_rows+="| $load | $ha | $xa | $(python3 -c "print(f'{($ha-$xa)/$xa*100:+.0f} %')") |"$'\n'
 done
 
@@ -123,8 +126,8 @@ also routes the tables).
 fabroute is **${ratio}x** caminos in delivered packets per wall-clock second per core
 ($fh packet-hops in fabroute's run).
 
-**S2: saturation, same torus, VL = hop index on 8 VLs** (fabroute \`-R hopvl\`: SSSP paths;
-caminos: DOR with the \`Hops\` VC policy). Accepted load per host:
+**S2: saturation side by side, 8x8 mesh, 2 hosts per switch, XY DOR, 1 VL/VC**, the same
+buffers and packets (fabroute \`-R dor\`; caminos \`DOR\`, 1 VC). Accepted load per host:
 
 | offered | fabroute | caminos | difference |
 |---:|---:|---:|---:|
