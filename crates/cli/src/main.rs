@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 mod cmd;
 mod out;
+mod plot;
 mod render;
 mod util;
 
@@ -21,7 +22,8 @@ mod util;
   0  done; the tables (if any) are complete and free of credit loops
   1  done, but the tables have credit loops or pairs they do not deliver (route, fault,
      check), or some repairs were not supported
-  2  usage error
+  2  usage error: unknown options (clap), option values out of range or contradicting
+     each other (e.g. the same --fail twice)
   3  bad input or I/O error: nothing trustworthy was produced
 
 With --json every command prints one JSON document on stdout (its summary) and its human
@@ -58,6 +60,9 @@ enum Command {
     Sweep(cmd::sweep::Args),
     /// Merge sweep shards (idempotent).
     Merge(cmd::sweep::MergeArgs),
+    /// Simulate packets through the tables: throughput, latency, deadlocks, a failure and
+    /// its repair (RFTR, full reconfiguration), with SVG pictures.
+    Sim(Box<cmd::sim::Args>),
 }
 
 fn main() -> ExitCode {
@@ -79,12 +84,13 @@ fn main() -> ExitCode {
         Command::Fault(a) => cmd::fault::run(a),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Merge(a) => cmd::sweep::merge(a),
+        Command::Sim(a) => cmd::sim::run(*a),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             out::stderr_line(&format!("fabroute: error: {e:#}"));
-            out::Status::Failed.into()
+            out::status_of(&e).into()
         }
     }
 }

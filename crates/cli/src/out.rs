@@ -46,6 +46,35 @@ impl From<Status> for ExitCode {
     }
 }
 
+/// An error in the arguments that clap cannot see (a value out of range, options that
+/// contradict each other): the command ends with [`Status::Usage`], like clap's own errors.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// `bail!` for usage errors: returns `Err(UsageError(format!(...)))`.
+#[macro_export]
+macro_rules! usage_bail {
+    ($($t:tt)*) => { return Err($crate::out::UsageError(format!($($t)*)).into()) };
+}
+
+/// The exit status for a command's error: [`Status::Usage`] for a [`UsageError`] anywhere in
+/// its chain, else [`Status::Failed`].
+pub fn status_of(e: &anyhow::Error) -> Status {
+    if e.chain().any(|c| c.is::<UsageError>()) {
+        Status::Usage
+    } else {
+        Status::Failed
+    }
+}
+
 /// Whether `--json` is on.
 pub fn json() -> bool {
     JSON.load(Relaxed)

@@ -25,12 +25,31 @@ pub fn load_fabric(path: &Path, opts: BuildOptions) -> Result<Loaded> {
     Ok(loaded)
 }
 
+/// What a GUID file names: it decides which nodes count as a match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuidList {
+    /// Root switches (`--roots`): switch node or port GUIDs.
+    Roots,
+    /// Compute or I/O nodes (`--cn-guids`, `--io-guids`): channel adapter node or port GUIDs.
+    EndNodes,
+    /// Any node (`--guid-routing-order`).
+    AnyNode,
+}
+
 /// Reads a GUID file (root, compute-node, I/O or routing-order list): one `0x` GUID per line,
-/// `#` comments and blank lines skipped, anything after the GUID ignored.
-pub fn read_guid_file(path: &std::path::Path) -> Result<Vec<u64>> {
+/// `#` comments and blank lines skipped, anything after the GUID ignored; each GUID matched
+/// against `f`'s node and port GUIDs. A file with no GUID, or none that matches what `list`
+/// names, is an error (another fabric's file, or the wrong file); GUIDs that match nothing or
+/// the wrong kind of node are warned about with their line.
+pub fn read_guid_file(
+    path: &std::path::Path,
+    f: &fabric::Fabric,
+    list: GuidList,
+) -> Result<Vec<u64>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut v = Vec::new();
+    let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let t = line.trim();
         if t.is_empty() || t.starts_with('#') {
@@ -48,6 +67,93 @@ pub fn read_guid_file(path: &std::path::Path) -> Result<Vec<u64>> {
                 )
             })?;
         v.push(g);
+        lines.push(i + 1);
+    }
+    let shown = path.display();
+    if v.is_empty() {
+        anyhow::bail!("{shown}: no GUID in the file (expected one 0x<GUID> per line)");
+    }
+    let mut owner = std::collections::HashMap::with_capacity(f.nodes.len() + f.ports.len());
+    for (i, n) in f.nodes.iter().enumerate() {
+        owner.insert(n.guid, fabric::NodeId(i as u32));
+    }
+    for p in &f.ports {
+        if p.guid != 0 {
+            owner.entry(p.guid).or_insert(p.node);
+        }
+    }
+    let (mut unknown, mut wrong) = (Vec::new(), Vec::new());
+    for (&g, &ln) in v.iter().zip(&lines) {
+        match owner.get(&g) {
+            None => unknown.push((ln, g)),
+            Some(&n) => {
+                let sw = f.is_switch(n);
+                let ok = match list {
+                    GuidList::Roots => sw,
+                    GuidList::EndNodes => !sw,
+                    GuidList::AnyNode => true,
+                };
+                if !ok {
+                    wrong.push((ln, g, f.node(n).name.clone()));
+                }
+            }
+        }
+    }
+    let want = match list {
+        GuidList::Roots => "a switch",
+        GuidList::EndNodes => "a channel adapter",
+        GuidList::AnyNode => "a node or port",
+    };
+    if unknown.len() + wrong.len() == v.len() {
+        let first = unknown
+            .first()
+            .map(|&(l, g)| format!("line {l}: 0x{g:016x} is not in the fabric"))
+            .or_else(|| {
+                wrong
+                    .first()
+                    .map(|(l, g, n)| format!("line {l}: 0x{g:016x} is {n:?}"))
+            })
+            .unwrap_or_default();
+        anyhow::bail!(
+            "{shown}: none of its {} GUIDs is {want} of this fabric ({first}; another fabric's file?)",
+            v.len()
+        );
+    }
+    let list_of = |items: Vec<String>| {
+        let more = if items.len() > 5 {
+            format!(" and {} more", items.len() - 5)
+        } else {
+            String::new()
+        };
+        format!(
+            "{}{more}",
+            items.into_iter().take(5).collect::<Vec<_>>().join(", ")
+        )
+    };
+    if !unknown.is_empty() {
+        crate::warn!(
+            "{shown}: {} of {} GUIDs match nothing in the fabric, ignored: {}",
+            unknown.len(),
+            v.len(),
+            list_of(
+                unknown
+                    .iter()
+                    .map(|(l, g)| format!("line {l} 0x{g:016x}"))
+                    .collect()
+            )
+        );
+    }
+    if !wrong.is_empty() {
+        crate::warn!(
+            "{shown}: {} GUIDs are not {want}: {}",
+            wrong.len(),
+            list_of(
+                wrong
+                    .iter()
+                    .map(|(l, g, n)| format!("line {l} 0x{g:016x} ({n})"))
+                    .collect()
+            )
+        );
     }
     Ok(v)
 }

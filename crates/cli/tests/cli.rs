@@ -300,6 +300,20 @@ fn json_on_every_command_is_one_document() {
             "-o".into(),
             s(&d.join("m.jsonl")),
         ],
+        vec![
+            "sim".into(),
+            s(&net),
+            "-R".into(),
+            "updn".into(),
+            "--load".into(),
+            "0.1".into(),
+            "--time".into(),
+            "50us".into(),
+            "--warmup".into(),
+            "10us".into(),
+            "-o".into(),
+            s(&d.join("sim")),
+        ],
     ];
     for args in runs {
         let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -472,4 +486,161 @@ fn output_sets_are_whole_and_checked_as_a_set() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// A GUID file that matches nothing in the fabric (or holds no GUID) is an error naming the
+/// file; one that matches some is used, the rest warned about with their lines.
+#[test]
+fn guid_files_that_match_nothing_are_errors() {
+    let d = tmp("guids");
+    let net = example("torus2d_4x4_h2.net");
+    let out = d.join("r");
+    let run = |file: &Path| {
+        fr(&[
+            "route",
+            &net,
+            "-R",
+            "updn",
+            "--roots",
+            file.to_str().unwrap(),
+            "--summary-only",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    };
+    let foreign = d.join("foreign.guids");
+    std::fs::write(
+        &foreign,
+        "# another fabric\n0x0123456789abcdef\n0x0123456789abcdee\n",
+    )
+    .unwrap();
+    let o = run(&foreign);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("foreign.guids: none of its 2 GUIDs is a switch of this fabric"),
+        "{err}"
+    );
+    assert!(
+        err.contains("line 2: 0x0123456789abcdef is not in the fabric"),
+        "{err}"
+    );
+    let empty = d.join("empty.guids");
+    std::fs::write(&empty, "# nothing\n\n").unwrap();
+    let o = run(&empty);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("empty.guids: no GUID in the file"));
+    // A host's GUID is not a root: all-wrong is an error, mixed is a warning.
+    let info = fr(&[
+        "convert",
+        &net,
+        "--to",
+        "ibnetdiscover",
+        "-o",
+        d.join("t.ibnd").to_str().unwrap(),
+    ]);
+    assert!(info.status.success());
+    let ibnd = std::fs::read_to_string(d.join("t.ibnd")).unwrap();
+    let guid_of = |kind: &str, name: &str| -> String {
+        let l = ibnd
+            .lines()
+            .find(|l| l.starts_with(kind) && l.contains(&format!("\"{name}\"")))
+            .unwrap_or_else(|| panic!("{kind} {name} in {ibnd}"));
+        let g = l.split_whitespace().nth(2).unwrap();
+        let g = g.split('-').nth(1).unwrap_or(g).trim_matches('"');
+        format!("0x{}", g.trim_start_matches("0x"))
+    };
+    let host = guid_of("Ca", "H_0_0_0");
+    let sw = guid_of("Switch", "S_0_0");
+    let hosts = d.join("hosts.guids");
+    std::fs::write(&hosts, format!("{host}\n")).unwrap();
+    let o = run(&hosts);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is \"H_0_0_0\""), "{err}");
+    let mixed = d.join("mixed.guids");
+    std::fs::write(&mixed, format!("{sw}\n0x0123456789abcdef\n{host}\n")).unwrap();
+    let o = run(&mixed);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "1 of 3 GUIDs match nothing in the fabric, ignored: line 2 0x0123456789abcdef"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("1 GUIDs are not a switch: line 3"), "{err}");
+}
+
+/// The same link twice to `--fail` (from either end), or a link of a switch failed before it,
+/// is a usage error (exit 2) naming both specs.
+#[test]
+fn failing_the_same_link_twice_is_an_error() {
+    let d = tmp("twice");
+    let net = example("torus2d_4x4_h2.net");
+    let out = d.join("f");
+    for (first, second, what) in [
+        (
+            "link:S_0_0/3",
+            "link:S_0_0/3",
+            "that link has already failed",
+        ),
+        (
+            "link:S_0_0/3",
+            "link:S_1_0/4",
+            "that link has already failed",
+        ),
+        (
+            "switch:S_0_0",
+            "link:S_1_0/4",
+            "that switch has already failed",
+        ),
+        (
+            "switch:S_0_0",
+            "switch:S_0_0",
+            "that switch has already failed",
+        ),
+    ] {
+        let o = fr(&[
+            "fault",
+            &net,
+            "--fail",
+            first,
+            "--fail",
+            second,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{first} {second}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--fail {second:?} (fault 2) repeats --fail {first:?} (fault 1): {what}"
+            )),
+            "{err}"
+        );
+        assert!(!out.exists(), "nothing is written on a usage error");
+    }
+    // Two different links are fine.
+    let o = fr(&[
+        "fault",
+        &net,
+        "--fail",
+        "link:S_0_0/3",
+        "--fail",
+        "link:S_0_0/5",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.code() == Some(0) || o.status.code() == Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.join("summary.json").exists());
 }

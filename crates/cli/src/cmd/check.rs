@@ -268,7 +268,7 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
         let pattern = match a.ebb_pattern.as_str() {
             "bisect" => EbbPattern::Bisect,
             "bisect_fb_sym" => EbbPattern::BisectFbSym,
-            o => anyhow::bail!("--ebb-pattern {o:?}: expected bisect or bisect_fb_sym"),
+            o => crate::usage_bail!("--ebb-pattern {o:?}: expected bisect or bisect_fb_sym"),
         };
         Some(metrics::ebb(
             &f,

@@ -1,7 +1,7 @@
 //! `fabroute fault FABRIC --engine updn [--lmc N] [--vls N] --fail link:SW/PORT
 //! --fail switch:SW ... -o DIR`: RFTR repairs, with full reconfiguration beside it.
 
-use crate::util::{load_fabric, read_guid_file, write_tables, OutputDir};
+use crate::util::{load_fabric, read_guid_file, write_tables, GuidList, OutputDir};
 use anyhow::{bail, Context, Result};
 use fabric::{BuildOptions, Fabric, NodeId, NodeKind};
 use routing::engines::{by_name, RouteOptions};
@@ -59,7 +59,7 @@ impl RepairArgs {
         let mut o = opts.clone();
         if fresh {
             if self.repair_vls == 0 || self.repair_vls >= vls {
-                bail!(
+                crate::usage_bail!(
                     "--repair-vls {} must leave the base engine at least one of the {vls} VLs",
                     self.repair_vls
                 );
@@ -137,6 +137,37 @@ pub fn find_switch(f: &Fabric, s: &str) -> Result<NodeId> {
     Ok(n)
 }
 
+/// Parses a sequence of `--fail` specs. The same link or switch twice (a link may be named
+/// from either end), or a link of a switch failed earlier in the list, is an error: the second
+/// fault would change nothing and a script that gives it has a mistake.
+pub fn parse_faults(f: &Fabric, specs: &[String]) -> Result<Vec<Fault>> {
+    let mut out: Vec<Fault> = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.iter().enumerate() {
+        let fault = parse_fault(f, spec)?;
+        let earlier = out.iter().position(|&g| {
+            g == fault
+                || match (g, fault) {
+                    (Fault::Switch(n), Fault::Link(l)) => {
+                        let k = f.link(l);
+                        f.port(k.a).node == n || f.port(k.b).node == n
+                    }
+                    _ => false,
+                }
+        });
+        if let Some(j) = earlier {
+            crate::usage_bail!(
+                "--fail {spec:?} (fault {}) repeats --fail {:?} (fault {}): that {} has already failed",
+                i + 1,
+                specs[j],
+                j + 1,
+                if matches!(out[j], Fault::Switch(_)) { "switch" } else { "link" }
+            );
+        }
+        out.push(fault);
+    }
+    Ok(out)
+}
+
 /// Parses `link:SW/PORT` or `switch:SW`.
 pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
     if let Some(rest) = spec.strip_prefix("link:") {
@@ -166,7 +197,7 @@ pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
     } else if let Some(sw) = spec.strip_prefix("switch:") {
         Ok(Fault::Switch(find_switch(f, sw)?))
     } else {
-        bail!("{spec:?}: expected link:SWITCH/PORT or switch:SWITCH")
+        crate::usage_bail!("{spec:?}: expected link:SWITCH/PORT or switch:SWITCH")
     }
 }
 
@@ -191,7 +222,7 @@ pub fn load_base(
     })?;
     let mut opts = RouteOptions::default();
     if let Some(r) = roots {
-        opts.root_guids = read_guid_file(r)?;
+        opts.root_guids = read_guid_file(r, &f, GuidList::Roots)?;
     }
     Ok((f, engine, opts))
 }
@@ -204,11 +235,7 @@ pub fn session_error(e: SessionError) -> anyhow::Error {
 pub fn run(a: Args) -> Result<ExitCode> {
     let out = OutputDir::prepare(&a.output)?;
     let (f, engine, opts) = load_base(&a.fabric, a.lmc, &a.engine, a.roots.as_deref())?;
-    let faults: Vec<Fault> = a
-        .fail
-        .iter()
-        .map(|s| parse_fault(&f, s))
-        .collect::<Result<_>>()?;
+    let faults = parse_faults(&f, &a.fail)?;
     let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts)?;
     let t0 = Instant::now();
     let (opts, base) = Session::route_base(&f, engine.as_ref(), &opts).map_err(session_error)?;

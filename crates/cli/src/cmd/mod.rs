@@ -4,4 +4,5 @@ pub mod fault;
 pub mod gen;
 pub mod info;
 pub mod route;
+pub mod sim;
 pub mod sweep;

@@ -2,7 +2,7 @@
 //! and write OpenSM's file set plus `summary.json`.
 
 use crate::cmd::check::print_report;
-use crate::util::{load_fabric, read_guid_file, spinner, write_tables, OutputDir};
+use crate::util::{load_fabric, read_guid_file, spinner, write_tables, GuidList, OutputDir};
 use anyhow::Result;
 use fabric::BuildOptions;
 use routing::engines::{engine_names, route_chain, RouteOptions};
@@ -98,16 +98,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
     opts.engine.lash.do_mesh_analysis = a.do_mesh_analysis;
     opts.budget.validate().map_err(anyhow::Error::msg)?;
     if let Some(p) = &a.roots {
-        opts.root_guids = read_guid_file(p)?;
+        opts.root_guids = read_guid_file(p, &f, GuidList::Roots)?;
     }
     if let Some(p) = &a.cn_guids {
-        opts.cn_guids = read_guid_file(p)?;
+        opts.cn_guids = read_guid_file(p, &f, GuidList::EndNodes)?;
     }
     if let Some(p) = &a.io_guids {
-        opts.io_guids = read_guid_file(p)?;
+        opts.io_guids = read_guid_file(p, &f, GuidList::EndNodes)?;
     }
     if let Some(p) = &a.guid_routing_order {
-        opts.guid_routing_order = read_guid_file(p)?;
+        opts.guid_routing_order = read_guid_file(p, &f, GuidList::AnyNode)?;
     }
     let names: Vec<&str> = a
         .engine

@@ -71,7 +71,7 @@ fn parse_shard(s: &str) -> Result<(u64, u64)> {
             .with_context(|| format!("--shard {s:?}: bad count"))?,
     );
     if n == 0 || i >= n {
-        bail!("--shard {s:?}: need 0 <= I < N");
+        crate::usage_bail!("--shard {s:?}: need 0 <= I < N");
     }
     Ok((i, n))
 }
@@ -84,7 +84,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             count,
             seed: a.seed,
         },
-        (false, None) => bail!("give --exhaustive or --samples K"),
+        (false, None) => crate::usage_bail!("give --exhaustive or --samples K"),
     };
     let (f, engine, opts) = load_base(&a.fabric, a.lmc, &a.engine, a.roots.as_deref())?;
     let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts)?;
@@ -97,7 +97,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         full: !a.no_full,
     };
     if a.faults == 0 || a.faults > sweep::switch_links(&f).len() {
-        bail!(
+        crate::usage_bail!(
             "--faults must be 1..={} (the fabric's inter-switch links)",
             sweep::switch_links(&f).len()
         );

@@ -1,0 +1,288 @@
+//! `fabroute sim` as a user runs it: summary keys, series, pictures (well-formed SVG that
+//! rsvg-convert renders), deadlock exit status, fault runs with the schemes overlaid, sweeps.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fabroute"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fabroute-sim-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn gen(dir: &Path, spec: &[&str], name: &str) -> String {
+    let p = dir.join(name).display().to_string();
+    let mut args = vec!["gen"];
+    args.extend_from_slice(spec);
+    args.extend_from_slice(&["-o", &p]);
+    let o = fr(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    p
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+/// Well-formed XML (balanced tags, quoted attributes, known entities), and rendered by
+/// rsvg-convert when it is installed (`scripts/install-test-deps.sh`; CI has it).
+fn check_svg(p: &Path) {
+    let text = std::fs::read_to_string(p).unwrap();
+    assert!(text.starts_with("<?xml"), "{}", p.display());
+    let mut depth = 0i32;
+    let mut rest = text.split_once("?>").unwrap().1;
+    while let Some(i) = rest.find('<') {
+        let end = rest[i..].find('>').unwrap() + i;
+        let tag = &rest[i + 1..end];
+        if tag.starts_with('/') {
+            depth -= 1;
+        } else if !tag.ends_with('/') {
+            depth += 1;
+        }
+        assert!(depth >= 0, "{}: unbalanced at {tag}", p.display());
+        assert_eq!(tag.matches('"').count() % 2, 0, "{}: {tag}", p.display());
+        rest = &rest[end + 1..];
+    }
+    assert_eq!(depth, 0, "{}", p.display());
+    for (i, _) in text.match_indices('&') {
+        let ent = &text[i..i + text[i..].find(';').unwrap() + 1];
+        assert!(
+            ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&ent),
+            "{ent}"
+        );
+    }
+    if Command::new("rsvg-convert")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let png = p.with_extension("png");
+        let o = Command::new("rsvg-convert")
+            .arg(p)
+            .arg("-o")
+            .arg(&png)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            p.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let bytes = std::fs::read(&png).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 1000);
+    } else if std::env::var("CI").is_ok() {
+        panic!("rsvg-convert missing in CI (scripts/install-test-deps.sh installs it)");
+    }
+}
+
+#[test]
+fn d1a_ring_deadlocks_with_exit_1_and_the_cycle() {
+    let d = tmp("ring");
+    let ring = gen(&d, &["torus", "8", "hcas=1"], "ring.net");
+    let out = d.join("out");
+    let o = fr(&[
+        "sim",
+        &ring,
+        "-R",
+        "minhop",
+        "--load",
+        "0.8",
+        "--time",
+        "2ms",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v, json(&out.join("summary.json")));
+    for k in [
+        "offered",
+        "accepted",
+        "packets_generated",
+        "packets_delivered",
+        "packets_dropped",
+        "packets_in_network",
+        "packet_hops",
+        "deadlock",
+        "deadlock_cycle",
+        "latency_ns",
+        "wall_seconds",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    for k in ["mean", "p50", "p99"] {
+        assert!(v["latency_ns"][k].is_number());
+    }
+    assert_eq!(v["deadlock"], true);
+    let cyc = v["deadlock_cycle"].as_array().unwrap();
+    assert_eq!(cyc.len(), 8);
+    for b in cyc {
+        assert!(b["switch"].as_str().unwrap().starts_with("S_"));
+        assert!(b["guid"].as_str().unwrap().starts_with("0x"));
+        assert!(b["port"].is_number() && b["vl"] == 0);
+    }
+    assert_eq!(v["meta"]["static_deadlock_free"], false);
+    let csv = std::fs::read_to_string(out.join("series.csv")).unwrap();
+    assert!(csv.starts_with("t_us,offered,injected,accepted,"));
+    check_svg(&out.join("accepted.svg"));
+    check_svg(&out.join("latency-histogram.svg"));
+    // The dateline fixes it.
+    let out2 = d.join("out2");
+    let o = fr(&[
+        "sim",
+        &ring,
+        "-R",
+        "minhop",
+        "--dateline",
+        "--load",
+        "1.0",
+        "--time",
+        "2ms",
+        "-o",
+        out2.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(json(&out2.join("summary.json"))["deadlock"], false);
+}
+
+#[test]
+fn fault_run_overlays_the_schemes() {
+    let d = tmp("fault");
+    let t = gen(&d, &["torus", "4x4", "hcas=2"], "t.net");
+    let out = d.join("out");
+    let o = fr(&[
+        "sim",
+        &t,
+        "-R",
+        "updn",
+        "--load",
+        "0.04",
+        "--time",
+        "1ms",
+        "--warmup",
+        "0.2ms",
+        "--fail",
+        "link:S_1_1/3",
+        "--fail-at",
+        "0.4ms",
+        "--repair",
+        "none,rftr,full-static,full-dynamic",
+        "--t-compute",
+        "20us",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&out.join("summary.json"));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for r in runs {
+        for k in ["dip", "recovery_us", "lft_blocks_sent", "packets_lost"] {
+            assert!(r.get(k).is_some(), "missing {k}");
+        }
+    }
+    let by = |s: &str| runs.iter().find(|r| r["scheme"] == s).unwrap();
+    assert_eq!(by("none")["lft_blocks_sent"], 0);
+    assert!(by("rftr")["lft_blocks_sent"].as_u64().unwrap() > 0);
+    assert!(by("full-static")["fault"]["injection_stopped_us"].is_number());
+    for s in ["no-repair", "rftr", "full-static", "full-dynamic"] {
+        assert!(out.join(format!("series-{s}.csv")).exists(), "{s}");
+    }
+    let svg = std::fs::read_to_string(out.join("accepted.svg")).unwrap();
+    for s in [
+        "no repair",
+        "rftr",
+        "full-static",
+        "full-dynamic",
+        "link fails",
+    ] {
+        assert!(svg.contains(s), "{s} in the picture");
+    }
+    check_svg(&out.join("accepted.svg"));
+    check_svg(&out.join("lost.svg"));
+    // Tables from files cannot be repaired.
+    let o = fr(&[
+        "sim",
+        &t,
+        "--lfts",
+        "x.dump",
+        "--fail",
+        "link:S_1_1/3",
+        "--repair",
+        "rftr",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn sweep_runs_in_parallel_and_draws_the_curves() {
+    let d = tmp("sweep");
+    let osm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/opensm");
+    let lst = osm.join("torus2d_4x4_h2.subnet.lst");
+    let dir = osm.join("torus2d_4x4_h2.lash");
+    let out = d.join("out");
+    let o = fr(&[
+        "sim",
+        lst.to_str().unwrap(),
+        "--lfts",
+        dir.join("opensm-lfts.dump").to_str().unwrap(),
+        "--sl2vl",
+        dir.join("opensm-sl2vl.dump").to_str().unwrap(),
+        "--psl",
+        dir.join("opensm-path-sl.psl").to_str().unwrap(),
+        "--load",
+        "0.2:1.0:0.4",
+        "--time",
+        "300us",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&out.join("summary.json"));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(v["meta"]["static_deadlock_free"], true);
+    assert!(runs
+        .iter()
+        .all(|r| r["deadlock"] == false && r["vls"].as_u64().unwrap() > 1));
+    let acc: Vec<f64> = runs
+        .iter()
+        .map(|r| r["accepted"].as_f64().unwrap())
+        .collect();
+    assert!((acc[0] - 0.2).abs() < 0.02 && acc[2] < 0.9, "{acc:?}");
+    for f in ["throughput.svg", "latency.svg", "accepted-load0.2.svg"] {
+        check_svg(&out.join(f));
+    }
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4);
+    // Bad arguments are errors with exit 2.
+    let o = fr(&[
+        "sim",
+        lst.to_str().unwrap(),
+        "--lfts",
+        "x",
+        "--load",
+        "2",
+        "-o",
+        "/tmp/x",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("outside 0..=1"));
+}

@@ -1,0 +1,1589 @@
+//! The discrete-event core. See the crate documentation for the model; this file holds the
+//! state and the event handlers.
+
+use crate::config::{Config, LinkRate, Unroutable};
+use crate::net::{Net, Rings};
+use crate::queue::EventQueue;
+use crate::reconf::{self, FaultEvent, Scheme, Smp};
+use crate::report::{self, BufferRef, DropReason, Report, RunFacts};
+use crate::stats::{BinAcc, Histogram};
+use crate::traffic::{self, Dest};
+use fabric::rng::Rng;
+use fabric::{ChannelId, Fabric, Lid};
+use routing::fault::Fault;
+use routing::forward::{Failure, Forward, Hop, Plane, NONE};
+use routing::tables::PathSl;
+use routing::Routing;
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+/// Why a run cannot start.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SimError {
+    #[error("the fabric has fewer than two hosts (end ports cabled to a switch)")]
+    TooFewHosts,
+    #[error("the tables do not fit the fabric: {0}")]
+    Tables(String),
+    #[error("bad configuration: {0}")]
+    Config(String),
+}
+
+// Event kinds (top 4 bits of the payload).
+const EV_GEN: u64 = 0;
+const EV_ARRIVE: u64 = 1;
+const EV_XBAR: u64 = 2;
+const EV_LINK: u64 = 3;
+const EV_CREDIT: u64 = 4;
+const EV_WATCH: u64 = 5;
+const EV_CTRL: u64 = 6;
+const EV_END: u64 = 7;
+const EV_TRACE: u64 = 8;
+const KIND_SHIFT: u32 = 60;
+const DATA_MASK: u64 = (1 << KIND_SHIFT) - 1;
+
+#[inline]
+fn ev(kind: u64, data: u64) -> u64 {
+    (kind << KIND_SHIFT) | data
+}
+
+// Packet states.
+const P_FREE: u8 = 0;
+const P_SOURCE: u8 = 1;
+const P_WIRE: u8 = 2;
+const P_IN: u8 = 3;
+const P_OUT: u8 = 4;
+
+/// One packet in the slab.
+#[derive(Clone, Copy, Debug, Default)]
+struct Packet {
+    gen: u64,
+    inj: u64,
+    /// When its tail is complete in the buffer it is in (or, on a wire, at the far end).
+    tail: u64,
+    /// Destination host.
+    dst: u32,
+    /// Channel it is on (wire) or arrived by (input buffer).
+    ch: u32,
+    /// Output channel chosen at the current switch (`NONE`: not routed, or held).
+    out: u32,
+    dlid: Lid,
+    bytes: u16,
+    sl: u8,
+    vl: u8,
+    ovl: u8,
+    cr: u8,
+    hops: u8,
+    state: u8,
+}
+
+struct Host {
+    ep: u32,
+    ch: u32,
+    rng: Rng,
+    dest: Option<Dest>,
+    queue: VecDeque<u32>,
+    alive: bool,
+}
+
+/// A timed control action.
+#[derive(Clone, Copy, Debug)]
+enum Ctrl {
+    Fail(Fault),
+    /// The SM has detected the failure (static: stop injection now).
+    Detected,
+    /// The SM has the new tables.
+    Computed,
+    /// Apply SMP `i` of the plan.
+    Smp(usize),
+    /// Every SMP done: sources take their new (DLID, SL); injection resumes.
+    Sources,
+}
+
+/// What happened to the fault and repair, for the report.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FaultLog {
+    pub at: u64,
+    pub scheme: Option<Scheme>,
+    pub t_compute: u64,
+    pub lft_blocks: usize,
+    pub sl2vl_rows: usize,
+    pub first_smp: Option<u64>,
+    pub last_smp: Option<u64>,
+    pub sources_at: Option<u64>,
+    pub stopped_at: Option<u64>,
+    pub drained_at: Option<u64>,
+    pub drain_forced: bool,
+    pub dropped_after: u64,
+    pub lat_after: Histogram,
+}
+
+/// The simulator. Build it with [`Sim::new`], add a fault with [`Sim::with_fault`], and
+/// [`Sim::run`] it.
+pub struct Sim<'f> {
+    f: &'f Fabric,
+    cfg: Config,
+    net: Net,
+    plane: Plane,
+    routing: Routing,
+    nvl: usize,
+    q: EventQueue,
+    now: u64,
+    end: u64,
+
+    // Per channel.
+    alive: Vec<bool>,
+    busy: Vec<bool>,
+    send_vl: Vec<u8>,
+    send_cr: Vec<u8>,
+    vlarb: Vec<u8>,
+    busy_ps: Vec<u64>,
+    // Crossbar, per input channel: the transfer in progress.
+    xin_pkt: Vec<u32>,
+    xin_out: Vec<u32>,
+    xin_vl: Vec<u8>,
+    xin_cr: Vec<u8>,
+    // Crossbar, per output channel: busy, round-robin pointer over request bits, and the
+    // request bits: bit `port * nvl + vl` is set exactly when the head of input buffer
+    // (port, vl) of the switch is routed to this output.
+    xout_busy: Vec<bool>,
+    xout_rr: Vec<u32>,
+    req: Vec<u64>,
+    rw: usize,
+    /// Per channel: the VLs whose output buffer is not empty (bit per VL).
+    oq_mask: Vec<u16>,
+    max_ports: usize,
+    // Per (channel, VL).
+    credits: Vec<u32>,
+    cred_fly: Vec<u32>,
+    out_space: Vec<u32>,
+    inq: Rings,
+    outq: Rings,
+    in_cap: u32,
+    out_cap: u32,
+    inq_min_cr: usize,
+    // Switches.
+    sw_alive: Vec<bool>,
+    held: Vec<(u32, u8)>,
+
+    hosts: Vec<Host>,
+    pk: Vec<Packet>,
+    free_pk: Vec<u32>,
+    mean_bytes: u64,
+    overrides: FxHashMap<(u32, u32), (Lid, u8)>,
+    inject_stopped: bool,
+    gen_stop: u64,
+
+    // Faults and repair.
+    fault: Option<FaultEvent>,
+    plan: Vec<Smp>,
+    ctrl: Vec<Ctrl>,
+    computed: bool,
+    waiting_drain: bool,
+    log: FaultLog,
+
+    // Counters.
+    generated: u64,
+    delivered: u64,
+    dropped: [u64; DropReason::COUNT],
+    in_sources: u64,
+    live: u64,
+    hops: u64,
+    events: u64,
+    progress: u64,
+    last_progress: u64,
+    bins: Vec<BinAcc>,
+    lat: Histogram,
+    net_lat: Histogram,
+    win_del_bytes: u64,
+    win_gen_bytes: u64,
+    win_inj_bytes: u64,
+    deadlock: Option<(u64, Vec<BufferRef>)>,
+    invariant_checks: u64,
+}
+
+impl std::fmt::Debug for Sim<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim")
+            .field("now", &self.now)
+            .field("hosts", &self.hosts.len())
+            .field("vls", &self.nvl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Highest VL any packet can use under `r` (SLs the path SLs use, through every SL2VL table).
+fn max_vl(f: &Fabric, r: &Routing, extra_sls: &[u8]) -> u8 {
+    let mut sls = [false; 16];
+    match &r.path_sl {
+        PathSl::Uniform(s) => sls[*s as usize & 15] = true,
+        PathSl::PerDest(v) => v.iter().for_each(|&s| sls[s as usize & 15] = true),
+        PathSl::PerPair { sl, .. } => sl.iter().for_each(|&s| sls[s as usize & 15] = true),
+    }
+    for &s in extra_sls {
+        sls[s as usize & 15] = true;
+    }
+    let used: Vec<u8> = (0..16u8).filter(|&s| sls[s as usize]).collect();
+    let mut m = 0u8;
+    for (i, node) in f.nodes.iter().enumerate() {
+        let n = fabric::NodeId(i as u32);
+        if r.sl2vl.is_identity(n) {
+            for &s in &used {
+                m = m.max(r.sl2vl.vl(n, 0, 1, s));
+            }
+            continue;
+        }
+        for inp in 0..=node.nports {
+            for out in 0..=node.nports {
+                for &s in &used {
+                    m = m.max(r.sl2vl.vl(n, inp, out, s));
+                }
+            }
+        }
+    }
+    m
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl<'f> Sim<'f> {
+    /// A run of `routing` on `f` with `cfg`. Packets are routed through
+    /// [`routing::forward::Forward::step`] over a [`Plane`] of `f`: the same forwarding view
+    /// the checker reads.
+    pub fn new(f: &'f Fabric, routing: Routing, cfg: Config) -> Result<Self, SimError> {
+        routing
+            .validate(f)
+            .map_err(|e| SimError::Tables(e.to_string()))?;
+        let m = &cfg.model;
+        let tr = &cfg.traffic;
+        if !(0.0..=1.0).contains(&tr.load) {
+            return Err(SimError::Config(format!(
+                "offered load {} is outside 0..=1",
+                tr.load
+            )));
+        }
+        let min_bytes = tr
+            .trace
+            .iter()
+            .map(|x| x.3.max(1))
+            .chain([tr.size.min()])
+            .min()
+            .unwrap_or(1);
+        let max_bytes = tr
+            .trace
+            .iter()
+            .map(|x| x.3)
+            .chain([tr.size.max()])
+            .max()
+            .unwrap_or(1);
+        if min_bytes == 0 {
+            return Err(SimError::Config("packets must have at least 1 byte".into()));
+        }
+        let cr_max = (max_bytes as u32).div_ceil(64);
+        if m.in_buf_bytes / 64 < cr_max || m.out_buf_bytes / 64 < cr_max {
+            return Err(SimError::Config(format!(
+                "buffers of {} / {} bytes cannot hold a {}-byte packet ({} credits of 64 bytes)",
+                m.in_buf_bytes, m.out_buf_bytes, max_bytes, cr_max
+            )));
+        }
+        for &(_, a, b, _) in &tr.trace {
+            if a as usize >= f.end_ports.len() || b as usize >= f.end_ports.len() {
+                return Err(SimError::Config(format!(
+                    "trace packet {a} -> {b}: the fabric has {} end ports",
+                    f.end_ports.len()
+                )));
+            }
+        }
+        if cr_max > 255 {
+            return Err(SimError::Config(
+                "packets above 16 KiB are not modelled".into(),
+            ));
+        }
+        if m.xbar_speedup == 0 || cfg.t_bin == 0 || cfg.t_watchdog == 0 {
+            return Err(SimError::Config(
+                "speed-up, bin width and watchdog period must be positive".into(),
+            ));
+        }
+        let plane = Plane::new(f, None);
+        let rate = m.link_rate;
+        let t_byte = |c: ChannelId| -> u32 {
+            match rate {
+                LinkRate::Uniform { ps_per_byte } => ps_per_byte,
+                LinkRate::FromFabric => {
+                    let l = f.link(c.link());
+                    let gbps = l.width.lanes() as f64 * l.speed.gbps_per_lane();
+                    (8000.0 / gbps).round().max(1.0) as u32
+                }
+            }
+        };
+        let net = Net::new(f, &plane, &t_byte);
+        let nh = net.host_ep.len();
+        if nh < 2 {
+            return Err(SimError::TooFewHosts);
+        }
+        let nvl = max_vl(f, &routing, &[]) as usize + 1;
+        let nch = net.chans.len();
+        let in_cap = m.in_buf_bytes / 64;
+        let out_cap = m.out_buf_bytes / 64;
+        let min_cr = (min_bytes as usize).div_ceil(64);
+        let max_ports = f
+            .switches
+            .iter()
+            .map(|&n| f.node(n).nports)
+            .max()
+            .unwrap_or(0);
+        let rw = ((max_ports as usize + 1) * nvl).div_ceil(64);
+        let mean_bytes = tr.size.mean().round().max(1.0) as u64;
+        let dests = traffic::destinations(&tr.pattern, nh, cfg.seed, &|e| {
+            net.ep_host.get(e as usize).copied().filter(|&h| h != NONE)
+        });
+        let hosts = (0..nh)
+            .map(|h| Host {
+                ep: net.host_ep[h],
+                ch: net.host_ch[h],
+                rng: Rng::new(
+                    cfg.seed
+                        .wrapping_mul(0xD1B5_4A32_D192_ED03)
+                        .wrapping_add(h as u64 + 1),
+                ),
+                dest: dests[h].clone(),
+                queue: VecDeque::new(),
+                alive: true,
+            })
+            .collect::<Vec<_>>();
+        // Bucket width: a power of two dividing the time quantum when it is coarse.
+        let mut quantum = 0u64;
+        for c in &net.chans {
+            quantum = gcd(quantum, c.t_byte as u64);
+        }
+        for t in [m.t_route, m.t_prop, m.t_fc] {
+            quantum = gcd(quantum, t);
+        }
+        let min_delay = net
+            .chans
+            .iter()
+            .map(|c| c.t_byte as u64 * tr.size.min() as u64)
+            .min()
+            .unwrap_or(1)
+            .min((m.hdr_bytes as u64 * quantum.max(1) + m.t_route).max(1));
+        let q_shift = if quantum >= 64 {
+            63 - quantum.leading_zeros()
+        } else {
+            (63 - (min_delay / 8).max(1).leading_zeros()).min(20)
+        };
+        let q = EventQueue::new(q_shift.min(24), 14);
+        let end = cfg.t_end;
+        let gen_stop = tr.stop_at.unwrap_or(end).min(end);
+        Ok(Sim {
+            f,
+            net,
+            plane,
+            routing,
+            nvl,
+            q,
+            now: 0,
+            end,
+            alive: vec![true; nch],
+            busy: vec![false; nch],
+            send_vl: vec![0; nch],
+            send_cr: vec![0; nch],
+            vlarb: vec![0; nch],
+            busy_ps: vec![0; nch],
+            xin_pkt: vec![NONE; nch],
+            xin_out: vec![NONE; nch],
+            xin_vl: vec![0; nch],
+            xin_cr: vec![0; nch],
+            xout_busy: vec![false; nch],
+            xout_rr: vec![0; nch],
+            req: vec![0; nch * rw],
+            rw,
+            oq_mask: vec![0; nch],
+            max_ports: max_ports as usize,
+            credits: vec![in_cap; nch * nvl],
+            cred_fly: vec![0; nch * nvl],
+            out_space: vec![out_cap; nch * nvl],
+            inq: Rings::new(nch * nvl, in_cap as usize / min_cr),
+            outq: Rings::new(nch * nvl, out_cap as usize / min_cr),
+            in_cap,
+            out_cap,
+            inq_min_cr: min_cr,
+            sw_alive: vec![true; f.num_switches()],
+            held: Vec::new(),
+            hosts,
+            pk: Vec::new(),
+            free_pk: Vec::new(),
+            mean_bytes,
+            overrides: FxHashMap::default(),
+            inject_stopped: false,
+            gen_stop,
+            fault: None,
+            plan: Vec::new(),
+            ctrl: Vec::new(),
+            computed: false,
+            waiting_drain: false,
+            log: FaultLog::default(),
+            generated: 0,
+            delivered: 0,
+            dropped: [0; DropReason::COUNT],
+            in_sources: 0,
+            live: 0,
+            hops: 0,
+            events: 0,
+            progress: 0,
+            last_progress: 0,
+            bins: Vec::new(),
+            lat: Histogram::default(),
+            net_lat: Histogram::default(),
+            win_del_bytes: 0,
+            win_gen_bytes: 0,
+            win_inj_bytes: 0,
+            deadlock: None,
+            invariant_checks: 0,
+            cfg,
+        })
+    }
+
+    /// Adds the run's failure (one per run) and the repair that follows it.
+    pub fn with_fault(mut self, fault: FaultEvent) -> Result<Self, SimError> {
+        if let Some(r) = &fault.repair {
+            if r.tables.max_lid != self.routing.max_lid
+                || r.tables.lft.len() != self.routing.lft.len()
+            {
+                return Err(SimError::Tables(
+                    "the repair's tables cover another LID space than the base tables".into(),
+                ));
+            }
+            r.tables
+                .validate(self.f)
+                .map_err(|e| SimError::Tables(e.to_string()))?;
+            let sls: Vec<u8> = r.sources.values().map(|x| x.1).collect();
+            let nvl = (max_vl(self.f, &r.tables, &sls) as usize + 1).max(self.nvl);
+            if nvl > self.nvl {
+                self.grow_vls(nvl);
+            }
+        }
+        self.fault = Some(fault);
+        Ok(self)
+    }
+
+    fn grow_vls(&mut self, nvl: usize) {
+        let nch = self.net.chans.len();
+        let min_cr = self.inq_min_cr;
+        self.nvl = nvl;
+        self.rw = ((self.max_ports + 1) * nvl).div_ceil(64);
+        self.req = vec![0; nch * self.rw];
+        self.credits = vec![self.in_cap; nch * nvl];
+        self.cred_fly = vec![0; nch * nvl];
+        self.out_space = vec![self.out_cap; nch * nvl];
+        self.inq = Rings::new(nch * nvl, self.in_cap as usize / min_cr);
+        self.outq = Rings::new(nch * nvl, self.out_cap as usize / min_cr);
+    }
+
+    /// Data VLs simulated.
+    pub fn vls(&self) -> usize {
+        self.nvl
+    }
+
+    fn bin(&mut self, t: u64) -> &mut BinAcc {
+        let b = (t / self.cfg.t_bin) as usize;
+        if b >= self.bins.len() {
+            self.bins.resize(b + 1, BinAcc::default());
+        }
+        &mut self.bins[b]
+    }
+
+    /// Runs to the end (or to a deadlock) and reports.
+    pub fn run(mut self) -> Report {
+        self.start();
+        while let Some((t, p)) = self.q.pop() {
+            if t > self.end {
+                break;
+            }
+            self.now = t;
+            self.events += 1;
+            let data = p & DATA_MASK;
+            match p >> KIND_SHIFT {
+                EV_ARRIVE => self.on_arrive(data as u32),
+                EV_XBAR => self.on_xbar_done(data as u32),
+                EV_LINK => self.on_link_free(data as u32),
+                EV_CREDIT => self.on_credit(data),
+                EV_GEN => self.on_gen(data as u32),
+                EV_WATCH => {
+                    if self.on_watchdog() {
+                        break;
+                    }
+                }
+                EV_CTRL => self.on_ctrl(data as usize),
+                EV_TRACE => self.on_trace(data as usize),
+                EV_END => break,
+                _ => unreachable!("unknown event kind"),
+            }
+        }
+        if self.deadlock.is_none() {
+            self.now = self.end;
+        }
+        if self.cfg.check_invariants {
+            self.check_invariants();
+        }
+        self.finish()
+    }
+
+    fn start(&mut self) {
+        for h in 0..self.hosts.len() {
+            if self.hosts[h].dest.is_some() {
+                // A random phase within the first gap, so hosts do not start in lockstep.
+                if let Some(g) = self.next_gap(h) {
+                    let g = self.hosts[h].rng.below(g) / self.quantum_of(h) * self.quantum_of(h);
+                    if g < self.gen_stop {
+                        self.q.push(g, ev(EV_GEN, h as u64));
+                    }
+                }
+            }
+        }
+        for (i, &(t, src, dst, _)) in self.cfg.traffic.trace.iter().enumerate() {
+            let host = |e: u32| self.net.ep_host.get(e as usize).copied().unwrap_or(NONE);
+            if t < self.end && host(src) != NONE && host(dst) != NONE {
+                self.q.push(t, ev(EV_TRACE, i as u64));
+            }
+        }
+        self.q.push(self.cfg.t_watchdog, ev(EV_WATCH, 0));
+        self.q.push(self.end, ev(EV_END, 0));
+        if let Some(fe) = &self.fault {
+            let (at, fault) = (fe.at, fe.fault);
+            let repair = fe.repair.as_ref().map(|r| (r.scheme, r.t_compute));
+            self.log.at = at;
+            self.ctrl.push(Ctrl::Fail(fault));
+            self.q.push(at, ev(EV_CTRL, 0));
+            if let Some((scheme, t_compute)) = repair {
+                self.log.scheme = Some(scheme);
+                self.log.t_compute = t_compute;
+                let mask = reconf::mask_after(self.f, fault);
+                let r = &self
+                    .fault
+                    .as_ref()
+                    .expect("fault")
+                    .repair
+                    .as_ref()
+                    .expect("repair");
+                self.plan = reconf::plan(self.f, &mask, &self.routing, &r.tables);
+                self.log.lft_blocks = self
+                    .plan
+                    .iter()
+                    .filter(|s| matches!(s, Smp::Lft { .. }))
+                    .count();
+                self.log.sl2vl_rows = self.plan.len() - self.log.lft_blocks;
+                let det = at + self.cfg.reconf.t_detect;
+                self.ctrl.push(Ctrl::Detected);
+                self.q.push(det, ev(EV_CTRL, 1));
+                self.ctrl.push(Ctrl::Computed);
+                self.q.push(det + t_compute, ev(EV_CTRL, 2));
+            }
+        }
+    }
+
+    fn quantum_of(&self, h: usize) -> u64 {
+        self.net.chans[self.hosts[h].ch as usize].t_byte as u64
+    }
+
+    fn next_gap(&mut self, h: usize) -> Option<u64> {
+        let tb = self.quantum_of(h);
+        traffic::gap(
+            &self.cfg.traffic,
+            tb,
+            self.mean_bytes,
+            &mut self.hosts[h].rng,
+        )
+    }
+
+    // ----- packets -----
+
+    fn alloc(&mut self, p: Packet) -> u32 {
+        self.live += 1;
+        if let Some(i) = self.free_pk.pop() {
+            self.pk[i as usize] = p;
+            i
+        } else {
+            self.pk.push(p);
+            (self.pk.len() - 1) as u32
+        }
+    }
+
+    fn free(&mut self, p: u32) {
+        self.pk[p as usize].state = P_FREE;
+        self.free_pk.push(p);
+        self.live -= 1;
+    }
+
+    fn drop_pkt(&mut self, p: u32, why: DropReason) {
+        self.dropped[why as usize] += 1;
+        let now = self.now;
+        self.bin(now).drop_pkts += 1;
+        if self.fault.is_some() && now >= self.log.at {
+            self.log.dropped_after += 1;
+        }
+        if self.pk[p as usize].state == P_SOURCE {
+            self.in_sources -= 1;
+            self.bin(now).drop_src_pkts += 1;
+        }
+        self.free(p);
+        self.check_drained();
+    }
+
+    // ----- hosts -----
+
+    fn on_gen(&mut self, h: u32) {
+        let hi = h as usize;
+        let now = self.now;
+        if let Some(g) = self.next_gap(hi) {
+            let t = now + g;
+            if t < self.gen_stop {
+                self.q.push(t, ev(EV_GEN, h as u64));
+            }
+        }
+        if !self.hosts[hi].alive {
+            return;
+        }
+        let n = self.hosts.len() as u32;
+        let host = &mut self.hosts[hi];
+        let Some(dest) = &host.dest else { return };
+        let dst = traffic::pick(dest, h, n, &mut host.rng);
+        let bytes = traffic::size(&self.cfg.traffic.size, &mut host.rng);
+        self.make_packet(h, dst, bytes);
+    }
+
+    fn on_trace(&mut self, i: usize) {
+        let (_, src, dst, bytes) = self.cfg.traffic.trace[i];
+        let (h, d) = (
+            self.net.ep_host[src as usize],
+            self.net.ep_host[dst as usize],
+        );
+        if self.hosts[h as usize].alive && h != d {
+            self.make_packet(h, d, bytes.max(1));
+        }
+    }
+
+    fn make_packet(&mut self, h: u32, dst: u32, bytes: u16) {
+        let hi = h as usize;
+        let now = self.now;
+        let src_ep = self.hosts[hi].ep;
+        let dst_ep = self.net.host_ep[dst as usize];
+        let (dlid, sl) = match self.overrides.get(&(src_ep, dst_ep)) {
+            Some(&x) => x,
+            None => {
+                let lid = self.f.port(self.f.end_ports[dst_ep as usize]).lid;
+                (lid, self.routing.path_sl.get(src_ep as usize, lid))
+            }
+        };
+        let node = self.f.port(self.f.end_ports[src_ep as usize]);
+        let vl = self.routing.sl2vl.vl(node.node, 0, node.num, sl);
+        let vl = if (vl as usize) < self.nvl { vl } else { 0 };
+        let p = self.alloc(Packet {
+            gen: now,
+            inj: 0,
+            tail: now,
+            dst,
+            ch: self.hosts[hi].ch,
+            out: NONE,
+            dlid,
+            bytes,
+            sl,
+            vl,
+            ovl: 0,
+            cr: (bytes as u32).div_ceil(64) as u8,
+            hops: 0,
+            state: P_SOURCE,
+        });
+        self.generated += 1;
+        self.in_sources += 1;
+        if now >= self.cfg.t_warmup {
+            self.win_gen_bytes += bytes as u64;
+        }
+        let b = self.bin(now);
+        b.gen_bytes += bytes as u64;
+        b.gen_pkts += 1;
+        self.hosts[hi].queue.push_back(p);
+        if self.hosts[hi].queue.len() == 1 {
+            self.try_inject(h);
+        }
+    }
+
+    fn try_inject(&mut self, h: u32) {
+        let host = &self.hosts[h as usize];
+        let c = host.ch as usize;
+        if self.busy[c] || self.inject_stopped || !self.alive[c] {
+            return;
+        }
+        let Some(&p) = host.queue.front() else { return };
+        let (vl, cr) = {
+            let pk = &self.pk[p as usize];
+            (pk.vl as usize, pk.cr as u32)
+        };
+        if self.credits[c * self.nvl + vl] < cr {
+            return;
+        }
+        self.hosts[h as usize].queue.pop_front();
+        self.in_sources -= 1;
+        let now = self.now;
+        let bytes = self.pk[p as usize].bytes as u64;
+        self.pk[p as usize].inj = now;
+        if now >= self.cfg.t_warmup {
+            self.win_inj_bytes += bytes;
+        }
+        let b = self.bin(now);
+        b.inj_bytes += bytes;
+        b.inj_pkts += 1;
+        self.start_tx(c as u32, p, vl as u8);
+    }
+
+    // ----- links -----
+
+    /// Starts sending packet `p` on channel `c` on VL `vl`.
+    #[inline]
+    fn start_tx(&mut self, c: u32, p: u32, vl: u8) {
+        let ci = c as usize;
+        let ch = self.net.chans[ci];
+        let m = &self.cfg.model;
+        let pk = &mut self.pk[p as usize];
+        let tb = ch.t_byte as u64;
+        let ser = pk.bytes as u64 * tb;
+        let s = self.now.max(pk.tail.saturating_sub(ser));
+        let end = s + ser;
+        self.busy[ci] = true;
+        self.send_vl[ci] = vl;
+        self.send_cr[ci] = pk.cr;
+        self.busy_ps[ci] += ser;
+        pk.ch = c;
+        pk.vl = vl;
+        pk.out = NONE;
+        pk.state = P_WIRE;
+        pk.tail = end + m.t_prop;
+        let arrive = if ch.dst_sw != NONE {
+            self.credits[ci * self.nvl + vl as usize] -= pk.cr as u32;
+            s + m.t_prop + m.hdr_bytes as u64 * tb + m.t_route
+        } else {
+            end + m.t_prop
+        };
+        self.q.push(end, ev(EV_LINK, c as u64));
+        self.q.push(arrive, ev(EV_ARRIVE, p as u64));
+        self.progress += 1;
+    }
+
+    /// Starts a transmission on switch output `c` if the link is idle: VLs round robin, a VL
+    /// eligible when its head has the credits downstream.
+    fn try_link(&mut self, c: u32) {
+        let ci = c as usize;
+        let mask = self.oq_mask[ci] as u32;
+        if mask == 0 || self.busy[ci] || !self.alive[ci] {
+            return;
+        }
+        let nvl = self.nvl as u32;
+        let to_switch = self.net.chans[ci].dst_sw != NONE;
+        // Rotate so that bit 0 is the VL after the last one served.
+        let first = (self.vlarb[ci] as u32 + 1) % nvl;
+        let rot = ((mask >> first) | (mask << (nvl - first))) & ((1u32 << nvl) - 1);
+        let mut bits = rot;
+        while bits != 0 {
+            let v = ((bits.trailing_zeros() + first) % nvl) as usize;
+            bits &= bits - 1;
+            let k = ci * self.nvl + v;
+            let p = self.outq.front(k).expect("non-empty by the mask");
+            if to_switch && self.credits[k] < self.pk[p as usize].cr as u32 {
+                continue;
+            }
+            self.outq.pop(k);
+            if self.outq.len(k) == 0 {
+                self.oq_mask[ci] &= !(1 << v);
+            }
+            self.vlarb[ci] = v as u8;
+            self.start_tx(c, p, v as u8);
+            return;
+        }
+    }
+
+    fn on_link_free(&mut self, c: u32) {
+        let ci = c as usize;
+        self.busy[ci] = false;
+        let ch = self.net.chans[ci];
+        if ch.src_sw != NONE {
+            self.out_space[ci * self.nvl + self.send_vl[ci] as usize] += self.send_cr[ci] as u32;
+            if !self.alive[ci] {
+                return;
+            }
+            self.try_link(c);
+            self.arbitrate(c);
+        } else if self.alive[ci] {
+            self.try_inject(ch.src_host);
+        }
+    }
+
+    fn on_credit(&mut self, data: u64) {
+        let c = (data >> 24) as u32;
+        let vl = ((data >> 16) & 0xff) as usize;
+        let cr = (data & 0xffff) as u32;
+        let k = c as usize * self.nvl + vl;
+        self.cred_fly[k] -= cr;
+        self.credit_arrived(c, k, cr);
+    }
+
+    fn credit_arrived(&mut self, c: u32, k: usize, cr: u32) {
+        if !self.alive[c as usize] {
+            return;
+        }
+        self.credits[k] += cr;
+        let src_host = self.net.chans[c as usize].src_host;
+        if src_host != NONE {
+            self.try_inject(src_host);
+        } else {
+            self.try_link(c);
+        }
+    }
+
+    /// The tail of a packet has left input buffer (`c`, `vl`) at `at`: its credits go back
+    /// upstream.
+    fn return_credits(&mut self, c: u32, vl: u8, cr: u8, at: u64) {
+        let m = &self.cfg.model;
+        let t = at + m.t_prop + m.t_fc;
+        let k = c as usize * self.nvl + vl as usize;
+        if t <= self.now {
+            self.credit_arrived(c, k, cr as u32);
+        } else {
+            self.cred_fly[k] += cr as u32;
+            self.q.push(
+                t,
+                ev(
+                    EV_CREDIT,
+                    ((c as u64) << 24) | ((vl as u64) << 16) | cr as u64,
+                ),
+            );
+        }
+    }
+
+    // ----- switches -----
+
+    fn on_arrive(&mut self, p: u32) {
+        let pk = self.pk[p as usize];
+        let c = pk.ch as usize;
+        if !self.alive[c] {
+            let why = if self.net.chans[c].dst_sw != NONE
+                && !self.sw_alive[self.net.chans[c].dst_sw as usize]
+                || self.net.chans[c].src_sw != NONE
+                    && !self.sw_alive[self.net.chans[c].src_sw as usize]
+            {
+                DropReason::SwitchDown
+            } else {
+                DropReason::LinkDown
+            };
+            self.drop_pkt(p, why);
+            return;
+        }
+        let ch = self.net.chans[c];
+        if ch.dst_sw == NONE {
+            self.deliver(p, ch.dst_host);
+            return;
+        }
+        let k = c * self.nvl + pk.vl as usize;
+        {
+            let pm = &mut self.pk[p as usize];
+            pm.state = P_IN;
+            pm.hops += 1;
+        }
+        self.hops += 1;
+        self.inq.push(k, p);
+        if self.inq.len(k) == 1 {
+            if let Some(o) = self.route_head(c as u32, pk.vl) {
+                self.arbitrate(o);
+            }
+        }
+    }
+
+    fn deliver(&mut self, p: u32, host: u32) {
+        let pk = self.pk[p as usize];
+        if host != pk.dst {
+            self.drop_pkt(p, DropReason::Misdelivered);
+            return;
+        }
+        let now = self.now;
+        let lat = now - pk.gen;
+        self.delivered += 1;
+        self.progress += 1;
+        let warm = self.cfg.t_warmup;
+        if now >= warm {
+            self.win_del_bytes += pk.bytes as u64;
+            if pk.gen >= warm {
+                self.lat.add(lat);
+                self.net_lat.add(now - pk.inj);
+            }
+        }
+        if self.fault.is_some() && pk.gen >= self.log.at && now < self.log.at + 200 * crate::US {
+            self.log.lat_after.add(lat);
+        }
+        let b = self.bin(now);
+        b.del_bytes += pk.bytes as u64;
+        b.del_pkts += 1;
+        b.lat_sum += lat as u128;
+        self.free(p);
+        self.check_drained();
+    }
+
+    /// Routes the head of input buffer (`c`, `vl`) through the forwarding view; drops heads
+    /// that cannot go on (or holds them). Returns the output channel of a routed head.
+    fn route_head(&mut self, c: u32, vl: u8) -> Option<u32> {
+        let k = c as usize * self.nvl + vl as usize;
+        let ch = self.net.chans[c as usize];
+        let loop_limit = (2 * self.net.sw_base.len() + 4).min(255) as u8;
+        loop {
+            let p = self.inq.front(k)?;
+            let pk = self.pk[p as usize];
+            let fw = Forward::new(self.f, &self.plane, &self.routing);
+            let (_, hop, ovl) = fw.step(ch.dst_sw, ch.dst_port, pk.dlid, pk.sl);
+            let why = match hop {
+                Hop::Switch { ch: o, .. } | Hop::End { ch: o, .. } => {
+                    if (ovl as usize) >= self.nvl {
+                        Some(DropReason::VlOutOfRange)
+                    } else if pk.hops > loop_limit {
+                        Some(DropReason::Loop)
+                    } else {
+                        let pm = &mut self.pk[p as usize];
+                        pm.out = o.0;
+                        pm.ovl = ovl;
+                        let bit = ch.dst_port as usize * self.nvl + vl as usize;
+                        self.req[o.idx() * self.rw + bit / 64] |= 1u64 << (bit % 64);
+                        return Some(o.0);
+                    }
+                }
+                Hop::Fail(Failure::DeadChannel) if !self.cfg.model.drop_on_dead_port => {
+                    // Kept: it waits for a table update.
+                    self.pk[p as usize].out = NONE;
+                    self.held.push((c, vl));
+                    return None;
+                }
+                Hop::Fail(_) if self.cfg.model.unroutable == Unroutable::Hold => {
+                    self.pk[p as usize].out = NONE;
+                    self.held.push((c, vl));
+                    return None;
+                }
+                Hop::Fail(Failure::DeadChannel) => Some(DropReason::DeadPort),
+                Hop::Fail(_) => Some(DropReason::Unroutable),
+            };
+            self.inq.pop(k);
+            let at = self.now.max(pk.tail);
+            self.return_credits(c, vl, pk.cr, at);
+            self.drop_pkt(p, why.expect("a reason"));
+        }
+    }
+
+    /// Crossbar arbitration for output `o`: round robin over the (input port, VL) heads
+    /// routed to `o` (an input sends one packet at a time); a head needs room for the whole
+    /// packet in the output buffer of its VL (virtual cut-through).
+    fn arbitrate(&mut self, o: u32) {
+        let oi = o as usize;
+        if self.xout_busy[oi] || !self.alive[oi] {
+            return;
+        }
+        let s = self.net.chans[oi].src_sw;
+        let nvl = self.nvl;
+        let rw = self.rw;
+        let nbits = self.net.ports(s) as usize * nvl;
+        let words = nbits.div_ceil(64);
+        let base = oi * rw;
+        let start = (self.xout_rr[oi] as usize + 1) % nbits;
+        // Words from the one holding `start`, wrapping; the first word masked below `start`
+        // and visited again at the end for the bits below it.
+        let (w0, b0) = (start / 64, start % 64);
+        for step in 0..=words {
+            let wi = (w0 + step) % words;
+            let mut bits = self.req[base + wi];
+            if step == 0 {
+                bits &= !0u64 << b0;
+            } else if step == words {
+                bits &= !(!0u64 << b0);
+            }
+            while bits != 0 {
+                let b = wi * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (port, v) = (b / nvl, b % nvl);
+                let c = self.net.in_channel(s, port as u8);
+                let ci = c as usize;
+                if self.xin_pkt[ci] != NONE {
+                    continue;
+                }
+                let p = self.inq.front(ci * nvl + v).expect("a request has a head");
+                let pk = &self.pk[p as usize];
+                debug_assert_eq!(pk.out, o);
+                if self.out_space[oi * nvl + pk.ovl as usize] >= pk.cr as u32 {
+                    self.xout_rr[oi] = b as u32;
+                    self.grant(c, v as u8, o, p);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Clears the request of input buffer (`c`, `vl`) at output `o`.
+    #[inline]
+    fn clear_req(&mut self, c: u32, vl: u8, o: u32) {
+        let port = self.net.chans[c as usize].dst_port as usize;
+        let bit = port * self.nvl + vl as usize;
+        self.req[o as usize * self.rw + bit / 64] &= !(1u64 << (bit % 64));
+    }
+
+    fn grant(&mut self, c: u32, vl: u8, o: u32, p: u32) {
+        let (ci, oi) = (c as usize, o as usize);
+        let nvl = self.nvl;
+        self.inq.pop(ci * nvl + vl as usize);
+        self.clear_req(c, vl, o);
+        let pk = &mut self.pk[p as usize];
+        let ko = oi * nvl + pk.ovl as usize;
+        self.oq_mask[oi] |= 1 << pk.ovl;
+        self.out_space[ko] -= pk.cr as u32;
+        let tx =
+            pk.bytes as u64 * self.net.chans[oi].t_byte as u64 / self.cfg.model.xbar_speedup as u64;
+        let done = (self.now + tx).max(pk.tail);
+        pk.tail = done;
+        pk.state = P_OUT;
+        self.xin_pkt[ci] = p;
+        self.xin_out[ci] = o;
+        self.xin_vl[ci] = vl;
+        self.xin_cr[ci] = pk.cr;
+        self.xout_busy[oi] = true;
+        self.outq.push(ko, p);
+        self.q.push(done, ev(EV_XBAR, c as u64));
+        self.try_link(o);
+        // The next packet of this input buffer is routed now (its request waits for the
+        // input to be free).
+        self.route_head(c, vl);
+    }
+
+    fn on_xbar_done(&mut self, c: u32) {
+        let ci = c as usize;
+        let o = self.xin_out[ci];
+        let (vl, cr) = (self.xin_vl[ci], self.xin_cr[ci]);
+        self.xin_pkt[ci] = NONE;
+        self.xout_busy[o as usize] = false;
+        let s = self.net.chans[ci].dst_sw;
+        if !self.sw_alive[s as usize] {
+            return;
+        }
+        self.return_credits(c, vl, cr, self.now);
+        self.arbitrate(o);
+        // The input is free: every output its heads wait for may take it.
+        let nvl = self.nvl;
+        for v in 0..nvl {
+            if self.xin_pkt[ci] != NONE {
+                break;
+            }
+            if let Some(p) = self.inq.front(ci * nvl + v) {
+                let out = self.pk[p as usize].out;
+                if out != NONE && out != o {
+                    self.arbitrate(out);
+                }
+            }
+        }
+    }
+
+    // ----- faults and reconfiguration -----
+
+    fn on_ctrl(&mut self, i: usize) {
+        match self.ctrl[i] {
+            Ctrl::Fail(fault) => self.fail(fault),
+            Ctrl::Detected => {
+                if self.log.scheme == Some(Scheme::FullStatic) {
+                    self.inject_stopped = true;
+                    self.log.stopped_at = Some(self.now);
+                    self.waiting_drain = true;
+                    self.check_drained();
+                }
+            }
+            Ctrl::Computed => {
+                self.computed = true;
+                if self.log.scheme == Some(Scheme::FullStatic) {
+                    self.check_drained();
+                } else {
+                    self.begin_upload();
+                }
+            }
+            Ctrl::Smp(j) => {
+                let smp = self.plan[j];
+                let new = &self
+                    .fault
+                    .as_ref()
+                    .expect("fault")
+                    .repair
+                    .as_ref()
+                    .expect("repair")
+                    .tables;
+                reconf::apply(self.f, &mut self.routing, new, smp);
+                self.log.first_smp.get_or_insert(self.now);
+                self.log.last_smp = Some(self.now);
+                self.retry_held();
+            }
+            Ctrl::Sources => {
+                let r = self
+                    .fault
+                    .as_ref()
+                    .expect("fault")
+                    .repair
+                    .as_ref()
+                    .expect("repair");
+                self.routing.path_sl = r.tables.path_sl.clone();
+                self.routing.sl2vl = r.tables.sl2vl.clone();
+                self.overrides = r.sources.iter().map(|(&k, &v)| (k, v)).collect();
+                self.log.sources_at = Some(self.now);
+                self.retry_held();
+                if self.inject_stopped {
+                    self.inject_stopped = false;
+                    for h in 0..self.hosts.len() as u32 {
+                        self.try_inject(h);
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_drained(&mut self) {
+        if self.waiting_drain && self.computed && self.live == self.in_sources {
+            self.waiting_drain = false;
+            self.log.drained_at = Some(self.now);
+            self.begin_upload();
+        }
+    }
+
+    /// Schedules every SMP of the plan from now: `smp_parallel` outstanding, each applied at
+    /// the switch half a round trip after it is sent; sources switch when the last returns.
+    fn begin_upload(&mut self) {
+        let t = self.cfg.reconf;
+        let par = t.smp_parallel.max(1) as usize;
+        let base = self.ctrl.len();
+        for j in 0..self.plan.len() {
+            self.ctrl.push(Ctrl::Smp(j));
+            let sent = self.now + (j / par) as u64 * t.t_smp;
+            self.q
+                .push(sent + t.t_smp / 2, ev(EV_CTRL, (base + j) as u64));
+        }
+        let rounds = self.plan.len().div_ceil(par) as u64;
+        self.ctrl.push(Ctrl::Sources);
+        self.q.push(
+            self.now + rounds * t.t_smp,
+            ev(EV_CTRL, (base + self.plan.len()) as u64),
+        );
+    }
+
+    fn retry_held(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        for (c, vl) in held {
+            let k = c as usize * self.nvl + vl as usize;
+            if let Some(p) = self.inq.front(k) {
+                if self.pk[p as usize].out == NONE {
+                    if let Some(o) = self.route_head(c, vl) {
+                        self.arbitrate(o);
+                    }
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, fault: Fault) {
+        let f = self.f;
+        let mut chans = Vec::new();
+        match fault {
+            Fault::Link(l) => {
+                chans.push(l.forward().0);
+                chans.push(l.forward().reverse().0);
+                self.plane.fail_channel(f, l.forward());
+                self.plane.fail_channel(f, l.forward().reverse());
+            }
+            Fault::Switch(n) => {
+                self.plane.fail_node(f, n);
+                for p in f.node_ports(n) {
+                    if let Some(c) = f.out_channel(p) {
+                        chans.push(c.0);
+                        chans.push(c.reverse().0);
+                    }
+                }
+                let s = f.switch_index[n.idx()];
+                if s != NONE {
+                    self.sw_alive[s as usize] = false;
+                }
+            }
+        }
+        for &c in &chans {
+            self.alive[c as usize] = false;
+        }
+        let nvl = self.nvl;
+        // Hosts whose link died: their queues are lost, they stop sending.
+        for h in 0..self.hosts.len() {
+            if !self.alive[self.hosts[h].ch as usize] && self.hosts[h].alive {
+                self.hosts[h].alive = false;
+                let q = std::mem::take(&mut self.hosts[h].queue);
+                for p in q {
+                    self.drop_pkt(p, DropReason::SourceDown);
+                }
+            }
+        }
+        // A dead switch loses everything in its buffers.
+        if let Fault::Switch(n) = fault {
+            for p in f.node_ports(n) {
+                let Some(oc) = f.out_channel(p) else { continue };
+                let ic = oc.reverse().0 as usize;
+                for v in 0..nvl {
+                    if let Some(h) = self.inq.front(ic * nvl + v) {
+                        let out = self.pk[h as usize].out;
+                        if out != NONE {
+                            self.clear_req(ic as u32, v as u8, out);
+                        }
+                    }
+                    self.oq_mask[oc.idx()] = 0;
+                    for q in [
+                        self.inq.drain(ic * nvl + v),
+                        self.outq.drain(oc.idx() * nvl + v),
+                    ] {
+                        for pkt in q {
+                            self.drop_pkt(pkt, DropReason::SwitchDown);
+                        }
+                    }
+                }
+            }
+        }
+        // Outputs that died: their queues are dropped (or kept), heads routed to them too.
+        for &c in &chans {
+            let ci = c as usize;
+            let src = self.net.chans[ci].src_sw;
+            if src == NONE || !self.sw_alive[src as usize] || !self.cfg.model.drop_on_dead_port {
+                continue;
+            }
+            self.oq_mask[ci] = 0;
+            for v in 0..nvl {
+                let k = ci * nvl + v;
+                for pkt in self.outq.drain(k) {
+                    self.out_space[k] += self.pk[pkt as usize].cr as u32;
+                    self.drop_pkt(pkt, DropReason::DeadPort);
+                }
+            }
+            // Heads of the switch's inputs routed here.
+            let nports = self.net.ports(src);
+            for port in 1..nports {
+                let ic = self.net.in_channel(src, port as u8);
+                if ic == NONE || !self.alive[ic as usize] {
+                    continue;
+                }
+                for v in 0..nvl {
+                    let k = ic as usize * nvl + v;
+                    if let Some(p) = self.inq.front(k) {
+                        if self.pk[p as usize].out == c {
+                            let pk = self.pk[p as usize];
+                            self.inq.pop(k);
+                            self.clear_req(ic, v as u8, c);
+                            let at = self.now.max(pk.tail);
+                            self.return_credits(ic, v as u8, pk.cr, at);
+                            self.drop_pkt(p, DropReason::DeadPort);
+                            if let Some(o) = self.route_head(ic, v as u8) {
+                                self.arbitrate(o);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // ----- deadlock detection -----
+
+    /// Runs the exact check; returns true when the run must stop.
+    fn on_watchdog(&mut self) -> bool {
+        if self.cfg.check_invariants {
+            self.check_invariants();
+        }
+        let in_network = self.live - self.in_sources;
+        let stuck = self.progress == self.last_progress;
+        self.last_progress = self.progress;
+        if in_network > 0 {
+            if let Some(cycle) = self.find_deadlock() {
+                self.deadlock = Some((self.now, cycle));
+                return true;
+            }
+            if stuck && self.waiting_drain && self.computed {
+                // Nothing moves and nothing can drain: upload anyway.
+                self.waiting_drain = false;
+                self.log.drain_forced = true;
+                self.log.drained_at = Some(self.now);
+                self.begin_upload();
+            }
+        }
+        let next = self.now + self.cfg.t_watchdog;
+        if next < self.end {
+            self.q.push(next, ev(EV_WATCH, 0));
+        }
+        false
+    }
+
+    /// What a non-empty buffer's head waits for, when nothing pending can give it (see the
+    /// crate documentation): node `2k` is input buffer `k` = (channel, VL), `2k + 1` output
+    /// buffer `k`.
+    fn waits_for(&self, node: usize) -> Option<usize> {
+        let nvl = self.nvl;
+        let k = node / 2;
+        let (c, v) = (k / nvl, k % nvl);
+        if node & 1 == 0 {
+            let p = self.inq.front(k)?;
+            let pk = &self.pk[p as usize];
+            if pk.out == NONE {
+                return None;
+            }
+            let o = pk.out as usize;
+            let ko = o * nvl + pk.ovl as usize;
+            if !self.alive[o] || self.out_space[ko] >= pk.cr as u32 {
+                return None;
+            }
+            if self.busy[o] && self.send_vl[o] == pk.ovl {
+                return None;
+            }
+            Some(2 * ko + 1)
+        } else {
+            let p = self.outq.front(k)?;
+            let ch = self.net.chans[c];
+            if ch.dst_sw == NONE || !self.alive[c] {
+                return None;
+            }
+            let mut coming = self.credits[k] + self.cred_fly[k];
+            if self.xin_pkt[c] != NONE && self.xin_vl[c] as usize == v {
+                coming += self.xin_cr[c] as u32;
+            }
+            if coming >= self.pk[p as usize].cr as u32 || self.inq.len(k) == 0 {
+                return None;
+            }
+            Some(2 * k)
+        }
+    }
+
+    fn find_deadlock(&self) -> Option<Vec<BufferRef>> {
+        let n = self.net.chans.len() * self.nvl * 2;
+        let mut state = vec![0u8; n];
+        let mut path = Vec::new();
+        for start in 0..n {
+            if state[start] != 0 {
+                continue;
+            }
+            path.clear();
+            let mut at = Some(start);
+            while let Some(x) = at {
+                match state[x] {
+                    0 => {
+                        state[x] = 1;
+                        path.push(x);
+                        at = self.waits_for(x);
+                    }
+                    1 => {
+                        let i = path.iter().position(|&y| y == x).expect("on the path");
+                        return Some(self.describe_cycle(&path[i..]));
+                    }
+                    _ => break,
+                }
+            }
+            for &y in &path {
+                state[y] = 2;
+            }
+        }
+        None
+    }
+
+    /// The output buffers of a wait-for cycle as (switch, port, VL): each is the channel that
+    /// leaves the switch on that port on that VL, i.e. a vertex of the channel dependency
+    /// graph.
+    fn describe_cycle(&self, nodes: &[usize]) -> Vec<BufferRef> {
+        nodes
+            .iter()
+            .filter(|&&x| x % 2 == 1)
+            .map(|&x| {
+                let k = x / 2;
+                let c = k / self.nvl;
+                let ch = self.net.chans[c];
+                let node = self.f.node(self.f.switches[ch.src_sw as usize]);
+                BufferRef {
+                    switch: node.name.clone(),
+                    guid: format!("{:#018x}", node.guid),
+                    port: ch.src_port,
+                    vl: (k % self.nvl) as u8,
+                    channel: c as u32,
+                }
+            })
+            .collect()
+    }
+
+    // ----- invariants -----
+
+    /// Credits + in flight + buffered = capacity on every live (channel, VL) into a switch;
+    /// free space + queued + being sent = capacity on every switch output; every generated
+    /// packet is delivered, dropped, or somewhere. Recomputed from the packets themselves.
+    /// Panics on a violation.
+    pub fn check_invariants(&mut self) {
+        self.invariant_checks += 1;
+        self.check_requests();
+        let nvl = self.nvl;
+        let nch = self.net.chans.len();
+        let mut wire = vec![0u32; nch * nvl];
+        let (mut in_src, mut in_net) = (0u64, 0u64);
+        for pk in &self.pk {
+            match pk.state {
+                P_FREE => {}
+                P_SOURCE => in_src += 1,
+                P_WIRE => {
+                    wire[pk.ch as usize * nvl + pk.vl as usize] += pk.cr as u32;
+                    in_net += 1;
+                }
+                _ => in_net += 1,
+            }
+        }
+        let dropped: u64 = self.dropped.iter().sum();
+        assert_eq!(
+            self.generated,
+            self.delivered + dropped + in_src + in_net,
+            "generated = delivered + dropped + in network + in source queues"
+        );
+        assert_eq!(in_src, self.in_sources);
+        assert_eq!(
+            in_src,
+            self.hosts.iter().map(|h| h.queue.len() as u64).sum::<u64>()
+        );
+        for c in 0..nch {
+            let ch = self.net.chans[c];
+            if !self.alive[c] {
+                continue;
+            }
+            for v in 0..nvl {
+                let k = c * nvl + v;
+                if ch.dst_sw != NONE {
+                    let mut buffered: u32 = self
+                        .inq
+                        .iter(k)
+                        .map(|p| self.pk[p as usize].cr as u32)
+                        .sum();
+                    if self.xin_pkt[c] != NONE && self.xin_vl[c] as usize == v {
+                        buffered += self.xin_cr[c] as u32;
+                    }
+                    assert_eq!(
+                        self.credits[k] + wire[k] + buffered + self.cred_fly[k],
+                        self.in_cap,
+                        "credits + in flight + buffered = capacity on channel {c} VL {v}"
+                    );
+                }
+                if ch.src_sw != NONE {
+                    assert_eq!(
+                        self.oq_mask[c] >> v & 1 == 1,
+                        self.outq.len(k) > 0,
+                        "non-empty VL mask of channel {c}"
+                    );
+                    let queued: u32 = self
+                        .outq
+                        .iter(k)
+                        .map(|p| self.pk[p as usize].cr as u32)
+                        .sum();
+                    let sending = if self.busy[c] && self.send_vl[c] as usize == v {
+                        self.send_cr[c] as u32
+                    } else {
+                        0
+                    };
+                    assert_eq!(
+                        self.out_space[k] + queued + sending,
+                        self.out_cap,
+                        "output space on channel {c} VL {v}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The request bits are exactly the routed heads (checked with the invariants).
+    fn check_requests(&self) {
+        let nvl = self.nvl;
+        for (o, ch) in self.net.chans.iter().enumerate() {
+            if ch.src_sw == NONE || !self.alive[o] || !self.sw_alive[ch.src_sw as usize] {
+                continue;
+            }
+            for port in 1..self.net.ports(ch.src_sw) as usize {
+                let c = self.net.in_channel(ch.src_sw, port as u8);
+                for v in 0..nvl {
+                    let bit = port * nvl + v;
+                    let set = self.req[o * self.rw + bit / 64] >> (bit % 64) & 1 == 1;
+                    let routed = c != NONE
+                        && self
+                            .inq
+                            .front(c as usize * nvl + v)
+                            .is_some_and(|p| self.pk[p as usize].out == o as u32);
+                    assert_eq!(
+                        set, routed,
+                        "request bit of port {port} VL {v} at channel {o}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// How many times [`Sim::check_invariants`] ran (tests check that it did).
+    pub fn invariant_checks(&self) -> u64 {
+        self.invariant_checks
+    }
+
+    // ----- report -----
+
+    fn finish(self) -> Report {
+        let dropped_total: u64 = self.dropped.iter().sum();
+        let senders: Vec<usize> = (0..self.hosts.len())
+            .filter(|&h| self.hosts[h].dest.is_some())
+            .collect();
+        // Bytes per ps a sending host's link carries, summed over senders.
+        let rate: f64 = senders
+            .iter()
+            .map(|&h| 1.0 / self.quantum_of(h) as f64)
+            .sum();
+        let sw_busy: Vec<u64> = (0..self.net.chans.len())
+            .filter(|&c| self.net.chans[c].src_sw != NONE && self.net.chans[c].dst_sw != NONE)
+            .map(|c| self.busy_ps[c])
+            .collect();
+        let facts = RunFacts {
+            cfg: &self.cfg,
+            end: self.now,
+            hosts: self.hosts.len(),
+            senders: senders.len(),
+            vls: self.nvl,
+            rate,
+            generated: self.generated,
+            delivered: self.delivered,
+            dropped: self.dropped,
+            dropped_total,
+            in_network: self.live - self.in_sources,
+            in_sources: self.in_sources,
+            hops: self.hops,
+            events: self.events,
+            win_gen: self.win_gen_bytes,
+            win_inj: self.win_inj_bytes,
+            win_del: self.win_del_bytes,
+            bins: &self.bins,
+            lat: &self.lat,
+            net_lat: &self.net_lat,
+            deadlock: self.deadlock.clone(),
+            fault: self.fault.as_ref().map(|_| &self.log),
+            sw_busy: &sw_busy,
+            invariant_checks: self.invariant_checks,
+        };
+        report::build(facts)
+    }
+}
+
+/// Runs `routing` on `f` with `cfg` and an optional fault.
+pub fn simulate(
+    f: &Fabric,
+    routing: Routing,
+    cfg: Config,
+    fault: Option<FaultEvent>,
+) -> Result<Report, SimError> {
+    let mut s = Sim::new(f, routing, cfg)?;
+    if let Some(fe) = fault {
+        s = s.with_fault(fe)?;
+    }
+    Ok(s.run())
+}
