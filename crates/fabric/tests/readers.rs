@@ -521,10 +521,98 @@ fn ibnetdiscover_ends_disagree_on_speed() {
         "{SW_A}[1]\t\"S-000000000000000b\"[2]\t\t# \"B\" lid 2 4xEDR\n\n\
          {SW_B}[2]\t\"S-000000000000000a\"[1]\t\t# \"A\" lid 1 4xHDR\n"
     );
-    assert_err(
-        ibnd_str(&text),
-        7,
-        "disagree on the link speed (EDR vs HDR)",
+    // ibnetdiscover prints each end's own speed: the link loads at the lower one, and the
+    // warning names both lines.
+    let l = ibnd_str(&text).unwrap();
+    let f = &l.fabric;
+    let k = link_of(f, "S-000000000000000a", 1);
+    assert_eq!((k.width, k.speed), (fabric::Width::X4, fabric::Speed::Edr));
+    assert!(
+        l.warnings.iter().any(|w| w.starts_with("t.ibnd:")
+            && w.contains("(also listed at line ")
+            && w.contains(
+                "the ends disagree on the speed (EDR vs HDR); loaded at the lower, 4xEDR"
+            )),
+        "{:?}",
+        l.warnings
+    );
+}
+
+#[test]
+fn ibnetdiscover_ends_disagree_on_width_and_speed() {
+    let text = format!(
+        "{SW_A}[1]\t\"S-000000000000000b\"[2]\t\t# \"B\" lid 2 4xEDR\n\n\
+         {SW_B}[2]\t\"S-000000000000000a\"[1]\t\t# \"A\" lid 1 1xFDR\n"
+    );
+    let l = ibnd_str(&text).unwrap();
+    let k = link_of(&l.fabric, "S-000000000000000b", 2);
+    assert_eq!((k.width, k.speed), (fabric::Width::X1, fabric::Speed::Fdr));
+    let w: Vec<&String> = l
+        .warnings
+        .iter()
+        .filter(|w| w.contains("disagree"))
+        .collect();
+    assert_eq!(w.len(), 1, "one warning per link, not per end: {w:?}");
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, t)| t.starts_with("[1]") || t.starts_with("[2]"))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(
+        w[0].as_str(),
+        format!(
+            "t.ibnd:{}: link \"S-000000000000000a\"[1] - \"S-000000000000000b\"[2] (also listed at line {}): the ends disagree on the width (4x vs 1x), the ends disagree on the speed (EDR vs FDR); loaded at the lower, 1xFDR",
+            lines[0], lines[1]
+        )
+    );
+}
+
+/// A dump whose tabs were lost (copied from a terminal: `Switch41 "S-…"# …`,
+/// `[1]"H-…"[1](…) # …`) reads to the same fabric as the original, for every real dump.
+#[test]
+fn ibnetdiscover_dumps_without_their_tabs_give_the_same_fabric() {
+    let dir = testdata().join("real");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("ibnd") {
+            continue;
+        }
+        let bytes = std::fs::read(&p).unwrap();
+        let glued: Vec<u8> = bytes.iter().copied().filter(|&b| b != b'\t').collect();
+        if glued.len() == bytes.len() {
+            continue; // written with spaces only
+        }
+        assert_eq!(
+            detect(&glued),
+            Some(Format::Ibnetdiscover),
+            "{}",
+            p.display()
+        );
+        let a = ibnetdiscover::read(&bytes, "a", BuildOptions::default()).unwrap();
+        let b = ibnetdiscover::read(&glued, "b", BuildOptions::default())
+            .unwrap_or_else(|e| panic!("{} without tabs: {e}", p.display()));
+        assert_eq!(a.fabric.nodes, b.fabric.nodes, "{}", p.display());
+        assert_eq!(a.fabric.ports, b.fabric.ports, "{}", p.display());
+        assert_eq!(a.fabric.links, b.fabric.links, "{}", p.display());
+        n += 1;
+    }
+    assert!(n >= 5, "{n} real dumps with tabs");
+    // The hand-written glued lines of the issue, exactly.
+    let text = "Switch2 \"S-0c42a103009d6eb6\"# \"MF0;SLG04-16:MQM8700/U1\" enhanced port 0 lid 3894 lmc 0\n\
+                [1]\"H-1c34da0300a0b0c0\"[1](1c34da0300a0b0c1) # \"node 1\" lid 65535 4xHDR\n\n\
+                Ca1 \"H-1c34da0300a0b0c0\"# \"node 1\"\n\
+                [1](1c34da0300a0b0c1) \"S-0c42a103009d6eb6\"[1]# lid 7 lmc 0 \"MF0;SLG04-16:MQM8700/U1\" lid 3894 4xHDR\n";
+    let l = ibnd_str(text).unwrap();
+    assert_eq!(l.fabric.nodes.len(), 2);
+    assert_eq!(lid(&l.fabric, "H-1c34da0300a0b0c0", 1), 7);
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.contains("\"Switch2\": tabs lost")),
+        "{:?}",
+        l.warnings
     );
 }
 
@@ -913,13 +1001,13 @@ fn ibsim_contradictions() {
     );
     assert_err(ibsim_str(""), 0, "no nodes");
     assert_err(ibsim_str("# only a comment\n"), 0, "no nodes");
-    // A link to a node without a record: dropped with a warning.
-    let l = ibsim_str("Switch 4 \"A\"\n[1] \"ghost\"[1]\n").unwrap();
-    assert!(l.fabric.links.is_empty());
-    assert!(
-        l.warnings[0].starts_with("t.net:2: link \"A\"[1] - \"ghost\"[1] dropped"),
-        "{:?}",
-        l.warnings
+    // A link to a node the file never defines is an error, as in ibsim ("can't find remote
+    // node"); only ibnetdiscover dumps, which can be cut short, drop such links with a warning
+    // (ibnetdiscover_truncated_dump_loads_with_warnings).
+    assert_err(
+        ibsim_str("Switch 4 \"A\"\n[1] \"B\"[1]\n[2] \"ghost\"[1]\n\nHca 1 \"B\"\n[1] \"A\"[1]\n"),
+        3,
+        "\"A\"[2] is cabled to \"ghost\"[1], which the file never defines",
     );
 }
 

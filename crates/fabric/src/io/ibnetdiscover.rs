@@ -27,8 +27,8 @@
 //! warning; a far end whose record contradicts the line is an error.
 
 use super::diag::Loc;
-use super::records::Records;
-use super::syntax::{node_header, parse_header_rest, parse_port_comment};
+use super::records::{Combined, Records};
+use super::syntax::{glued_keyword, node_header, parse_header_rest, parse_port_comment};
 use super::text::{
     decode, excerpt, is_shell_prompt, is_tool_noise, parse_hex, port_num, trim, Cursor, Line, Lines,
 };
@@ -43,33 +43,55 @@ struct End {
     speed: Speed,
 }
 
-fn combine(a: &End, b: Option<&End>) -> Result<(Width, Speed), String> {
+/// A link's width and speed from its two ends. ibnetdiscover prints each port's own active
+/// width and speed; when the ends disagree (a port renegotiated, or a hand-edited example) the
+/// link runs at the lower of the two, and the note says so.
+fn combine(a: &End, b: Option<&End>) -> Result<Combined, String> {
     let Some(b) = b else {
-        return Ok((a.width, a.speed));
+        return Ok(Combined::agreed(a.width, a.speed));
     };
+    let mut notes = Vec::new();
     let width = match (a.width, b.width) {
         (Width::Unknown, w) | (w, Width::Unknown) => w,
         (x, y) if x == y => x,
         (x, y) => {
-            return Err(format!(
-                "the two ends disagree on the link width ({} vs {})",
+            notes.push(format!(
+                "the ends disagree on the width ({} vs {})",
                 x.as_str(),
                 y.as_str()
-            ))
+            ));
+            if x.lanes() <= y.lanes() {
+                x
+            } else {
+                y
+            }
         }
     };
     let speed = match (a.speed, b.speed) {
         (Speed::Unknown, s) | (s, Speed::Unknown) => s,
         (x, y) if x == y => x,
         (x, y) => {
-            return Err(format!(
-                "the two ends disagree on the link speed ({} vs {})",
+            notes.push(format!(
+                "the ends disagree on the speed ({} vs {})",
                 x.as_str(),
                 y.as_str()
-            ))
+            ));
+            if x.gbps_per_lane() <= y.gbps_per_lane() {
+                x
+            } else {
+                y
+            }
         }
     };
-    Ok((width, speed))
+    let note = (!notes.is_empty()).then(|| {
+        format!(
+            "{}; loaded at the lower, {}{}",
+            notes.join(", "),
+            width.as_str(),
+            speed.as_str()
+        )
+    });
+    Ok(Combined { width, speed, note })
 }
 
 /// The `…=` lines seen since the last header.
@@ -92,6 +114,8 @@ struct Reader {
     stray: usize,
     stray_first: usize,
     stray_last: usize,
+    /// A glued header was seen (warned once).
+    glued: bool,
 }
 
 const KEYS: [&str; 6] = [
@@ -114,6 +138,7 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
         stray: 0,
         stray_first: 0,
         stray_last: 0,
+        glued: false,
     };
     for line in Lines::new(&text) {
         r.line(line)?;
@@ -178,16 +203,35 @@ impl Reader {
                 return self.id_line(key, c, at);
             }
         }
-        let kind = match word {
+        let kind_of = |w: &str| match w {
             "Switch" => Some(NodeKind::Switch),
             "Ca" | "Hca" => Some(NodeKind::Ca),
             "Rt" => Some(NodeKind::Router),
             _ => None,
         };
-        if let Some(kind) = kind {
+        if let Some(kind) = kind_of(word) {
             if c.peek().is_some_and(|b| b == b' ' || b == b'\t') {
                 self.started = true;
                 return self.header(kind, word, c, at);
+            }
+        }
+        // `Switch41 "S-…"# …`: the tabs were lost (a dump copied from a terminal).
+        if let Some(kw) = glued_keyword(word) {
+            if c.at_end()
+                || c.peek()
+                    .is_some_and(|b| b == b' ' || b == b'\t' || b == b'"')
+            {
+                if !self.glued {
+                    self.glued = true;
+                    self.rec.warn(
+                        at,
+                        format!("node headers run together with their port counts ({word:?}: tabs lost, a dump copied from a terminal?); read as if separated"),
+                    );
+                }
+                let mut c = Cursor::new(t);
+                c.advance(kw.len());
+                self.started = true;
+                return self.header(kind_of(kw).expect("keyword"), kw, c, at);
             }
         }
         if t.starts_with('[') {

@@ -26,7 +26,7 @@
 //!   with a warning); `@alias` lines are not supported and skipped with a warning.
 
 use super::diag::Loc;
-use super::records::Records;
+use super::records::{Combined, Records};
 use super::syntax::{node_header, parse_header_rest, parse_port_comment};
 use super::text::{
     decode, excerpt, is_shell_prompt, is_tool_noise, parse_num, port_num, trim, Cursor, Lines,
@@ -165,8 +165,10 @@ pub fn read(
     opts: BuildOptions,
 ) -> Result<Loaded, ParseError> {
     let start = [0x200000, 0x100000, 0];
+    let mut rec = Records::new(file, opts);
+    rec.undefined_far_is_error = true;
     let mut sim = Sim {
-        rec: Records::new(file, opts),
+        rec,
         include,
         next: start,
         base: start,
@@ -184,7 +186,7 @@ pub fn read(
     sim.parse(bytes, 0)?;
     let far_default = sim.defaults;
     sim.rec.finish(
-        |a, b| active(a, b.unwrap_or(&far_default)),
+        |a, b| active(a, b.unwrap_or(&far_default)).map(|(w, s)| Combined::agreed(w, s)),
         "no nodes: expected ibsim net records (Switch/Hca/Ca/Rt)",
     )
 }

@@ -145,6 +145,7 @@ pub fn detect(bytes: &[u8]) -> Option<Format> {
             continue;
         }
         let word = t.split([' ', '\t', '=', '"']).next().unwrap_or("");
+        let word = syntax::glued_keyword(word).unwrap_or(word);
         match word {
             // ibnetdiscover never writes `Hca`; ibsim files may use ibnetdiscover-style ids.
             "Hca" => return Some(Format::IbsimNet),

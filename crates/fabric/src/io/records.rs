@@ -25,6 +25,25 @@ pub(crate) struct PortLine<T> {
     pub data: T,
 }
 
+/// What [`Records::finish`]'s `combine` makes of a link's two ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Combined {
+    pub width: Width,
+    pub speed: Speed,
+    /// Set when the ends disagree and the link was given the lower of the two.
+    pub note: Option<String>,
+}
+
+impl Combined {
+    pub fn agreed(width: Width, speed: Speed) -> Combined {
+        Combined {
+            width,
+            speed,
+            note: None,
+        }
+    }
+}
+
 /// Nodes read so far plus the pending port lines; see the module docs.
 #[derive(Debug)]
 pub(crate) struct Records<T> {
@@ -33,6 +52,10 @@ pub(crate) struct Records<T> {
     pub parents: Vec<Option<Loc>>,
     pub b: FabricBuilder,
     pub warnings: Warnings,
+    /// A port line cabled to a node the file never defines: an error when set (ibsim net
+    /// files, which ibsim itself refuses: "can't find remote node"), else the link is dropped
+    /// with a warning (ibnetdiscover dumps, which can be cut short).
+    pub undefined_far_is_error: bool,
     opts: BuildOptions,
     node_at: Vec<Loc>,
     slot_base: Vec<u32>,
@@ -51,6 +74,7 @@ impl<T> Records<T> {
             parents: vec![None],
             b: FabricBuilder::new(),
             warnings: Warnings::default(),
+            undefined_far_is_error: false,
             opts,
             node_at: Vec::new(),
             slot_base: Vec::new(),
@@ -386,11 +410,12 @@ impl<T> Records<T> {
     }
 
     /// Resolves every port line, checks that the two ends of each link agree, connects, and
-    /// builds. `combine(this_end, far_end)` gives the link's width and speed (or a message);
-    /// `far_end` is `None` when only one end lists the link.
+    /// builds. `combine(this_end, far_end)` gives the link's width and speed and, when the ends
+    /// disagree in a way the format tolerates, a note (warned about with both lines), or an
+    /// error message; `far_end` is `None` when only one end lists the link.
     pub fn finish(
         mut self,
-        mut combine: impl FnMut(&T, Option<&T>) -> Result<(Width, Speed), String>,
+        mut combine: impl FnMut(&T, Option<&T>) -> Result<Combined, String>,
         no_nodes: &str,
     ) -> Result<Loaded, ParseError> {
         if self.node_at.is_empty() {
@@ -401,6 +426,17 @@ impl<T> Records<T> {
         for (i, pl) in lines.iter().enumerate() {
             let rname = Self::remote_name(&names, pl);
             let Some(r) = self.b.find_name(rname) else {
+                if self.undefined_far_is_error {
+                    return Err(self.err(
+                        pl.at,
+                        format!(
+                            "{:?}[{}] is cabled to {rname:?}[{}], which the file never defines (expected a Switch/Hca/Ca/Rt record named {rname:?}, here or in an included file)",
+                            self.name(pl.node),
+                            pl.port,
+                            pl.remote_port
+                        ),
+                    ));
+                }
                 let msg = format!(
                     "link {:?}[{}] - {rname:?}[{}] dropped: {rname:?} has no record in the file",
                     self.name(pl.node),
@@ -477,7 +513,19 @@ impl<T> Records<T> {
                 }
             }
             let (width, speed) = match combine(&pl.data, far.map(|q| &q.data)) {
-                Ok(ws) => ws,
+                Ok(c) => {
+                    if let (Some(note), Some(q)) = (c.note, far) {
+                        let msg = format!(
+                            "link {:?}[{}] - {rname:?}[{}] (also listed at {}): {note}",
+                            self.name(pl.node),
+                            pl.port,
+                            pl.remote_port,
+                            self.rel(q.at, pl.at),
+                        );
+                        self.warn(pl.at, msg);
+                    }
+                    (c.width, c.speed)
+                }
                 Err(m) => {
                     let at = far.map_or(pl.at, |q| q.at);
                     return Err(self.err(

@@ -38,6 +38,16 @@ pub fn node_header<'a>(
     }
 }
 
+/// A node keyword glued to its port count, as in a dump whose tabs were lost when it was
+/// copied from a terminal (`Switch41` for `Switch<TAB>41`): the keyword, when `word` is one
+/// of `Switch`, `Ca`, `Hca`, `Rt` followed by decimal digits only.
+pub fn glued_keyword(word: &str) -> Option<&'static str> {
+    ["Switch", "Hca", "Ca", "Rt"].into_iter().find(|kw| {
+        word.strip_prefix(kw)
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
 /// Width and speed from an ibnetdiscover token such as `4xEDR`, `12xQDR`, `4x???`, `?????`.
 pub fn parse_width_speed(tok: &str) -> Option<(Width, Speed)> {
     let (w, s) = if let Some(rest) = tok.strip_prefix("??") {
@@ -200,6 +210,17 @@ pub fn parse_header_rest(rest: &str) -> Result<HeaderComment<'_>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn glued_keywords() {
+        assert_eq!(glued_keyword("Switch41"), Some("Switch"));
+        assert_eq!(glued_keyword("Ca2"), Some("Ca"));
+        assert_eq!(glued_keyword("Hca1"), Some("Hca"));
+        assert_eq!(glued_keyword("Rt8"), Some("Rt"));
+        assert_eq!(glued_keyword("Switch"), None);
+        assert_eq!(glued_keyword("Switch4x"), None);
+        assert_eq!(glued_keyword("Cable3"), None);
+    }
 
     #[test]
     fn width_speed_tokens() {
