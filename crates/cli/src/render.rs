@@ -13,10 +13,25 @@ pub enum To {
 
 /// Renders a fabric in the requested format.
 pub fn render(f: &Fabric, to: To) -> Result<String> {
+    Ok(render_lossy(f, to, false)?.0)
+}
+
+/// Renders a fabric; with `lossy`, an ibsim net file is written even when it cannot carry
+/// everything, and what it lost is returned (one line per item). Without it such a fabric is
+/// an error that points at `--lossy`.
+pub fn render_lossy(f: &Fabric, to: To, lossy: bool) -> Result<(String, Vec<String>)> {
     Ok(match to {
-        To::Ibsim => fabric::io::writers::to_ibsim(f)
+        To::Ibsim if lossy => fabric::io::writers::to_ibsim_lossy(f)
             .map_err(|e| anyhow::anyhow!("cannot write an ibsim net file: {e}"))?,
-        To::Ibnetdiscover => fabric::io::writers::to_ibnetdiscover(f),
-        To::Json => fabric::io::writers::to_json(f),
+        To::Ibsim => match fabric::io::writers::to_ibsim(f) {
+            Ok(t) => (t, Vec::new()),
+            Err(fabric::io::writers::WriteError::Lossy { count, first }) => anyhow::bail!(
+                "an ibsim net file cannot carry everything in this fabric ({count} item(s), first: {first}); \
+                 give --lossy to write it anyway and list what is lost"
+            ),
+            Err(e) => anyhow::bail!("cannot write an ibsim net file: {e}"),
+        },
+        To::Ibnetdiscover => (fabric::io::writers::to_ibnetdiscover(f), Vec::new()),
+        To::Json => (fabric::io::writers::to_json(f), Vec::new()),
     })
 }

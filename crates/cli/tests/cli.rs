@@ -644,3 +644,60 @@ fn failing_the_same_link_twice_is_an_error() {
     );
     assert!(out.join("summary.json").exists());
 }
+
+/// `convert --to ibsim` refuses a fabric an ibsim file cannot carry and points at `--lossy`,
+/// which writes the file and lists what was lost (also in `--json`); the file reads back.
+#[test]
+fn convert_to_ibsim_lossy_lists_what_is_lost() {
+    let d = tmp("lossy");
+    let real = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/real/tartu_sx6036_fdr_8sw_144hca.ibnd")
+        .display()
+        .to_string();
+    let out = d.join("t.net");
+    let o = fr(&[
+        "convert",
+        &real,
+        "--to",
+        "ibsim",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("give --lossy to write it anyway"), "{err}");
+    assert!(!out.exists());
+    let o = fr(&[
+        "convert",
+        &real,
+        "--to",
+        "ibsim",
+        "--lossy",
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lost = v["lost"].as_array().unwrap();
+    assert!(
+        lost.iter().any(|l| l
+            .as_str()
+            .unwrap()
+            .contains("speed FDR10 is written as QDR")),
+        "{lost:?}"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "--lossy: the file does not carry {} item(s)",
+            lost.len()
+        )),
+        "{err}"
+    );
+    let o = fr(&["info", out.to_str().unwrap(), "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["switches"], 8);
+    assert_eq!(v["cas"], 144);
+}

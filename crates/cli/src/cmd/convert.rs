@@ -1,6 +1,6 @@
 //! `fabroute convert IN -o OUT --to ibsim|ibnetdiscover|json`.
 
-use crate::render::{render, To};
+use crate::render::{render_lossy, To};
 use crate::util::{load_fabric, write_atomic};
 use anyhow::Result;
 use fabric::BuildOptions;
@@ -17,18 +17,35 @@ pub struct Args {
     /// Output format.
     #[arg(long)]
     pub to: To,
+    /// With --to ibsim: write what an ibsim net file can express even when it cannot carry
+    /// everything (port GUIDs ibsim derives differently, FDR10/NDR speeds, LIDs of uncabled
+    /// ports, long descriptions), and list what was lost (also in --json).
+    #[arg(long)]
+    pub lossy: bool,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let loaded = load_fabric(&a.input, BuildOptions::default())?;
-    let text = render(&loaded.fabric, a.to)?;
+    let (text, lost) = render_lossy(&loaded.fabric, a.to, a.lossy)?;
     write_atomic(&a.output, text.as_bytes())?;
-    eprintln!(
+    crate::out::stderr_line(&format!(
         "wrote {} ({} switches, {} end ports)",
         a.output.display(),
         loaded.fabric.num_switches(),
         loaded.fabric.end_ports.len()
-    );
+    ));
+    if !lost.is_empty() {
+        crate::out::stderr_line(&format!(
+            "fabroute: --lossy: the file does not carry {} item(s):",
+            lost.len()
+        ));
+        for l in lost.iter().take(50) {
+            crate::out::stderr_line(&format!("  {l}"));
+        }
+        if lost.len() > 50 {
+            crate::out::stderr_line(&format!("  … and {} more (all in --json)", lost.len() - 50));
+        }
+    }
     if crate::out::json() {
         crate::out::document(&serde_json::json!({
             "input": a.input.display().to_string(),
@@ -36,6 +53,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "format": format!("{:?}", a.to).to_lowercase(),
             "switches": loaded.fabric.num_switches(),
             "end_ports": loaded.fabric.end_ports.len(),
+            "lost": lost,
         }))?;
     }
     Ok(ExitCode::SUCCESS)

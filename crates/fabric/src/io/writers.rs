@@ -352,6 +352,69 @@ pub(crate) fn check_guids(
     Ok(())
 }
 
+/// For a lossy ibsim file: gives every node whose GUIDs in the file (its node GUID and the port
+/// GUIDs ibsim derives from it) would meet another node's a fresh GUID, in `order`, and lists
+/// each change in `lost`. Real fabrics have such pairs (two single-port CA nodes with
+/// consecutive node GUIDs: ibsim's port 1 GUID of the first is the second's node GUID). When a
+/// GUID changes every node gets an explicit GUID line, so ibsim's counters need not follow.
+pub(crate) fn separate_ibsim_guids(
+    f: &Fabric,
+    order: &[NodeId],
+    eff: &mut EffGuids,
+    lost: &mut Vec<String>,
+) -> Result<(), WriteError> {
+    let claims = |n: NodeId, g: u64| -> Vec<u64> {
+        let node = &f.nodes[n.idx()];
+        let mut v = vec![g];
+        if node.kind != NodeKind::Switch {
+            v.extend((1..=node.nports).map(|p| default_port_guid(node.kind, g, p)));
+        }
+        v
+    };
+    let mut owner: rustc_hash::FxHashMap<u64, NodeId> = Default::default();
+    let mut used: FxHashSet<u64> = FxHashSet::default();
+    for &n in order {
+        for g in claims(n, eff.node[n.idx()]) {
+            used.insert(g);
+        }
+    }
+    let mut changed = false;
+    for &n in order {
+        let g = eff.node[n.idx()];
+        let clash = claims(n, g)
+            .into_iter()
+            .find_map(|c| owner.get(&c).copied().filter(|&o| o != n));
+        let g = match clash {
+            None => g,
+            Some(o) => {
+                let node = &f.nodes[n.idx()];
+                let fresh = free_guid(&used, ibsim_guid_base(node.kind).max(g), guid_span(node))
+                    .ok_or_else(|| WriteError::NoFreeGuid {
+                        name: node.name.clone(),
+                    })?;
+                for c in claims(n, fresh) {
+                    used.insert(c);
+                }
+                lost.push(format!(
+                    "node {:?}: GUID {g:#x} becomes {fresh:#x} (the port GUIDs ibsim derives from it would meet those of {:?})",
+                    node.name,
+                    f.nodes[o.idx()].name
+                ));
+                eff.node[n.idx()] = fresh;
+                changed = true;
+                fresh
+            }
+        };
+        for c in claims(n, g) {
+            owner.insert(c, n);
+        }
+    }
+    if changed {
+        eff.needs_line.iter_mut().for_each(|b| *b = true);
+    }
+    Ok(())
+}
+
 /// The lowest `g >= start` (wrapping around once, never 0) such that `g..=g + span` holds no
 /// used value and does not overflow.
 fn free_guid(used: &FxHashSet<u64>, start: u64, span: u64) -> Option<u64> {

@@ -22,7 +22,7 @@
 
 use super::{
     check_consistent, check_ibsim_port_guids, clean_desc, default_port_guid, effective_guids,
-    link_of, peer, port_of, WriteError,
+    link_of, peer, port_of, separate_ibsim_guids, WriteError,
 };
 use crate::model::*;
 use std::fmt::Write as _;
@@ -126,9 +126,10 @@ pub fn to_ibsim_lossy(f: &Fabric) -> Result<(String, Vec<String>), WriteError> {
         }
     }
     let order: Vec<NodeId> = (0..f.nodes.len() as u32).map(NodeId).collect();
-    let eff = effective_guids(f, &order)?;
-    check_ibsim_port_guids(f, &eff)?;
+    let mut eff = effective_guids(f, &order)?;
     let mut lost = Vec::new();
+    separate_ibsim_guids(f, &order, &mut eff, &mut lost)?;
+    check_ibsim_port_guids(f, &eff)?;
     let mut out = String::new();
 
     let nports: usize = f

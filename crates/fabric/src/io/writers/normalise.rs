@@ -4,7 +4,8 @@
 use super::ibsim::{ibsim_desc, ibsim_speed};
 use super::{
     check_consistent, check_guids, check_ibsim_port_guids, clean_desc, default_port_guid,
-    eff_port_guid, effective_guids, rebuild, EffGuids, LinkSpec, NodeSpec, WriteError,
+    eff_port_guid, effective_guids, rebuild, separate_ibsim_guids, EffGuids, LinkSpec, NodeSpec,
+    WriteError,
 };
 use crate::builder::BuildError;
 use crate::model::*;
@@ -46,7 +47,8 @@ pub fn canonical_link_order(f: &Fabric) -> Result<Fabric, BuildError> {
 pub fn normalise_ibsim(f: &Fabric) -> Result<Fabric, WriteError> {
     check_consistent(f).map_err(WriteError::Inconsistent)?;
     let order: Vec<NodeId> = (0..f.nodes.len() as u32).map(NodeId).collect();
-    let eff = effective_guids(f, &order)?;
+    let mut eff = effective_guids(f, &order)?;
+    separate_ibsim_guids(f, &order, &mut eff, &mut Vec::new())?;
     check_ibsim_port_guids(f, &eff)?;
     let nodes = order
         .iter()
