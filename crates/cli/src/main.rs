@@ -36,6 +36,10 @@ struct Cli {
     /// Print one JSON document (the command's summary) on stdout; human text goes to stderr.
     #[arg(long, global = true)]
     json: bool,
+    /// Largest input file read (K, M, G suffixes); larger inputs are refused before they are
+    /// read. Any input file may be `-` for standard input (once per run).
+    #[arg(long, global = true, value_name = "SIZE", default_value = "4G", value_parser = util::parse_size)]
+    max_input: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -68,6 +72,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     out::set_json(cli.json);
+    util::set_max_input(cli.max_input);
     if let Some(t) = cli.threads {
         // Ignore the error if a pool was already built (cannot happen here).
         let _ = rayon::ThreadPoolBuilder::new()

@@ -6,19 +6,135 @@ use fabric::BuildOptions;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-/// Reads a fabric file in any supported format; `include` directives resolve relative to the
-/// file's directory. Warnings are printed to stderr.
+/// The largest input file read (`--max-input`); larger ones are refused before they are read.
+static MAX_INPUT: AtomicU64 = AtomicU64::new(DEFAULT_MAX_INPUT);
+/// Whether standard input (`-`) has been read already: it can be read once.
+static STDIN_TAKEN: AtomicBool = AtomicBool::new(false);
+/// Default `--max-input`: 4 GiB (an LFT dump of a 13,824-HCA fat tree is about 1 GB).
+pub const DEFAULT_MAX_INPUT: u64 = 4 << 30;
+
+pub fn set_max_input(bytes: u64) {
+    MAX_INPUT.store(bytes, Relaxed);
+}
+
+/// Parses a size such as `4G`, `512M`, `100k` or `123456` (binary multiples).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                _ => return Err(format!("{s:?}: unknown size unit {c:?} (K, M, G, T)")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{s:?}: expected a size such as 4G, 512M or 1000000"))
+}
+
+/// A size in the largest binary unit that divides it (`4G`, `512M`, `1000`).
+pub fn human_size(n: u64) -> String {
+    for (shift, u) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if n >= 1 << shift && n % (1 << shift) == 0 {
+            return format!("{}{u}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+/// How an input path is named in messages: `<stdin>` for `-`.
+pub fn input_name(path: &Path) -> String {
+    if is_stdin(path) {
+        "<stdin>".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Reads an input file, or standard input for `-` (once per run). Inputs above `--max-input`
+/// are refused with a message saying how to raise the limit, before they fill memory.
+pub fn read_input(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let max = MAX_INPUT.load(Relaxed);
+    let too_big = |size: Option<u64>| {
+        let (what, want) = match size {
+            Some(n) => (format!("is {n} bytes, above"), n),
+            None => ("holds more than".to_string(), max.saturating_mul(4)),
+        };
+        anyhow::anyhow!(
+            "{} {what} the input limit of {} (raise it with --max-input, e.g. --max-input {})",
+            input_name(path),
+            human_size(max),
+            human_size(want.next_power_of_two())
+        )
+    };
+    if is_stdin(path) {
+        if STDIN_TAKEN.swap(true, Relaxed) {
+            crate::usage_bail!("only one input can be read from standard input (`-`)");
+        }
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(max + 1)
+            .read_to_end(&mut bytes)
+            .context("cannot read standard input")?;
+        if bytes.len() as u64 > max {
+            return Err(too_big(None));
+        }
+        return Ok(bytes);
+    }
+    let meta = fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if meta.is_dir() {
+        anyhow::bail!("cannot read {}: it is a directory", path.display());
+    }
+    if meta.len() > max {
+        return Err(too_big(Some(meta.len())));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    fs::File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.len() as u64 > max {
+        return Err(too_big(None));
+    }
+    Ok(bytes)
+}
+
+/// Reads a fabric file (or `-`) in any supported format; `include` directives resolve relative
+/// to the file's directory (the current one for standard input). Warnings go to stderr.
 pub fn load_fabric(path: &Path, opts: BuildOptions) -> Result<Loaded> {
-    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let bytes = read_input(path)?;
+    load_fabric_bytes(path, &bytes, opts)
+}
+
+/// [`load_fabric`] on bytes already read from `path`.
+pub fn load_fabric_bytes(path: &Path, bytes: &[u8], opts: BuildOptions) -> Result<Loaded> {
+    let dir = if is_stdin(path) {
+        PathBuf::new()
+    } else {
+        path.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
     let mut resolver = |name: &str| -> Result<(String, Vec<u8>), String> {
         let p: PathBuf = dir.join(name);
-        fs::read(&p)
+        read_input(&p)
             .map(|b| (p.display().to_string(), b))
-            .map_err(|e| format!("cannot read included file {}: {e}", p.display()))
+            .map_err(|e| format!("cannot read included file {}: {e:#}", p.display()))
     };
-    let loaded = io::read(&bytes, &path.display().to_string(), &mut resolver, opts)?;
+    let loaded = io::read(bytes, &input_name(path), &mut resolver, opts)?;
     for w in &loaded.warnings {
         crate::warn!("{w}");
     }
@@ -46,8 +162,8 @@ pub fn read_guid_file(
     f: &fabric::Fabric,
     list: GuidList,
 ) -> Result<Vec<u64>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = read_input(path)?;
+    let text = String::from_utf8_lossy(&bytes);
     let mut v = Vec::new();
     let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -62,14 +178,14 @@ pub fn read_guid_file(
             .with_context(|| {
                 format!(
                     "{}:{}: expected a GUID like 0x0002c90300a1b2c4, found {tok:?}",
-                    path.display(),
+                    input_name(path),
                     i + 1
                 )
             })?;
         v.push(g);
         lines.push(i + 1);
     }
-    let shown = path.display();
+    let shown = input_name(path);
     if v.is_empty() {
         anyhow::bail!("{shown}: no GUID in the file (expected one 0x<GUID> per line)");
     }

@@ -701,3 +701,78 @@ fn convert_to_ibsim_lossy_lists_what_is_lost() {
     assert_eq!(v["switches"], 8);
     assert_eq!(v["cas"], 144);
 }
+
+/// `-` reads an input from standard input (once per run); inputs above `--max-input` are
+/// refused clearly (exit 3) before they are read; a bad size is a usage error.
+#[test]
+fn stdin_inputs_and_the_input_size_limit() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let d = tmp("stdin");
+    let net = example("torus2d_4x4_h2.net");
+    let with_stdin = |args: &[&str], input: &[u8]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_fabroute"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The command may refuse before reading everything: ignore a broken pipe.
+        let _ = c.stdin.take().unwrap().write_all(input);
+        c.wait_with_output().unwrap()
+    };
+    let bytes = std::fs::read(&net).unwrap();
+    let o = with_stdin(&["info", "-", "--json"], &bytes);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["switches"], 16);
+    // Tables from standard input, the fabric from a file.
+    let r = d.join("r");
+    assert_eq!(
+        fr(&["route", &net, "-R", "updn", "-o", r.to_str().unwrap()])
+            .status
+            .code(),
+        Some(0)
+    );
+    let lfts = std::fs::read(r.join("opensm-lfts.dump")).unwrap();
+    let lst = r.join("opensm-subnet.lst");
+    let o = with_stdin(
+        &["check", lst.to_str().unwrap(), "--lfts", "-", "--json"],
+        &lfts,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["deadlock_free"], true);
+    // Standard input twice is a usage error.
+    let o = with_stdin(&["check", "-", "--lfts", "-"], &bytes);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("only one input can be read from standard input"));
+    // The size limit, on a file and on standard input.
+    let o = fr(&["info", &net, "--max-input", "1K"]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("is {} bytes, above the input limit of 1K (raise it with --max-input, e.g. --max-input 8K)", bytes.len())),
+        "{err}"
+    );
+    let o = with_stdin(&["info", "-", "--max-input", "2K"], &bytes);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("<stdin> holds more than the input limit of 2K"));
+    assert_eq!(
+        fr(&["info", &net, "--max-input", "2Q"]).status.code(),
+        Some(2)
+    );
+}

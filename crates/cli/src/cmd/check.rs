@@ -1,7 +1,7 @@
 //! `fabroute check` (path walk + credit-loop check of given tables) and `fabroute stats`
 //! (route metrics of given tables).
 
-use crate::util::{load_fabric, spinner, write_atomic};
+use crate::util::{input_name, is_stdin, load_fabric_bytes, read_input, spinner, write_atomic};
 use anyhow::{Context, Result};
 use fabric::{BuildOptions, Fabric};
 use routing::cdg::{self, CheckReport};
@@ -87,31 +87,38 @@ impl SetInfo {
     }
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
-}
-
-/// Loads the fabric and the tables, printing reader warnings.
+/// Loads the fabric and the tables, printing reader warnings. Any one of the files may be `-`
+/// (standard input).
 pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
-    let set = SetInfo::beside(&t.lfts)?;
+    let set = if is_stdin(&t.lfts) {
+        None
+    } else {
+        SetInfo::beside(&t.lfts)?
+    };
+    let fabric_bytes = read_input(&t.fabric)?;
+    let sl2vl = t.sl2vl.as_ref().map(|p| read_input(p)).transpose()?;
+    let psl = t.psl.as_ref().map(|p| read_input(p)).transpose()?;
     if let Some(s) = &set {
-        s.verify(&t.fabric, &read(&t.fabric)?)?;
-        for p in [&t.sl2vl, &t.psl].into_iter().flatten() {
-            s.verify(p, &read(p)?)?;
+        s.verify(&t.fabric, &fabric_bytes)?;
+        for (p, b) in [(&t.sl2vl, &sl2vl), (&t.psl, &psl)] {
+            if let (Some(p), Some(b)) = (p, b) {
+                s.verify(p, b)?;
+            }
         }
     }
-    let mut f = load_fabric(&t.fabric, BuildOptions::default())?.fabric;
+    let mut f = load_fabric_bytes(&t.fabric, &fabric_bytes, BuildOptions::default())?.fabric;
+    drop(fabric_bytes);
     let lmc = t.lmc.or(set.as_ref().and_then(|s| s.lmc)).unwrap_or(0);
     if lmc > 0 {
         f = f
             .with_end_lmc(lmc)
             .map_err(|e| anyhow::anyhow!("{}: LMC {lmc}: {e}", t.fabric.display()))?;
     }
-    let bytes = read(&t.lfts)?;
+    let bytes = read_input(&t.lfts)?;
     if let Some(s) = &set {
         s.verify(&t.lfts, &bytes)?;
     }
-    let name = t.lfts.display().to_string();
+    let name = input_name(&t.lfts);
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
     let load = if text.contains("dump_ucast_routes") {
         read_fdbs(&bytes, &name, &f)?
@@ -122,15 +129,16 @@ pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
         crate::warn!("{w}");
     }
     let mut r = load.routing;
-    if let Some(p) = &t.sl2vl {
-        let l = read_sl2vl(&read(p)?, &p.display().to_string(), &f)?;
+    drop(bytes);
+    if let (Some(p), Some(b)) = (&t.sl2vl, &sl2vl) {
+        let l = read_sl2vl(b, &input_name(p), &f)?;
         for w in &l.warnings {
             crate::warn!("{w}");
         }
         r.sl2vl = l.sl2vl;
     }
-    if let Some(p) = &t.psl {
-        let l = read_psl(&read(p)?, &p.display().to_string(), &f)?;
+    if let (Some(p), Some(b)) = (&t.psl, &psl) {
+        let l = read_psl(b, &input_name(p), &f)?;
         for w in &l.warnings {
             crate::warn!("{w}");
         }

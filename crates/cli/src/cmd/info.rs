@@ -24,7 +24,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         crate::out::document(&s)?;
         return Ok(ExitCode::SUCCESS);
     }
-    crate::say!("fabric            {}", a.file.display());
+    crate::say!("fabric            {}", crate::util::input_name(&a.file));
     if !s.kind.is_empty() {
         crate::say!("kind              {}", s.kind);
     }
