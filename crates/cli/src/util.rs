@@ -45,7 +45,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// A size in the largest binary unit that divides it (`4G`, `512M`, `1000`).
 pub fn human_size(n: u64) -> String {
     for (shift, u) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("{}{u}", n >> shift);
         }
     }

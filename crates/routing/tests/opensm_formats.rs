@@ -903,6 +903,18 @@ fn lft_errors() {
     let (l, m) = err_of(read_lfts(format!("{h}0xc000 1\n").as_bytes(), "x", &f));
     assert_eq!(l, 2);
     assert!(m.contains("not a unicast LID"), "{m}");
+    // Also with a `portguid` comment, which remaps LIDs within the port's LMC range: the LID
+    // as written is checked first.
+    let pg = " # Switch portguid 0x00000000000000a0: 'sw A'";
+    for (lid, what) in [
+        ("0xFFFFF", "LID 0xfffff is wider than 16 bits"),
+        ("0xC000", "LID 0xc000 is not a unicast LID"),
+        ("0x10000", "wider than 16 bits"),
+    ] {
+        let (l, m) = err_of(read_lfts(format!("{h}{lid} 000{pg}\n").as_bytes(), "x", &f));
+        assert_eq!(l, 2, "{m}");
+        assert!(m.contains(what), "{m} lacks {what:?}");
+    }
 }
 
 #[test]
@@ -944,6 +956,19 @@ fn fdbs_errors() {
     );
     let d = read_fdbs(ok.as_bytes(), "ok", &f).unwrap();
     assert_eq!(&d.routing.lft_of(0)[..5], &[255, 255, 255, 255, 2]);
+    // LIDs too wide or not unicast are named as such.
+    for (lid, what) in [
+        ("0xFFFFF", "wider than 16 bits"),
+        ("0xC000", "not a unicast LID"),
+    ] {
+        let (l, m) = err_of(read_fdbs(
+            format!("{h}{lid} : 001 : 01 : yes\n").as_bytes(),
+            "x",
+            &f,
+        ));
+        assert_eq!(l, 3, "{m}");
+        assert!(m.contains(what), "{m} lacks {what:?}");
+    }
 }
 
 #[test]

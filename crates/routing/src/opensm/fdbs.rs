@@ -353,11 +353,14 @@ pub fn read_fdbs(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
             .map(str::trim_start)
             .ok_or_else(|| perr(file, ln, "expected ` : ` after the LID"))?;
         if lid > max_lid as u64 {
-            return Err(perr(
-                file,
-                ln,
-                format!("LID 0x{lid:04X} is beyond the fabric's highest LID 0x{max_lid:04X}"),
-            ));
+            let why = if lid > 0xFFFF {
+                format!("LID 0x{lid:X} is wider than 16 bits")
+            } else if lid > fabric::MAX_UNICAST_LID as u64 {
+                format!("LID 0x{lid:04X} is not a unicast LID (at most 0xBFFF)")
+            } else {
+                format!("LID 0x{lid:04X} is beyond the fabric's highest LID 0x{max_lid:04X}")
+            };
+            return Err(perr(file, ln, why));
         }
         if rest.starts_with("UNREACHABLE") {
             continue;

@@ -221,6 +221,21 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
                 ),
             ));
         }
+        // The LID as written must be a unicast LID, before any remapping by the comment.
+        if lid > 0xFFFF {
+            return Err(perr(
+                file,
+                ln,
+                format!("LID 0x{lid:x} is wider than 16 bits"),
+            ));
+        }
+        if lid > MAX_UNICAST_LID as u64 {
+            return Err(perr(
+                file,
+                ln,
+                format!("LID 0x{lid:x} is not a unicast LID (at most 0x{MAX_UNICAST_LID:x})"),
+            ));
+        }
         let mut lid = lid;
         if let Some(pg) = comment_portguid(rest) {
             match ports_by_guid.get(&pg) {
