@@ -64,6 +64,8 @@ enum Command {
     Sweep(cmd::sweep::Args),
     /// Merge sweep shards (idempotent).
     Merge(cmd::sweep::MergeArgs),
+    /// Draw figures from earlier runs (the fault-tolerance curves of sweeps).
+    Plot(cmd::plot::Args),
     /// Simulate packets through the tables: throughput, latency, deadlocks, a failure and
     /// its repair (RFTR, full reconfiguration), with SVG pictures.
     Sim(Box<cmd::sim::Args>),
@@ -90,6 +92,7 @@ fn main() -> ExitCode {
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Merge(a) => cmd::sweep::merge(a),
         Command::Sim(a) => cmd::sim::run(*a),
+        Command::Plot(a) => cmd::plot::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,7 @@
 //! Small SVG charts, drawn as plain strings (no dependencies): line charts with several
-//! series, axes with "nice" ticks, a legend and vertical markers, and bar charts (one bar per
-//! category, or a histogram over numeric bins).
+//! series, axes with "nice" ticks, a legend and vertical markers, bar charts (one bar per
+//! category, or a histogram over numeric bins), horizontal bar charts with named rows, and
+//! credit-loop diagrams (each witness cycle on a circle of its switches).
 //!
 //! ```ignore
 //! let svg = LineChart::new("Accepted traffic", "time (µs)", "accepted (fraction of link rate)")
@@ -220,8 +221,9 @@ fn axes(out: &mut String, fr: &Frame, x_ticks: &[(f64, String)], x_label: &str, 
     );
 }
 
-/// Legend entries (colour, dashed, name) in the top-right corner of the plot area.
-fn legend(out: &mut String, fr: &Frame, entries: &[(String, bool, String)]) {
+/// Legend entries (colour, dashed, name) in the top-right (or bottom-left) corner of the plot
+/// area.
+fn legend(out: &mut String, fr: &Frame, entries: &[(String, bool, String)], bottom_left: bool) {
     if entries.is_empty() {
         return;
     }
@@ -232,8 +234,11 @@ fn legend(out: &mut String, fr: &Frame, entries: &[(String, bool, String)]) {
         .unwrap_or(0) as f64;
     let bw = 34.0 + longest * 7.0;
     let bh = 8.0 + 18.0 * entries.len() as f64;
-    let x = fr.w - fr.right - bw - 8.0;
-    let y = fr.top + 8.0;
+    let (x, y) = if bottom_left {
+        (fr.left + 8.0, fr.h - fr.bottom - bh - 8.0)
+    } else {
+        (fr.w - fr.right - bw - 8.0, fr.top + 8.0)
+    };
     let _ = writeln!(
         out,
         r##"<rect x="{x:.1}" y="{y:.1}" width="{bw:.1}" height="{bh:.1}" fill="white" fill-opacity="0.85" stroke="#bbb"/>"##
@@ -272,6 +277,10 @@ pub struct LineChart {
     /// Fixed axis ranges; `None`: from the data (y from 0 when the data are non-negative).
     pub x_range: Option<(f64, f64)>,
     pub y_range: Option<(f64, f64)>,
+    /// Only whole numbers on the x axis (counts such as faults).
+    pub integer_x: bool,
+    /// The legend in the bottom-left corner (for curves that stay near the top).
+    pub legend_bottom_left: bool,
     pub width: f64,
     pub height: f64,
 }
@@ -290,6 +299,8 @@ impl LineChart {
             markers: Vec::new(),
             x_range: None,
             y_range: None,
+            integer_x: false,
+            legend_bottom_left: false,
             width: 760.0,
             height: 440.0,
         }
@@ -377,6 +388,7 @@ impl LineChart {
         header(&mut out, fr.w, fr.h, &self.title);
         let ticks: Vec<(f64, String)> = nice_ticks(x0, x1, 8)
             .into_iter()
+            .filter(|x| !self.integer_x || x.fract() == 0.0)
             .map(|x| (x, tick_label(x)))
             .collect();
         axes(&mut out, &fr, &ticks, &self.x_label, &self.y_label);
@@ -446,7 +458,7 @@ impl LineChart {
                 escape(&m.label)
             );
         }
-        legend(&mut out, &fr, &entries);
+        legend(&mut out, &fr, &entries, self.legend_bottom_left);
         out.push_str("</svg>\n");
         out
     }
@@ -545,6 +557,292 @@ impl BarChart {
                 fr.py(0.0) - y,
                 escape(&self.color)
             );
+        }
+        out.push_str("</svg>\n");
+        out
+    }
+}
+
+/// A horizontal bar chart: one named bar per row, longest names on the left, largest value
+/// first if the caller sorts so. Used for "hottest links".
+#[derive(Clone, Debug)]
+pub struct HBarChart {
+    pub title: String,
+    pub x_label: String,
+    /// (name, value, colour index into [`PALETTE`]).
+    pub bars: Vec<(String, f64, usize)>,
+    /// Legend: (colour index, name).
+    pub legend: Vec<(usize, String)>,
+    pub width: f64,
+}
+
+impl HBarChart {
+    pub fn new(title: impl Into<String>, x_label: impl Into<String>) -> Self {
+        HBarChart {
+            title: title.into(),
+            x_label: x_label.into(),
+            bars: Vec::new(),
+            legend: Vec::new(),
+            width: 900.0,
+        }
+    }
+    pub fn bar(mut self, name: impl Into<String>, value: f64, color: usize) -> Self {
+        self.bars.push((name.into(), value, color));
+        self
+    }
+    pub fn legend_entry(mut self, color: usize, name: impl Into<String>) -> Self {
+        self.legend.push((color, name.into()));
+        self
+    }
+
+    pub fn to_svg(&self) -> String {
+        let row = 20.0;
+        let longest = self
+            .bars
+            .iter()
+            .map(|b| b.0.chars().count())
+            .max()
+            .unwrap_or(0) as f64;
+        let left = (longest * 6.6 + 16.0).clamp(80.0, self.width * 0.55);
+        let legend_h = if self.legend.is_empty() { 0.0 } else { 24.0 };
+        let h = 36.0 + 50.0 + legend_h + row * self.bars.len().max(1) as f64;
+        let top = self
+            .bars
+            .iter()
+            .map(|b| b.1)
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let ticks = nice_ticks(0.0, top.max(1e-12) * 1.05, 6);
+        let x1 = ticks.last().copied().unwrap_or(1.0).max(top).max(1e-12);
+        let fr = Frame {
+            w: self.width,
+            h,
+            left,
+            right: 64.0,
+            top: 36.0,
+            bottom: 50.0 + legend_h,
+            x0: 0.0,
+            x1,
+            y0: 0.0,
+            y1: self.bars.len().max(1) as f64,
+        };
+        let mut out = String::new();
+        header(&mut out, fr.w, fr.h, &self.title);
+        let (l, r, t, b) = (fr.left, fr.w - fr.right, fr.top, fr.h - fr.bottom);
+        for x in &ticks {
+            let px = fr.px(*x);
+            let _ = writeln!(
+                out,
+                r##"<line x1="{px:.1}" y1="{t:.1}" x2="{px:.1}" y2="{b:.1}" stroke="#e4e4e4" stroke-width="1"/>
+<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+                b + 18.0,
+                escape(&tick_label(*x))
+            );
+        }
+        for (i, (name, v, c)) in self.bars.iter().enumerate() {
+            let y = t + row * i as f64;
+            let color = PALETTE[c % PALETTE.len()];
+            if v.is_finite() && *v > 0.0 {
+                let _ = writeln!(
+                    out,
+                    r#"<rect x="{l:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
+                    y + 3.0,
+                    fr.px(*v) - l,
+                    row - 6.0
+                );
+            }
+            let _ = writeln!(
+                out,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>
+<text x="{:.1}" y="{:.1}" font-size="10">{}</text>"#,
+                l - 6.0,
+                y + row - 6.0,
+                escape(name),
+                r + 6.0,
+                y + row - 7.0,
+                escape(&tick_label(*v))
+            );
+        }
+        let _ = writeln!(
+            out,
+            r##"<rect x="{l:.1}" y="{t:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#444" stroke-width="1"/>
+<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            r - l,
+            b - t,
+            (l + r) / 2.0,
+            b + 38.0,
+            escape(&self.x_label)
+        );
+        // The legend: one row under the axis label.
+        let mut x = l;
+        for (c, name) in &self.legend {
+            let _ = writeln!(
+                out,
+                r#"<rect x="{x:.1}" y="{:.1}" width="12" height="12" fill="{}"/>
+<text x="{:.1}" y="{:.1}">{}</text>"#,
+                fr.h - 22.0,
+                PALETTE[c % PALETTE.len()],
+                x + 16.0,
+                fr.h - 12.0,
+                escape(name)
+            );
+            x += 30.0 + 7.0 * name.chars().count() as f64;
+        }
+        out.push_str("</svg>\n");
+        out
+    }
+}
+
+/// Several charts stacked top to bottom in one SVG document (each chart a nested `<svg>`),
+/// under a common title. Used for small multiples (one histogram per link class).
+pub fn stack(title: &str, charts: &[String]) -> String {
+    let size = |doc: &str, attr: &str| -> f64 {
+        doc.split_once(&format!(" {attr}=\""))
+            .and_then(|(_, r)| r.split_once('"'))
+            .and_then(|(v, _)| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let w = charts
+        .iter()
+        .map(|c| size(c, "width"))
+        .fold(0.0, f64::max)
+        .max(200.0);
+    let mut y = 34.0;
+    let mut body = String::new();
+    for c in charts {
+        let h = size(c, "height");
+        let inner = c
+            .split_once("?>")
+            .map_or(c.as_str(), |(_, r)| r.trim_start());
+        let inner = inner.replacen("<svg ", &format!("<svg x=\"0\" y=\"{y:.1}\" "), 1);
+        body.push_str(&inner);
+        y += h;
+    }
+    let mut out = String::new();
+    header(&mut out, w, y, title);
+    out.push_str(&body);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// One credit loop to draw: its title and its hops in order, each `(switch, out port, VL,
+/// next switch's in port)`; the last hop leads back to the first switch.
+#[derive(Clone, Debug)]
+pub struct CyclePanel {
+    pub title: String,
+    pub hops: Vec<(String, u8, u8, u8)>,
+}
+
+/// Credit loops drawn as small multiples: in each panel the switches of one witness cycle sit
+/// on a circle in cycle order, joined by arrows labelled with the output port and VL
+/// (`p3 VL0`), so the loop can be followed with a finger.
+#[derive(Clone, Debug)]
+pub struct CycleDiagram {
+    pub title: String,
+    pub panels: Vec<CyclePanel>,
+    /// A line under the title (e.g. "the first 12 of 40 loops").
+    pub note: Option<String>,
+}
+
+impl CycleDiagram {
+    pub fn to_svg(&self) -> String {
+        let n = self.panels.len().max(1);
+        let cols = if n == 1 { 1 } else { 2 };
+        let rows = n.div_ceil(cols);
+        let (pw, ph) = (560.0, 520.0);
+        let top = if self.note.is_some() { 56.0 } else { 40.0 };
+        let w = pw * cols as f64;
+        let h = top + ph * rows as f64;
+        let mut out = String::new();
+        header(&mut out, w, h, &self.title);
+        if let Some(note) = &self.note {
+            let _ = writeln!(
+                out,
+                r##"<text x="{:.1}" y="42" text-anchor="middle" fill="#555">{}</text>"##,
+                w / 2.0,
+                escape(note)
+            );
+        }
+        let _ = writeln!(
+            out,
+            r##"<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#D55E00"/></marker></defs>"##
+        );
+        for (i, p) in self.panels.iter().enumerate() {
+            let ox = pw * (i % cols) as f64;
+            let oy = top + ph * (i / cols) as f64;
+            let _ = writeln!(
+                out,
+                r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#ccc"/>
+<text x="{:.1}" y="{:.1}" text-anchor="middle" font-weight="bold">{}</text>"##,
+                ox + 4.0,
+                oy + 4.0,
+                pw - 8.0,
+                ph - 8.0,
+                ox + pw / 2.0,
+                oy + 24.0,
+                escape(&p.title)
+            );
+            let k = p.hops.len().max(1);
+            let (cx, cy) = (ox + pw / 2.0, oy + ph / 2.0 + 12.0);
+            let rad = 190.0;
+            let small = k > 16;
+            let pos = |j: usize| {
+                let a = -std::f64::consts::FRAC_PI_2 + std::f64::consts::TAU * j as f64 / k as f64;
+                (cx + rad * a.cos(), cy + rad * a.sin())
+            };
+            let node_r = if small { 5.0 } else { 9.0 };
+            for (j, (_, port, vl, in_port)) in p.hops.iter().enumerate() {
+                let (x0, y0) = pos(j);
+                let (x1, y1) = pos((j + 1) % k);
+                let (dx, dy) = (x1 - x0, y1 - y0);
+                let len = (dx * dx + dy * dy).sqrt().max(1e-9);
+                let (ux, uy) = (dx / len, dy / len);
+                let (ax, ay) = (x0 + ux * (node_r + 2.0), y0 + uy * (node_r + 2.0));
+                let (bx, by) = (x1 - ux * (node_r + 3.0), y1 - uy * (node_r + 3.0));
+                let _ = writeln!(
+                    out,
+                    r##"<line x1="{ax:.1}" y1="{ay:.1}" x2="{bx:.1}" y2="{by:.1}" stroke="#D55E00" stroke-width="2" marker-end="url(#arrow)"/>"##
+                );
+                if !small {
+                    // Label outside the circle, at the middle of the chord.
+                    let (mx, my) = ((x0 + x1) / 2.0, (y0 + y1) / 2.0);
+                    let (ox2, oy2) = (mx - cx, my - cy);
+                    let ol = (ox2 * ox2 + oy2 * oy2).sqrt().max(1e-9);
+                    let (lx, ly) = (mx + ox2 / ol * 16.0, my + oy2 / ol * 16.0);
+                    let anchor = if ox2 > 20.0 {
+                        "start"
+                    } else if ox2 < -20.0 {
+                        "end"
+                    } else {
+                        "middle"
+                    };
+                    let _ = writeln!(
+                        out,
+                        r##"<text x="{lx:.1}" y="{:.1}" text-anchor="{anchor}" font-size="10" fill="#8a3a00">p{port}→p{in_port} VL{vl}</text>"##,
+                        ly + 3.0
+                    );
+                }
+            }
+            for (j, (name, ..)) in p.hops.iter().enumerate() {
+                let (x, y) = pos(j);
+                let (dx, dy) = (x - cx, y - cy);
+                let dl = (dx * dx + dy * dy).sqrt().max(1e-9);
+                let inward = if small { 0.0 } else { 1.0 };
+                let (tx, ty) = (x - dx / dl * 26.0 * inward, y - dy / dl * 26.0 * inward);
+                let _ = writeln!(
+                    out,
+                    r##"<circle cx="{x:.1}" cy="{y:.1}" r="{node_r}" fill="#0072B2"/>"##
+                );
+                if !small || j % (k / 16 + 1) == 0 {
+                    let _ = writeln!(
+                        out,
+                        r#"<text x="{tx:.1}" y="{:.1}" text-anchor="middle" font-size="{}">{}</text>"#,
+                        ty + 4.0,
+                        if small { 9 } else { 11 },
+                        escape(name)
+                    );
+                }
+            }
         }
         out.push_str("</svg>\n");
         out
@@ -672,5 +970,39 @@ pub(crate) mod tests {
         assert!(well_formed(&format!("{decl}<svg a=1/>")).is_err());
         assert!(well_formed(&format!("{decl}<svg>&nbsp;</svg>")).is_err());
         assert!(well_formed(&format!("{decl}<svg/><svg/>")).is_err());
+    }
+
+    #[test]
+    fn horizontal_bars_and_cycle_diagrams_are_well_formed() {
+        let h = HBarChart::new("hot <links>", "routes")
+            .bar("S_0_0[3] -> S_1_0[4]", 120.0, 0)
+            .bar("S_1_0[4] -> S_2_0[4]", 60.0, 1)
+            .legend_entry(0, "torus")
+            .to_svg();
+        let names = well_formed(&h).unwrap();
+        // Background, two bars, the frame, the legend box.
+        assert_eq!(names.iter().filter(|n| *n == "rect").count(), 5);
+        assert!(h.contains("S_0_0[3] -&gt; S_1_0[4]"));
+        for k in [2usize, 5, 40] {
+            let panel = CyclePanel {
+                title: format!("loop of {k}"),
+                hops: (0..k)
+                    .map(|i| (format!("S_{i}"), 3, (i % 2) as u8, 4))
+                    .collect(),
+            };
+            let d = CycleDiagram {
+                title: "credit loops".into(),
+                panels: vec![panel.clone(), panel],
+                note: Some("2 of 2 & more".into()),
+            };
+            let svg = d.to_svg();
+            let names = well_formed(&svg).unwrap();
+            // One arrow per hop, one dot per switch, in each of the two panels.
+            assert_eq!(names.iter().filter(|n| *n == "line").count(), 2 * k);
+            assert_eq!(names.iter().filter(|n| *n == "circle").count(), 2 * k);
+            if k <= 16 {
+                assert_eq!(svg.matches("p3→p4 VL").count(), 2 * k);
+            }
+        }
     }
 }

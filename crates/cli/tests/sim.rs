@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::check_svg;
+
 fn fr(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fabroute"))
         .args(args)
@@ -30,58 +33,6 @@ fn gen(dir: &Path, spec: &[&str], name: &str) -> String {
 
 fn json(p: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-}
-
-/// Well-formed XML (balanced tags, quoted attributes, known entities), and rendered by
-/// rsvg-convert when it is installed (`scripts/install-test-deps.sh`; CI has it).
-fn check_svg(p: &Path) {
-    let text = std::fs::read_to_string(p).unwrap();
-    assert!(text.starts_with("<?xml"), "{}", p.display());
-    let mut depth = 0i32;
-    let mut rest = text.split_once("?>").unwrap().1;
-    while let Some(i) = rest.find('<') {
-        let end = rest[i..].find('>').unwrap() + i;
-        let tag = &rest[i + 1..end];
-        if tag.starts_with('/') {
-            depth -= 1;
-        } else if !tag.ends_with('/') {
-            depth += 1;
-        }
-        assert!(depth >= 0, "{}: unbalanced at {tag}", p.display());
-        assert_eq!(tag.matches('"').count() % 2, 0, "{}: {tag}", p.display());
-        rest = &rest[end + 1..];
-    }
-    assert_eq!(depth, 0, "{}", p.display());
-    for (i, _) in text.match_indices('&') {
-        let ent = &text[i..i + text[i..].find(';').unwrap() + 1];
-        assert!(
-            ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&ent),
-            "{ent}"
-        );
-    }
-    if Command::new("rsvg-convert")
-        .arg("--version")
-        .output()
-        .is_ok()
-    {
-        let png = p.with_extension("png");
-        let o = Command::new("rsvg-convert")
-            .arg(p)
-            .arg("-o")
-            .arg(&png)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{}: {}",
-            p.display(),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let bytes = std::fs::read(&png).unwrap();
-        assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 1000);
-    } else if std::env::var("CI").is_ok() {
-        panic!("rsvg-convert missing in CI (scripts/install-test-deps.sh installs it)");
-    }
 }
 
 #[test]

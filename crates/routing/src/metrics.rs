@@ -93,12 +93,50 @@ pub struct RouteMetrics {
     pub max_vls_per_channel: usize,
 }
 
+/// Per node: switch hops from the nearest switch with a live end port (0 for such switches;
+/// `u32::MAX` when none is reachable or for non-switches). Breadth-first over live links.
+fn distance_from_end_switches(f: &Fabric, mask: Option<&FaultMask>) -> Vec<u32> {
+    let mut dist = vec![u32::MAX; f.nodes.len()];
+    let mut queue = std::collections::VecDeque::new();
+    for &p in &f.end_ports {
+        if let Some(r) = f.remote(p) {
+            let n = f.port(r).node;
+            let live = f
+                .out_channel(p)
+                .is_some_and(|c| mask.is_none_or(|m| m.channel_alive(f, c)));
+            if f.is_switch(n) && live && dist[n.idx()] != 0 {
+                dist[n.idx()] = 0;
+                queue.push_back(n);
+            }
+        }
+    }
+    while let Some(n) = queue.pop_front() {
+        for p in f.node_ports(n) {
+            let Some(r) = f.remote(p) else { continue };
+            let m = f.port(r).node;
+            let live = f
+                .out_channel(p)
+                .is_some_and(|c| mask.is_none_or(|k| k.channel_alive(f, c)));
+            if f.is_switch(m) && live && dist[m.idx()] == u32::MAX {
+                dist[m.idx()] = dist[n.idx()] + 1;
+                queue.push_back(m);
+            }
+        }
+    }
+    dist
+}
+
 /// Per directed switch-to-switch channel (live under `mask`): (channel index, class name).
 pub fn sw_channel_classes(f: &Fabric, mask: Option<&FaultMask>) -> Vec<(usize, String)> {
     let h = &f.hints;
     let level = |n: fabric::NodeId| h.level.get(n.idx()).copied().unwrap_or(u32::MAX);
     let has_levels = !h.level.is_empty();
     let has_classes = !h.link_class.is_empty();
+    let dist = if has_levels || has_classes {
+        Vec::new()
+    } else {
+        distance_from_end_switches(f, mask)
+    };
     let mut out = Vec::new();
     for (l, link) in f.links.iter().enumerate() {
         let na = f.port(link.a).node;
@@ -133,7 +171,21 @@ pub fn sw_channel_classes(f: &Fabric, mask: Option<&FaultMask>) -> Vec<(usize, S
                 };
                 format!("L{}->L{}", s(lf), s(lt))
             } else {
-                "all".to_string()
+                // No hints (a fabric read from a file): classes by distance from the switches
+                // that carry end ports (0 = such a switch): `up 0->1`, `down 1->0`, `across 0`.
+                let (df, dt) = (dist[from.idx()], dist[to.idx()]);
+                let s = |x: u32| {
+                    if x == u32::MAX {
+                        "?".to_string()
+                    } else {
+                        x.to_string()
+                    }
+                };
+                match df.cmp(&dt) {
+                    std::cmp::Ordering::Less => format!("up {}->{}", s(df), s(dt)),
+                    std::cmp::Ordering::Greater => format!("down {}->{}", s(df), s(dt)),
+                    std::cmp::Ordering::Equal => format!("across {}", s(df)),
+                }
             };
             out.push((c, name));
         }

@@ -1,7 +1,9 @@
 //! `fabroute check` (path walk + credit-loop check of given tables) and `fabroute stats`
 //! (route metrics of given tables).
 
-use crate::util::{input_name, is_stdin, load_fabric_bytes, read_input, spinner, write_atomic};
+use crate::util::{
+    input_name, is_stdin, load_fabric_bytes, read_input, spinner, write_atomic, OutputDir,
+};
 use anyhow::{Context, Result};
 use fabric::{BuildOptions, Fabric};
 use routing::cdg::{self, CheckReport};
@@ -152,6 +154,47 @@ pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
 pub struct CheckArgs {
     #[command(flatten)]
     pub tables: Tables,
+    /// Draw each credit loop's witness cycle on the switches it crosses into FILE (an SVG;
+    /// written only when there are loops, the first 12 drawn).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// The witness cycles of a check's credit loops as a picture (the first `max` loops).
+pub fn cycle_picture(rep: &CheckReport, title: &str, max: usize) -> String {
+    use crate::plot::{CycleDiagram, CyclePanel};
+    let panels = rep
+        .cycles
+        .iter()
+        .take(max)
+        .enumerate()
+        .map(|(i, c)| CyclePanel {
+            title: format!(
+                "loop {}: witness of {} hops; component of {} channels on {} switches, VLs {:?}",
+                i + 1,
+                c.witness.len(),
+                c.channels,
+                c.switches,
+                c.vls
+            ),
+            hops: c
+                .witness
+                .iter()
+                .map(|h| (h.switch.clone(), h.port, h.vl, h.to_port))
+                .collect(),
+        })
+        .collect();
+    let n = rep.cycles.len();
+    CycleDiagram {
+        title: format!("Credit loops in {title}"),
+        panels,
+        note: Some(if n > max {
+            format!("the first {max} of {n} loops (every loop is in the text and --json output)")
+        } else {
+            format!("{n} loop(s); arrows: output port → next switch's input port, and the VL")
+        }),
+    }
+    .to_svg()
 }
 
 /// Prints a check report as text.
@@ -233,6 +276,20 @@ pub fn check(a: CheckArgs) -> Result<ExitCode> {
     let sp = spinner("walking all pairs and building the channel dependency graph");
     let rep = cdg::check(&f, &r, None);
     sp.finish_and_clear();
+    if let Some(p) = &a.svg {
+        if rep.cycles.is_empty() {
+            crate::out::stderr_line(&format!(
+                "fabroute: no credit loops: {} not written",
+                p.display()
+            ));
+        } else {
+            write_atomic(
+                p,
+                cycle_picture(&rep, &input_name(&a.tables.lfts), 12).as_bytes(),
+            )?;
+            crate::out::stderr_line(&format!("wrote {}", p.display()));
+        }
+    }
     if crate::out::json() {
         crate::out::document(&rep)?;
     } else {
@@ -260,9 +317,15 @@ pub struct StatsArgs {
     /// Explicit EBB pattern file (flows `SRC DST`, runs separated by blank lines).
     #[arg(long)]
     pub pattern: Option<PathBuf>,
+    /// Draw the link loads into DIR: `link-loads.svg` (distribution of route counts over the
+    /// directed switch links, one curve per link class) and `hottest-links.svg` (the busiest
+    /// links by name).
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
 }
 
 pub fn stats(a: StatsArgs) -> Result<ExitCode> {
+    let svg_out = a.svg.as_deref().map(OutputDir::prepare).transpose()?;
     let (f, r) = load_tables(&a.tables)?;
     let sp = spinner("computing route metrics");
     let m = metrics::route_metrics(&f, &r, None);
@@ -292,8 +355,22 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
         None
     };
     sp.finish_and_clear();
-    if let Some(p) = &a.csv {
-        write_atomic(p, link_loads_csv(&f, &r).as_bytes())?;
+    if a.csv.is_some() || a.svg.is_some() {
+        let loads = link_loads(&f, &r);
+        if let Some(p) = &a.csv {
+            write_atomic(p, link_loads_csv(&f, &loads).as_bytes())?;
+        }
+        if let (Some(dir), Some(out)) = (&a.svg, svg_out) {
+            let title = input_name(&a.tables.lfts);
+            let (dist, hot) = load_pictures(&f, &loads, &title);
+            out.write("link-loads.svg", dist.as_bytes())?;
+            out.write("hottest-links.svg", hot.as_bytes())?;
+            out.commit()?;
+            crate::out::stderr_line(&format!(
+                "wrote {}/link-loads.svg and hottest-links.svg",
+                dir.display()
+            ));
+        }
     }
     if crate::out::json() {
         crate::out::document(&serde_json::json!({ "metrics": m, "ebb": ebb }))?;
@@ -334,9 +411,15 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Per directed switch-to-switch link: route count (base LIDs) and class, as CSV.
-fn link_loads_csv(f: &Fabric, r: &Routing) -> String {
-    use std::fmt::Write;
+/// One directed switch-to-switch link and the routes (base-LID pairs) it carries.
+struct LinkLoad {
+    channel: fabric::ChannelId,
+    class: String,
+    routes: u64,
+}
+
+/// Route counts of every directed switch-to-switch link, with its class.
+fn link_loads(f: &Fabric, r: &Routing) -> Vec<LinkLoad> {
     let w = routing::walk::walk_all_with(
         f,
         r,
@@ -346,10 +429,98 @@ fn link_loads_csv(f: &Fabric, r: &Routing) -> String {
             loads: true,
         },
     );
+    metrics::sw_channel_classes(f, None)
+        .into_iter()
+        .map(|(c, class)| LinkLoad {
+            channel: fabric::ChannelId(c as u32),
+            class,
+            routes: w.channel_load.get(c).copied().unwrap_or(0),
+        })
+        .collect()
+}
+
+/// `S_0_0[3] -> S_1_0[4]`
+fn channel_name(f: &Fabric, ch: fabric::ChannelId) -> String {
+    let (a, b) = (f.port(f.channel_src(ch)), f.port(f.channel_dst(ch)));
+    format!(
+        "{}[{}] -> {}[{}]",
+        f.node(a.node).name,
+        a.num,
+        f.node(b.node).name,
+        b.num
+    )
+}
+
+/// The two link-load pictures: the distribution of route counts per link class (links per
+/// bin, one curve per class) and the 25 busiest links by name, coloured by class.
+fn load_pictures(f: &Fabric, loads: &[LinkLoad], title: &str) -> (String, String) {
+    use crate::plot::{BarChart, HBarChart};
+    let mut classes: Vec<&str> = loads.iter().map(|l| l.class.as_str()).collect();
+    classes.sort_unstable();
+    classes.dedup();
+    // Integer bins over [min, max]: at most 30 of them.
+    let min = loads.iter().map(|l| l.routes).min().unwrap_or(0);
+    let max = loads.iter().map(|l| l.routes).max().unwrap_or(0);
+    let span = max - min + 1;
+    let bins = 30u64.min(span).max(1);
+    let width = span.div_ceil(bins).max(1);
+    let x_label = if width == 1 {
+        "routes through the link (base-LID pairs)".to_string()
+    } else {
+        format!("routes through the link (base-LID pairs; bins of {width})")
+    };
+    let edges: Vec<f64> = (0..bins).map(|i| (min + i * width) as f64).collect();
+    let mut panels = Vec::new();
+    for class in &classes {
+        let mut counts = vec![0f64; bins as usize];
+        let mut n = 0;
+        for l in loads.iter().filter(|l| l.class == *class) {
+            counts[(((l.routes - min) / width) as usize).min(bins as usize - 1)] += 1.0;
+            n += 1;
+        }
+        let mut chart = BarChart::new(format!("{class}: {n} links"), x_label.as_str(), "links")
+            .histogram(&edges, &counts);
+        chart.height = 230.0;
+        chart.color = crate::plot::PALETTE[panels.len() % crate::plot::PALETTE.len()].into();
+        panels.push(chart.to_svg());
+    }
+    let dist = crate::plot::stack(&format!("Link loads per link class, {title}"), &panels);
+    let mut hot: Vec<&LinkLoad> = loads.iter().collect();
+    hot.sort_by(|a, b| b.routes.cmp(&a.routes).then(a.channel.0.cmp(&b.channel.0)));
+    let mut bars = HBarChart::new(
+        format!(
+            "Busiest {} of {} directed switch links, {title}",
+            hot.len().min(25),
+            loads.len()
+        ),
+        "routes through the link (base-LID pairs)",
+    );
+    for l in hot.iter().take(25) {
+        let ci = classes.iter().position(|c| *c == l.class).unwrap_or(0);
+        let name = if classes.len() > 1 {
+            format!("{} ({})", channel_name(f, l.channel), l.class)
+        } else {
+            channel_name(f, l.channel)
+        };
+        bars = bars.bar(name, l.routes as f64, ci);
+    }
+    if classes.len() > 1 {
+        for (i, c) in classes.iter().enumerate() {
+            bars = bars.legend_entry(i, *c);
+        }
+    }
+    (dist, bars.to_svg())
+}
+
+/// Per directed switch-to-switch link: route count (base LIDs) and class, as CSV.
+fn link_loads_csv(f: &Fabric, loads: &[LinkLoad]) -> String {
+    use std::fmt::Write;
     let mut out = String::from("from_switch,from_guid,from_port,to_switch,to_port,class,routes\n");
-    for (c, class) in metrics::sw_channel_classes(f, None) {
-        let ch = fabric::ChannelId(c as u32);
-        let (a, b) = (f.port(f.channel_src(ch)), f.port(f.channel_dst(ch)));
+    for l in loads {
+        let (a, b) = (
+            f.port(f.channel_src(l.channel)),
+            f.port(f.channel_dst(l.channel)),
+        );
         let _ = writeln!(
             out,
             "{},{:#018x},{},{},{},{},{}",
@@ -358,8 +529,8 @@ fn link_loads_csv(f: &Fabric, r: &Routing) -> String {
             a.num,
             f.node(b.node).name,
             b.num,
-            class,
-            w.channel_load.get(c).copied().unwrap_or(0)
+            l.class,
+            l.routes
         );
     }
     out

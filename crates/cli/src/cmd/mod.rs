@@ -3,6 +3,7 @@ pub mod convert;
 pub mod fault;
 pub mod gen;
 pub mod info;
+pub mod plot;
 pub mod route;
 pub mod sim;
 pub mod sweep;

@@ -1,0 +1,62 @@
+//! Helpers shared by the CLI test binaries.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+/// Well-formed XML (balanced tags, quoted attributes, known entities), and rendered by
+/// rsvg-convert when it is installed (`scripts/install-test-deps.sh`; CI has it).
+pub fn check_svg(p: &Path) {
+    let text = std::fs::read_to_string(p).unwrap();
+    assert!(text.starts_with("<?xml"), "{}", p.display());
+    let mut depth = 0i32;
+    let mut rest = text.split_once("?>").unwrap().1;
+    while let Some(i) = rest.find('<') {
+        let end = rest[i..].find('>').unwrap() + i;
+        let tag = &rest[i + 1..end];
+        if tag.starts_with('/') {
+            depth -= 1;
+        } else if !tag.ends_with('/') {
+            depth += 1;
+        }
+        assert!(depth >= 0, "{}: unbalanced at {tag}", p.display());
+        assert_eq!(tag.matches('"').count() % 2, 0, "{}: {tag}", p.display());
+        rest = &rest[end + 1..];
+    }
+    assert_eq!(depth, 0, "{}", p.display());
+    for (i, _) in text.match_indices('&') {
+        let ent = &text[i..i + text[i..].find(';').unwrap() + 1];
+        assert!(
+            ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&ent),
+            "{ent}"
+        );
+    }
+    if Command::new("rsvg-convert")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let png = p.with_extension("png");
+        let o = Command::new("rsvg-convert")
+            .arg(p)
+            .arg("-o")
+            .arg(&png)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            p.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let bytes = std::fs::read(&png).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 1000);
+    } else if std::env::var_os("FABROUTE_NO_EXTERNAL_TOOLS").is_some() {
+        eprintln!(
+            "SKIPPED (FABROUTE_NO_EXTERNAL_TOOLS) rendering {} with rsvg-convert",
+            p.display()
+        );
+    } else {
+        panic!("rsvg-convert is not installed: run scripts/install-test-deps.sh (or set FABROUTE_NO_EXTERNAL_TOOLS=1 to skip rendering)");
+    }
+}
