@@ -534,8 +534,15 @@ impl BarChart {
         };
         let mut out = String::new();
         header(&mut out, fr.w, fr.h, &self.title);
-        // At most ~16 labels along the axis.
-        let every = (self.bars.len() / 16).max(1);
+        // As many labels along the axis as fit side by side (about 7 px per character).
+        let widest = self
+            .bars
+            .iter()
+            .map(|b| b.0.chars().count())
+            .max()
+            .unwrap_or(1) as f64;
+        let room = (fr.w - fr.left - fr.right) / (widest * 7.0 + 10.0);
+        let every = ((self.bars.len() as f64 / room.max(1.0)).ceil() as usize).max(1);
         let labels: Vec<(f64, String)> = self
             .bars
             .iter()
