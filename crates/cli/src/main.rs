@@ -75,12 +75,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     out::set_json(cli.json);
     util::set_max_input(cli.max_input);
-    if let Some(t) = cli.threads {
-        // Ignore the error if a pool was already built (cannot happen here).
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(t)
-            .build_global();
-    }
+    // The worker pool is built here, before any work, so that its start-up (a few threads)
+    // is not charged to the first engine or check that happens to use it. 0 = all cores.
+    // (The error, a pool already built, cannot happen here.)
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(cli.threads.unwrap_or(0))
+        .build_global();
+    rayon::broadcast(|_| ());
     let result = match cli.command {
         Command::Gen(a) => cmd::gen::run(a),
         Command::Info(a) => cmd::info::run(a),
