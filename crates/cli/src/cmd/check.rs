@@ -33,15 +33,16 @@ pub struct Tables {
 
 /// What a `summary.json` beside the tables says about the set they belong to.
 #[derive(Debug, Default)]
-struct SetInfo {
+pub(crate) struct SetInfo {
     dir: PathBuf,
-    lmc: Option<u8>,
+    /// The LMC the set was routed with.
+    pub lmc: Option<u8>,
     files: std::collections::BTreeMap<String, String>,
 }
 
 impl SetInfo {
     /// The summary in the directory of `lfts`, when there is one (fabroute's own sets).
-    fn beside(lfts: &Path) -> Result<Option<SetInfo>> {
+    pub fn beside(lfts: &Path) -> Result<Option<SetInfo>> {
         let dir = lfts.parent().map(Path::to_path_buf).unwrap_or_default();
         let p = dir.join("summary.json");
         let Ok(text) = std::fs::read_to_string(&p) else {
@@ -65,7 +66,7 @@ impl SetInfo {
     }
 
     /// Refuses a file of the set's directory whose bytes are not those the set wrote.
-    fn verify(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+    pub fn verify(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         if path.parent().map(Path::to_path_buf).unwrap_or_default() != self.dir {
             return Ok(());
         }
@@ -87,7 +88,7 @@ impl SetInfo {
     }
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
@@ -96,9 +97,6 @@ pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
     let set = SetInfo::beside(&t.lfts)?;
     if let Some(s) = &set {
         s.verify(&t.fabric, &read(&t.fabric)?)?;
-        for p in [&t.sl2vl, &t.psl].into_iter().flatten() {
-            s.verify(p, &read(p)?)?;
-        }
     }
     let mut f = load_fabric(&t.fabric, BuildOptions::default())?.fabric;
     let lmc = t.lmc.or(set.as_ref().and_then(|s| s.lmc)).unwrap_or(0);
@@ -107,37 +105,61 @@ pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
             .with_end_lmc(lmc)
             .map_err(|e| anyhow::anyhow!("{}: LMC {lmc}: {e}", t.fabric.display()))?;
     }
-    let bytes = read(&t.lfts)?;
-    if let Some(s) = &set {
-        s.verify(&t.lfts, &bytes)?;
+    let r = read_routing(
+        &f,
+        &t.lfts,
+        t.sl2vl.as_deref(),
+        t.psl.as_deref(),
+        set.as_ref(),
+    )?;
+    Ok((f, r))
+}
+
+/// Reads tables of fabric `f` (LFTs, optional SL2VL and path SLs), printing reader warnings;
+/// files of the set `set` describes are refused unless their digests are the recorded ones.
+pub(crate) fn read_routing(
+    f: &Fabric,
+    lfts: &Path,
+    sl2vl: Option<&Path>,
+    psl: Option<&Path>,
+    set: Option<&SetInfo>,
+) -> Result<Routing> {
+    if let Some(s) = set {
+        for p in [sl2vl, psl].into_iter().flatten() {
+            s.verify(p, &read(p)?)?;
+        }
     }
-    let name = t.lfts.display().to_string();
+    let bytes = read(lfts)?;
+    if let Some(s) = set {
+        s.verify(lfts, &bytes)?;
+    }
+    let name = lfts.display().to_string();
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
     let load = if text.contains("dump_ucast_routes") {
-        read_fdbs(&bytes, &name, &f)?
+        read_fdbs(&bytes, &name, f)?
     } else {
-        read_lfts(&bytes, &name, &f)?
+        read_lfts(&bytes, &name, f)?
     };
     for w in &load.warnings {
         crate::warn!("{w}");
     }
     let mut r = load.routing;
-    if let Some(p) = &t.sl2vl {
-        let l = read_sl2vl(&read(p)?, &p.display().to_string(), &f)?;
+    if let Some(p) = sl2vl {
+        let l = read_sl2vl(&read(p)?, &p.display().to_string(), f)?;
         for w in &l.warnings {
             crate::warn!("{w}");
         }
         r.sl2vl = l.sl2vl;
     }
-    if let Some(p) = &t.psl {
-        let l = read_psl(&read(p)?, &p.display().to_string(), &f)?;
+    if let Some(p) = psl {
+        let l = read_psl(&read(p)?, &p.display().to_string(), f)?;
         for w in &l.warnings {
             crate::warn!("{w}");
         }
         r.path_sl = l.path_sl;
     }
-    r.validate(&f).map_err(anyhow::Error::msg)?;
-    Ok((f, r))
+    r.validate(f).map_err(anyhow::Error::msg)?;
+    Ok(r)
 }
 
 #[derive(clap::Args, Debug)]

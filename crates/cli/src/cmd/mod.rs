@@ -1,8 +1,10 @@
 pub mod check;
 pub mod convert;
+pub mod diff;
 pub mod fault;
 pub mod gen;
 pub mod info;
 pub mod route;
 pub mod sim;
 pub mod sweep;
+pub mod trace;
