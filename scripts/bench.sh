@@ -2,9 +2,9 @@
 # Whole-command benchmarks with peak memory, and fabroute against OpenSM on the same input.
 # Every figure in docs/benchmarks.md that says "scripts/bench.sh" comes from this script.
 #
-#   scripts/bench.sh OUTDIR [parse|check|engines|all]
+#   scripts/bench.sh OUTDIR [parse|check|engines|writers|all]
 set -euo pipefail
-out=${1:?usage: $0 OUTDIR [parse|check|engines|all]}
+out=${1:?usage: $0 OUTDIR [parse|check|engines|writers|all]}
 what=${2:-all}
 mkdir -p "$out"
 cargo build --release -q -p fabroute
@@ -86,4 +86,27 @@ if [ "$what" = engines ] || [ "$what" = all ]; then
   run "ktree 18 3" sssp
   run "torus 10x10x10 hcas=2" dor
   run "torus 10x10x10 hcas=2" updn rootfirst
+fi
+
+if [ "$what" = writers ] || [ "$what" = all ]; then
+  echo "## writers: route -o with every file against --summary-only, and cat of the same bytes"
+  echo "| fabric | summary-only s | MB | full set s | MB | bytes written | writing s (difference) | cat s | writing / cat | extra MB |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  for spec in "ktree 24 3" "ktree 16 3"; do
+    name=$(echo "$spec" | tr ' ' '_')
+    $fr gen $spec -o "$out/$name.net" --no-companions 2>/dev/null
+    rm -rf "$out/$name.w"
+    read -r s1 m1 < <(timed "$fr" route "$out/$name.net" -R ftree --summary-only -o "$out/$name.w")
+    rm -rf "$out/$name.w"
+    sync
+    read -r s2 m2 < <(timed "$fr" route "$out/$name.net" -R ftree -o "$out/$name.w")
+    bytes=$(cat "$out/$name.w"/* | wc -c)
+    # cat of the same bytes to the same disk (a fresh file), page cache warm as for fabroute.
+    sync
+    read -r s3 m3 < <(timed sh -c "cat '$out/$name.w'/* > '$out/$name.cat'")
+    rm -f "$out/$name.cat"
+    awk -v a="$s1" -v b="$s2" -v c="$s3" -v m1="$m1" -v m2="$m2" -v spec="$spec" -v bytes="$bytes" \
+      'BEGIN { w = b - a; printf "| %s | %s | %s | %s | %s | %.2f GB | %.2f | %s | %.2f | %d |\n", spec, a, m1, b, m2, bytes / 1e9, w, c, (c > 0 ? w / c : 0), m2 - m1 }'
+    rm -rf "$out/$name.w"
+  done
 fi

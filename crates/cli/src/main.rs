@@ -21,7 +21,8 @@ mod util;
     after_help = "EXIT STATUS (every command):
   0  done; the tables (if any) are complete and free of credit loops
   1  done, but the tables have credit loops or pairs they do not deliver (route, fault,
-     check), or some repairs were not supported
+     check), or some repairs were not supported; trace: the packet is not delivered;
+     diff: the two table sets differ
   2  usage error: unknown options (clap), option values out of range or contradicting
      each other (e.g. the same --fail twice)
   3  bad input or I/O error: nothing trustworthy was produced
@@ -58,6 +59,12 @@ enum Command {
     Check(cmd::check::CheckArgs),
     /// Route metrics of given tables: hops, link loads, effective bisection bandwidth.
     Stats(cmd::check::StatsArgs),
+    /// The path of one packet through the tables, hop by hop (switch, GUID, in and out port,
+    /// SL, VL), or where and why it is lost (exit 1).
+    Trace(cmd::trace::Args),
+    /// What differs between two table sets of one fabric: LFT entries and the 64-LID blocks
+    /// to send, SL2VL entries, path SLs (exit 0 identical, 1 different, like diff(1)).
+    Diff(cmd::diff::Args),
     /// Fail links or switches and repair with RFTR (full reconfiguration beside it).
     Fault(cmd::fault::Args),
     /// Sweep fault scenarios (exhaustive or sampled, sharded) with RFTR and full reconfiguration.
@@ -89,6 +96,8 @@ fn main() -> ExitCode {
         Command::Route(a) => cmd::route::run(a),
         Command::Check(a) => cmd::check::check(a),
         Command::Stats(a) => cmd::check::stats(a),
+        Command::Trace(a) => cmd::trace::run(a),
+        Command::Diff(a) => cmd::diff::run(a),
         Command::Fault(a) => cmd::fault::run(a),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Merge(a) => cmd::sweep::merge(a),

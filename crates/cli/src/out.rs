@@ -20,7 +20,8 @@ pub enum Status {
     /// Done, and the tables (if any) are complete and free of credit loops.
     Clean = 0,
     /// Done, but the tables have credit loops or pairs they do not deliver (route, fault,
-    /// check), or some repairs were not supported.
+    /// check), or some repairs were not supported; `trace`: the packet is not delivered;
+    /// `diff`: the two table sets differ.
     Unclean = 1,
     /// Usage error (clap's own status).
     Usage = 2,

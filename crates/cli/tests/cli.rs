@@ -281,6 +281,15 @@ fn json_on_every_command_is_one_document() {
             "5".into(),
         ],
         vec![
+            "trace".into(),
+            s(&d.join("r/opensm-subnet.lst")),
+            "--lfts".into(),
+            s(&d.join("r/opensm-lfts.dump")),
+            "S_0_0".into(),
+            "S_1_1".into(),
+        ],
+        vec!["diff".into(), s(&d.join("r")), s(&d.join("r"))],
+        vec![
             "fault".into(),
             s(&net),
             "--fail".into(),

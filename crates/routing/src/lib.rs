@@ -4,6 +4,7 @@
 //! are deterministic for a given fabric, options and seed, whatever the thread count.
 
 pub mod cdg;
+pub mod diff;
 pub mod engines;
 pub mod fault;
 pub mod forward;

@@ -35,15 +35,16 @@ pub struct Tables {
 
 /// What a `summary.json` beside the tables says about the set they belong to.
 #[derive(Debug, Default)]
-struct SetInfo {
+pub(crate) struct SetInfo {
     dir: PathBuf,
-    lmc: Option<u8>,
+    /// The LMC the set was routed with.
+    pub lmc: Option<u8>,
     files: std::collections::BTreeMap<String, String>,
 }
 
 impl SetInfo {
     /// The summary in the directory of `lfts`, when there is one (fabroute's own sets).
-    fn beside(lfts: &Path) -> Result<Option<SetInfo>> {
+    pub fn beside(lfts: &Path) -> Result<Option<SetInfo>> {
         let dir = lfts.parent().map(Path::to_path_buf).unwrap_or_default();
         let p = dir.join("summary.json");
         let Ok(text) = std::fs::read_to_string(&p) else {
@@ -67,7 +68,7 @@ impl SetInfo {
     }
 
     /// Refuses a file of the set's directory whose bytes are not those the set wrote.
-    fn verify(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+    pub fn verify(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         if path.parent().map(Path::to_path_buf).unwrap_or_default() != self.dir {
             return Ok(());
         }
@@ -98,15 +99,8 @@ pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
         SetInfo::beside(&t.lfts)?
     };
     let fabric_bytes = read_input(&t.fabric)?;
-    let sl2vl = t.sl2vl.as_ref().map(|p| read_input(p)).transpose()?;
-    let psl = t.psl.as_ref().map(|p| read_input(p)).transpose()?;
     if let Some(s) = &set {
         s.verify(&t.fabric, &fabric_bytes)?;
-        for (p, b) in [(&t.sl2vl, &sl2vl), (&t.psl, &psl)] {
-            if let (Some(p), Some(b)) = (p, b) {
-                s.verify(p, b)?;
-            }
-        }
     }
     let mut f = load_fabric_bytes(&t.fabric, &fabric_bytes, BuildOptions::default())?.fabric;
     drop(fabric_bytes);
@@ -114,40 +108,67 @@ pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
     if lmc > 0 {
         f = f
             .with_end_lmc(lmc)
-            .map_err(|e| anyhow::anyhow!("{}: LMC {lmc}: {e}", t.fabric.display()))?;
+            .map_err(|e| anyhow::anyhow!("{}: LMC {lmc}: {e}", input_name(&t.fabric)))?;
     }
-    let bytes = read_input(&t.lfts)?;
-    if let Some(s) = &set {
-        s.verify(&t.lfts, &bytes)?;
+    let r = read_routing(
+        &f,
+        &t.lfts,
+        t.sl2vl.as_deref(),
+        t.psl.as_deref(),
+        set.as_ref(),
+    )?;
+    Ok((f, r))
+}
+
+/// Reads tables of fabric `f` (LFTs, optional SL2VL and path SLs; any may be `-`), printing
+/// reader warnings; files of the set `set` describes are refused unless their digests are the
+/// recorded ones.
+pub(crate) fn read_routing(
+    f: &Fabric,
+    lfts: &Path,
+    sl2vl: Option<&Path>,
+    psl: Option<&Path>,
+    set: Option<&SetInfo>,
+) -> Result<Routing> {
+    let sl2vl = sl2vl.map(|p| read_input(p).map(|b| (p, b))).transpose()?;
+    let psl = psl.map(|p| read_input(p).map(|b| (p, b))).transpose()?;
+    if let Some(s) = set {
+        for (p, b) in [&sl2vl, &psl].into_iter().flatten() {
+            s.verify(p, b)?;
+        }
     }
-    let name = input_name(&t.lfts);
+    let bytes = read_input(lfts)?;
+    if let Some(s) = set {
+        s.verify(lfts, &bytes)?;
+    }
+    let name = input_name(lfts);
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
     let load = if text.contains("dump_ucast_routes") {
-        read_fdbs(&bytes, &name, &f)?
+        read_fdbs(&bytes, &name, f)?
     } else {
-        read_lfts(&bytes, &name, &f)?
+        read_lfts(&bytes, &name, f)?
     };
+    drop(bytes);
     for w in &load.warnings {
         crate::warn!("{w}");
     }
     let mut r = load.routing;
-    drop(bytes);
-    if let (Some(p), Some(b)) = (&t.sl2vl, &sl2vl) {
-        let l = read_sl2vl(b, &input_name(p), &f)?;
+    if let Some((p, b)) = &sl2vl {
+        let l = read_sl2vl(b, &input_name(p), f)?;
         for w in &l.warnings {
             crate::warn!("{w}");
         }
         r.sl2vl = l.sl2vl;
     }
-    if let (Some(p), Some(b)) = (&t.psl, &psl) {
-        let l = read_psl(b, &input_name(p), &f)?;
+    if let Some((p, b)) = &psl {
+        let l = read_psl(b, &input_name(p), f)?;
         for w in &l.warnings {
             crate::warn!("{w}");
         }
         r.path_sl = l.path_sl;
     }
-    r.validate(&f).map_err(anyhow::Error::msg)?;
-    Ok((f, r))
+    r.validate(f).map_err(anyhow::Error::msg)?;
+    Ok(r)
 }
 
 #[derive(clap::Args, Debug)]

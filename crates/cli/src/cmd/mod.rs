@@ -1,5 +1,6 @@
 pub mod check;
 pub mod convert;
+pub mod diff;
 pub mod fault;
 pub mod gen;
 pub mod info;
@@ -7,3 +8,4 @@ pub mod plot;
 pub mod route;
 pub mod sim;
 pub mod sweep;
+pub mod trace;
