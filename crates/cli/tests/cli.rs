@@ -921,3 +921,49 @@ fn pictures_of_loads_loops_and_fault_tolerance() {
     assert!(String::from_utf8_lossy(&o.stderr)
         .contains("opensm-subnet.lst:1: not a line of `fabroute sweep` output"));
 }
+
+/// What `fault` writes is a whole table set a subnet manager programs: `check` on it (LMC from
+/// its summary, with its SL2VL and path SLs) walks every LID of every LMC range. Virtual LIDs
+/// no repair uses follow their base LID, so a repair without virtual LIDs checks clean.
+#[test]
+fn check_passes_on_what_fault_writes() {
+    let d = tmp("faultcheck");
+    let out = d.join("f");
+    let o = fr(&[
+        "fault",
+        &example("torus2d_4x4_h2.net"),
+        "--fail",
+        "link:S_0_0/3",
+        "--fail",
+        "link:S_1_1/3",
+        "--fail",
+        "link:S_2_2/5",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["lmc"], 2);
+    assert_eq!(s["rftr"]["max_virtual_lids_per_destination"], 0);
+    // 32 end ports x 3 virtual LIDs each, all mirroring their base LID.
+    assert_eq!(s["rftr"]["virtual_lids_mirroring_base"], 96);
+    let p = |n: &str| out.join(n).to_str().unwrap().to_string();
+    let o = fr(&[
+        "check",
+        &p("opensm-subnet.lst"),
+        "--lfts",
+        &p("opensm-lfts.dump"),
+        "--sl2vl",
+        &p("opensm-sl2vl.dump"),
+        "--psl",
+        &p("opensm-path-sl.psl"),
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{v}");
+    // Every (source, LID) pair of the LMC ranges: 32 sources x 31 destinations x 4 LIDs.
+    assert_eq!(v["pairs"]["checked"], 32 * 31 * 4);
+    assert_eq!(v["pairs"]["ok"], 32 * 31 * 4);
+    assert_eq!(v["deadlock_free"], true);
+}

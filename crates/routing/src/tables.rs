@@ -162,6 +162,51 @@ impl Routing {
             .unwrap_or(NO_PORT)
     }
 
+    /// Fills the LID ranges of end ports with LMC > 0 the way a subnet manager that programs
+    /// every LID needs them: a LID of a port's range that no switch routes (a virtual LID no
+    /// repair uses yet) gets the port's base-LID entry on every switch and the base LID's path
+    /// SL from every source. Such a LID then follows exactly the base LID's paths on the same
+    /// SLs, so the channel dependency graph gains no dependency. LIDs routed on any switch (in
+    /// use, e.g. by an RFTR repair tree) are left as they are. Returns the LIDs filled.
+    pub fn mirror_unrouted_lmc_lids(&mut self, f: &Fabric) -> usize {
+        let stride = self.stride();
+        let ns = f.num_switches();
+        let mut filled = 0;
+        for &p in &f.end_ports {
+            let port = f.port(p);
+            if port.lmc == 0 || f.is_switch(port.node) {
+                continue;
+            }
+            let base = port.lid as usize;
+            for lid in base + 1..base + (1usize << port.lmc.min(MAX_LMC)) {
+                if lid >= stride || (0..ns).any(|s| self.lft[s * stride + lid] != NO_PORT) {
+                    continue;
+                }
+                for s in 0..ns {
+                    self.lft[s * stride + lid] = self.lft[s * stride + base];
+                }
+                match &mut self.path_sl {
+                    PathSl::Uniform(_) => {}
+                    PathSl::PerDest(v) => {
+                        if lid < v.len() && base < v.len() {
+                            v[lid] = v[base];
+                        }
+                    }
+                    PathSl::PerPair { stride: st, sl } => {
+                        let st = *st;
+                        if lid < st {
+                            for src in 0..sl.len() / st.max(1) {
+                                sl[src * st + lid] = sl[src * st + base];
+                            }
+                        }
+                    }
+                }
+                filled += 1;
+            }
+        }
+        filled
+    }
+
     /// Checks the InfiniBand limits and table shapes against the fabric.
     pub fn validate(&self, f: &Fabric) -> Result<(), TableError> {
         if self.max_lid > MAX_UNICAST_LID {

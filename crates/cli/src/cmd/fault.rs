@@ -314,7 +314,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
         sl2vl: routing::opensm::Emit::Always,
         psl: routing::opensm::Emit::Always,
     };
-    let mut files = write_tables(&out, &f, &r.routing, &set_opts)?;
+    // A subnet manager programs every LID of an LMC range: the virtual LIDs no repair uses
+    // follow their base LID (same paths, same SLs), so `check` and ibdmchk -l see every pair.
+    let mut tables = r.routing.clone();
+    let mirrored = tables.mirror_unrouted_lmc_lids(&f);
+    let mut files = write_tables(&out, &f, &tables, &set_opts)?;
+    drop(tables);
     let delta = r.delta.counts();
     let delta_json = delta_listing(&f, r);
     files.insert(
@@ -352,6 +357,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "repair_seconds": repair_s,
             "reachability_paths": r.table_size().0,
             "reachability_hops": r.table_size().1,
+            "virtual_lids_mirroring_base": mirrored,
             "steps": steps,
         },
         "full_reconfiguration": full_json,
