@@ -1,32 +1,10 @@
 //! The `fabroute` binary as a user runs it: outputs, JSON keys, exit codes, error messages.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
 mod common;
-use common::check_svg;
-
-fn fr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabroute"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fabroute-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use common::{check_svg, example, fr, tmp};
 
 #[test]
 fn info_json_has_the_documented_keys() {

@@ -1,25 +1,10 @@
 //! `fabroute sim` as a user runs it: summary keys, series, pictures (well-formed SVG that
 //! rsvg-convert renders), deadlock exit status, fault runs with the schemes overlaid, sweeps.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 mod common;
-use common::check_svg;
-
-fn fr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabroute"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fabroute-sim-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use common::{check_svg, fr, tmp};
 
 fn gen(dir: &Path, spec: &[&str], name: &str) -> String {
     let p = dir.join(name).display().to_string();

@@ -3,30 +3,11 @@
 //! path SLs, and hand-edited copies of a routed 4x4 torus.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-fn fr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabroute"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fabroute-td-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::{example, fr, tmp};
 
 fn s(p: &Path) -> String {
     p.display().to_string()

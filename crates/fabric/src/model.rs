@@ -392,6 +392,21 @@ impl Fabric {
             .position(|n| n.name == name)
             .map(|i| NodeId(i as u32))
     }
+    /// The GUID port `p` shows to a subnet manager: a switch's ports share port 0's GUID (its
+    /// node GUID when port 0 has none), a CA or router port has its own.
+    pub fn shown_port_guid(&self, p: PortId) -> u64 {
+        let port = self.port(p);
+        if self.is_switch(port.node) {
+            let g = self.port(self.port_id(port.node, 0)).guid;
+            if g != 0 {
+                g
+            } else {
+                self.node(port.node).guid
+            }
+        } else {
+            port.guid
+        }
+    }
     /// Finds a node by GUID (linear scan).
     pub fn node_by_guid(&self, guid: u64) -> Option<NodeId> {
         self.nodes

@@ -135,20 +135,6 @@ struct Inventory {
     links: BTreeMap<(CableEnd, CableEnd), String>,
 }
 
-fn port_guid(f: &Fabric, p: PortId) -> u64 {
-    let port = f.port(p);
-    if f.is_switch(port.node) {
-        let g = f.port(f.port_id(port.node, 0)).guid;
-        if g != 0 {
-            g
-        } else {
-            f.node(port.node).guid
-        }
-    } else {
-        port.guid
-    }
-}
-
 fn inventory(f: &Fabric) -> Inventory {
     let mut ports = BTreeMap::new();
     for (i, n) in f.nodes.iter().enumerate() {
@@ -160,7 +146,7 @@ fn inventory(f: &Fabric) -> Inventory {
         };
         for num in nums {
             let p = f.port_id(id, num);
-            let g = port_guid(f, p);
+            let g = f.shown_port_guid(p);
             if g == 0 {
                 continue;
             }
@@ -397,7 +383,7 @@ fn source_name(f: &Fabric, ep: u32) -> (String, u8, String) {
     (
         f.node(port.node).name.clone(),
         port.num,
-        guid(port_guid(f, p)),
+        guid(f.shown_port_guid(p)),
     )
 }
 

@@ -96,21 +96,6 @@ fn guid(g: u64) -> String {
     format!("{g:#018x}")
 }
 
-/// The GUID a port shows: a switch's ports share port 0's (its node GUID when unset).
-fn port_guid(f: &Fabric, p: PortId) -> u64 {
-    let port = f.port(p);
-    if f.is_switch(port.node) {
-        let g = f.port(f.port_id(port.node, 0)).guid;
-        if g != 0 {
-            g
-        } else {
-            f.node(port.node).guid
-        }
-    } else {
-        port.guid
-    }
-}
-
 /// The base LID of a port (a switch: its port 0's).
 fn base_lid(f: &Fabric, p: PortId) -> Lid {
     let port = f.port(p);
@@ -129,7 +114,7 @@ fn end_of(f: &Fabric, p: PortId) -> End {
         desc: node.desc.clone(),
         kind: node.kind,
         node_guid: guid(node.guid),
-        port_guid: guid(port_guid(f, p)),
+        port_guid: guid(f.shown_port_guid(p)),
         port: port.num,
         lid: base_lid(f, p),
     }
@@ -188,7 +173,7 @@ fn nodes_named(f: &Fabric, s: &str) -> Vec<(NodeId, Option<PortId>, String)> {
             let id = NodeId(i as u32);
             if n.guid == g {
                 v.push((id, None, format!("node GUID {}", guid(g))));
-            } else if n.kind == NodeKind::Switch && port_guid(f, f.port_id(id, 0)) == g {
+            } else if n.kind == NodeKind::Switch && f.shown_port_guid(f.port_id(id, 0)) == g {
                 v.push((id, None, format!("port GUID {}", guid(g))));
             }
             if n.kind.is_end() {
@@ -303,7 +288,7 @@ fn resolve(f: &Fabric, what: &str, spec: &str) -> Result<(PortId, Option<Lid>)> 
                     format!(
                         "{} ({}, LID {}; by {})",
                         port_name(f, c.port),
-                        guid(port_guid(f, c.port)),
+                        guid(f.shown_port_guid(c.port)),
                         base_lid(f, c.port),
                         c.why
                     )

@@ -1,8 +1,38 @@
 //! Helpers shared by the CLI test binaries.
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs the fabroute binary with `args`.
+pub fn fr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fabroute"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A shipped example fabric (`examples/NAME`), as a path string.
+pub fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A fresh, empty directory for one test (named after the test binary, the process and
+/// `name`).
+pub fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "fabroute-{}-{}-{name}",
+        env!("CARGO_CRATE_NAME"),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
 
 /// Well-formed XML (balanced tags, quoted attributes, known entities), and rendered by
 /// rsvg-convert when it is installed (`scripts/install-test-deps.sh`; CI has it).

@@ -258,13 +258,7 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
                 }
             }
         }
-        if lid > MAX_UNICAST_LID as u64 {
-            return Err(perr(
-                file,
-                ln,
-                format!("LID 0x{lid:x} is not a unicast LID (at most 0x{MAX_UNICAST_LID:x})"),
-            ));
-        }
+        // (A remapped LID stays within its port's range: only the fabric's bound is left.)
         if lid > max_lid as u64 {
             return Err(perr(
                 file,

@@ -74,18 +74,7 @@ pub(crate) fn type_str(kind: NodeKind) -> &'static str {
 
 /// The GUID OpenSM shows for a port: a switch's external ports share port 0's GUID.
 pub(crate) fn port_guid(f: &Fabric, p: PortId) -> u64 {
-    let port = f.port(p);
-    let node = f.node(port.node);
-    if node.kind == NodeKind::Switch {
-        let g = f.port(f.port_id(port.node, 0)).guid;
-        if g != 0 {
-            g
-        } else {
-            node.guid
-        }
-    } else {
-        port.guid
-    }
+    f.shown_port_guid(p)
 }
 
 /// The base LID OpenSM shows for a port (switches: port 0's).
