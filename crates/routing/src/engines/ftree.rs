@@ -44,11 +44,12 @@
 //! ranking, the whole target falls back to the up*/down* BFS (least-loaded legal ports).
 
 use super::common::is_service_ca;
-use super::common::{eccentricities, hop_matrix, transpose_rect, unreached_note, Topo, INF};
+use super::common::{transpose_rect, unreached_note, Topo, INF};
 use super::ranking::{
-    bfs_levels, code_is_legal, codes_matrix, component_count, components, count_illegal,
-    escape_note, single_roots, updown_cands, UpDownRanking,
+    code_is_legal, codes_matrix, count_illegal, escape_note, updown_cands, UpDownRanking,
 };
+use super::roots::no_legal_path_note;
+use super::tree;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::Routing;
 use fabric::{NodeKind, NO_PORT};
@@ -92,6 +93,9 @@ struct Ft<'a> {
     gload: Vec<u32>,
     /// Per switch: min over its down groups of `gload` (OpenSM's `min_counter_down`).
     min_down: Vec<u32>,
+    /// Per switch: counted targets whose main path climbs through it (the load of the links
+    /// below it that many leaves share; see `pick_up_group`).
+    through: Vec<u32>,
     has_cn: Vec<bool>,
     by_rank: Vec<u32>,
     rank: Vec<u32>,
@@ -205,6 +209,7 @@ impl<'a> Ft<'a> {
             load: vec![0; t.f.links.len() * 2],
             gload: vec![0; ng],
             min_down: vec![0; n],
+            through: vec![0; n],
             has_cn,
             by_rank,
             rank: rk.rank.clone(),
@@ -314,10 +319,14 @@ impl<'a> Ft<'a> {
         }
     }
 
-    /// Up group of `s` to use: fewest routes coming down from the parent, then the parent
-    /// whose least-loaded down group is lighter, then lower switch index.
+    /// Up group of `s` to use: fewest routes coming down from the parent to `s`; then the
+    /// parent that fewest counted targets climb through (the global key: a parent's down
+    /// links from above carry the traffic of every target routed through it, whichever leaf
+    /// chose it, so balancing only the links of `s` would leave the parents of a level that
+    /// many leaves share unbalanced); then the parent whose least-loaded down group is
+    /// lighter, then lower switch index.
     fn pick_up_group(&self, s: usize) -> Option<usize> {
-        let mut best: Option<(u32, u32, u32, usize)> = None;
+        let mut best: Option<(u32, u32, u32, u32, usize)> = None;
         for g in self.up[s]..self.down[s] {
             let gr = self.groups[g as usize];
             if gr.mirror == u32::MAX {
@@ -325,6 +334,7 @@ impl<'a> Ft<'a> {
             }
             let key = (
                 self.gload[gr.mirror as usize],
+                self.through[gr.remote as usize],
                 self.min_down[gr.remote as usize],
                 gr.remote,
                 g as usize,
@@ -333,7 +343,7 @@ impl<'a> Ft<'a> {
                 best = Some(key);
             }
         }
-        best.map(|b| b.3)
+        best.map(|b| b.4)
     }
 
     /// Walk up from `s` (which has an entry) and route the target downward from above.
@@ -350,6 +360,7 @@ impl<'a> Ft<'a> {
         let nh = self.hops[s].saturating_add(1);
         if main && count {
             self.bump_group(gr.mirror as usize, l.ch ^ 1);
+            self.through[p] += 1;
         }
         // (A parent that already has an entry is not climbed through: its entry may go up,
         // and routing down to it from above would then turn down->up. With rank-decreasing up
@@ -584,30 +595,28 @@ fn complete_column(
         } else {
             0
         };
-        let mut best: Option<(u16, usize)> = None;
-        for k in 0..ng {
-            let g = u0 + (rot + k) % ng;
-            let p = ft.groups[g].remote as usize;
-            if sc.state[p] == 2 && best.is_none_or(|(h, _)| sc.hops[p] < h) {
-                best = Some((sc.hops[p], g));
-                if sc.hops[p] <= bound {
-                    break;
+        let _ = (ng, rot, bound);
+        // Among the parents with an entry and the fewest hops, the least-loaded link.
+        let mut best: Option<(u16, u32, GLink)> = None;
+        for g in u0..u1 {
+            let gr = ft.groups[g];
+            let p = gr.remote as usize;
+            if sc.state[p] != 2 {
+                continue;
+            }
+            for j in gr.start..gr.end {
+                let l = ft.gch[j as usize];
+                let key = (sc.hops[p], ft.load[l.ch as usize]);
+                if best.is_none_or(|(h, ld, _)| key < (h, ld)) {
+                    best = Some((key.0, key.1, l));
                 }
             }
         }
-        if let (Some((h, _)), true) = (best, r < sc.minh.len()) {
+        if let (Some((h, _, _)), true) = (best, r < sc.minh.len()) {
             sc.minh[r] = sc.minh[r].min(h.saturating_add(1));
         }
         match best {
-            Some((h, g)) => {
-                let gr = ft.groups[g];
-                let mut l = ft.gch[gr.start as usize];
-                for j in gr.start + 1..gr.end {
-                    let x = ft.gch[j as usize];
-                    if ft.load[x.ch as usize] < ft.load[l.ch as usize] {
-                        l = x;
-                    }
-                }
+            Some((h, _, l)) => {
                 col[s] = l.port;
                 sc.state[s] = 2;
                 sc.hops[s] = h.saturating_add(1);
@@ -670,11 +679,6 @@ fn compute_nodes(t: &Topo, opts: &RouteOptions) -> Vec<bool> {
         .collect()
 }
 
-fn single_root_ranking(t: &Topo, roots: &[usize]) -> UpDownRanking {
-    let ecc = eccentricities(t, &hop_matrix(t));
-    UpDownRanking::from_roots(t, &single_roots(t, roots, &ecc))
-}
-
 impl Engine for FatTree {
     fn info(&self) -> &'static EngineInfo {
         &super::FTREE
@@ -683,7 +687,7 @@ impl Engine for FatTree {
         let f = t.f;
         let n = t.n;
         let mut notes = Vec::new();
-        let mut is_cn = compute_nodes(t, opts);
+        let is_cn = compute_nodes(t, opts);
         if !is_cn.iter().any(|&c| c) {
             return Err(EngineError::NotApplicable("no compute node port".into()));
         }
@@ -708,72 +712,55 @@ impl Engine for FatTree {
                 .collect();
             source = "topology hints";
         }
-        let detect = roots.is_empty();
-        if detect {
-            source = "detection (switches farthest from the leaves)";
-        }
-        let mut rk;
-        let mut demoted = 0usize;
-        let mut round = 0;
-        loop {
-            let mut leaf = vec![false; n];
-            for (i, e) in t.ends.iter().enumerate() {
-                if is_cn[i] {
-                    leaf[e.sw as usize] = true;
+        let shape = if roots.is_empty() {
+            source = "the leaves (switches with compute nodes, ranked from all at once)";
+            tree::detect(t, &is_cn).map_err(EngineError::NotApplicable)?
+        } else {
+            tree::from_roots(t, &roots, &is_cn)
+        };
+        let rk = UpDownRanking::from_ranks(t, shape.rank.clone(), shape.roots.clone());
+        let mut per_level: Vec<usize> = Vec::new();
+        for s in 0..n {
+            if t.alive[s] {
+                let l = rk.rank[s] as usize;
+                if per_level.len() <= l {
+                    per_level.resize(l + 1, 0);
                 }
-            }
-            let leaves: Vec<usize> = (0..n).filter(|&s| leaf[s]).collect();
-            if detect {
-                let h = bfs_levels(t, &leaves);
-                let comp = components(t);
-                let ncomp = component_count(&comp);
-                let mut hmax = vec![0u32; ncomp];
-                for s in 0..n {
-                    if t.alive[s] && h[s] != u32::MAX {
-                        let c = comp[s] as usize;
-                        hmax[c] = hmax[c].max(h[s]);
-                    }
-                }
-                roots = (0..n)
-                    .filter(|&s| t.alive[s] && h[s] != u32::MAX && h[s] == hmax[comp[s] as usize])
-                    .collect();
-            }
-            rk = UpDownRanking::from_roots(t, &roots);
-            // leaf rank = the rank holding most CNs
-            let mut per_rank: Vec<usize> = Vec::new();
-            for (i, e) in t.ends.iter().enumerate() {
-                if is_cn[i] {
-                    let r = rk.rank[e.sw as usize] as usize;
-                    if per_rank.len() <= r {
-                        per_rank.resize(r + 1, 0);
-                    }
-                    per_rank[r] += 1;
-                }
-            }
-            let leaf_rank = per_rank
-                .iter()
-                .enumerate()
-                .max_by_key(|&(r, &c)| (c, r))
-                .map_or(0, |(r, _)| r as u32);
-            let outliers: Vec<usize> = leaves
-                .iter()
-                .copied()
-                .filter(|&s| rk.rank[s] != leaf_rank)
-                .collect();
-            round += 1;
-            if outliers.is_empty() || round > 3 {
-                break;
-            }
-            for (i, e) in t.ends.iter().enumerate() {
-                if is_cn[i] && outliers.contains(&(e.sw as usize)) {
-                    is_cn[i] = false;
-                    demoted += 1;
-                }
+                per_level[l] += 1;
             }
         }
-        if demoted > 0 {
+        notes.push(format!(
+            "{} roots from {source}; switches per rank from the roots: {}; {} leaves",
+            shape.roots.len(),
+            per_level
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(" / "),
+            shape.leaves.len()
+        ));
+        if !shape.hostless_leaves.is_empty() {
             notes.push(format!(
-                "{demoted} CA ports on switches off the leaf rank were treated as non-compute nodes"
+                "{} switches without compute nodes ranked with the leaves (e.g. {:?}): below them the tree joins every leaf they reach",
+                shape.hostless_leaves.len(),
+                f.node(f.switches[shape.hostless_leaves[0]]).name
+            ));
+        }
+        if !shape.upper_hosts.is_empty() {
+            let k: usize = shape
+                .upper_hosts
+                .iter()
+                .map(|&s| {
+                    t.ends_on(s)
+                        .iter()
+                        .filter(|&&e| is_cn[e as usize])
+                        .count()
+                })
+                .sum();
+            notes.push(format!(
+                "{k} compute-node ports sit on {} switches above the leaves (e.g. {:?}); they are routed like the others",
+                shape.upper_hosts.len(),
+                f.node(f.switches[shape.upper_hosts[0]]).name
             ));
         }
         let mut has_cn = vec![false; n];
@@ -782,29 +769,11 @@ impl Engine for FatTree {
                 has_cn[e.sw as usize] = true;
             }
         }
-        let mut codes = codes_matrix(t, &rk);
-        let (badp, _) = count_illegal(t, &codes, &has_cn);
-        if badp > 0 {
-            let r2 = single_root_ranking(t, &rk.roots);
-            notes.push(format!(
-                "{} roots from {source}: {badp} (CN switch, destination switch) pairs had no up*/down* path in the degraded tree; ranked from a single root instead (switch GUID {:#018x})",
-                rk.roots.len(),
-                r2.roots.first().map_or(0, |&s| t.guid(s))
-            ));
-            rk = r2;
-            codes = codes_matrix(t, &rk);
-        } else {
-            notes.insert(0, format!("{} roots from {source}", rk.roots.len()));
-        }
-        // switches whose end ports are all non-compute (e.g. an aggregation node on a spine)
-        let non_cn_src: Vec<bool> = (0..n)
-            .map(|s| !has_cn[s] && !t.ends_on(s).is_empty())
-            .collect();
-        let (svc_bad, esc) = count_illegal(t, &codes, &non_cn_src);
-        if svc_bad > 0 {
-            notes.push(format!(
-                "{svc_bad} (switch with only non-compute end ports, destination switch with end ports) pairs have no up*/down* path (e.g. aggregation nodes on two spines: spine -> L1 -> spine turns down->up); they use escape paths, so a credit-loop check over all end ports may find loops through that traffic; traffic from compute nodes stays deadlock-free"
-            ));
+        let codes = codes_matrix(t, &rk);
+        let is_source: Vec<bool> = (0..n).map(|s| !t.ends_on(s).is_empty()).collect();
+        let (bad, esc) = count_illegal(t, &codes, &is_source);
+        if bad > 0 {
+            notes.push(no_legal_path_note(bad));
         }
 
         // Phase 1 (sequential, counters): the fat-tree pass per target writes its entries.
@@ -814,10 +783,13 @@ impl Engine for FatTree {
         let mut lid_dest = vec![u32::MAX; stride];
         let mut ft = Ft::new(t, &rk, has_cn);
         let max_off = t.ends.iter().map(|e| e.nlids).max().unwrap_or(1) as usize;
-        let maxcn = (0..n)
-            .map(|s| t.ends_on(s).iter().filter(|&&i| is_cn[i as usize]).count())
-            .max()
-            .unwrap_or(0);
+        // End-port LIDs are completed right after their fat-tree pass, and the entries the
+        // completion adds count in the link loads, so later completions spread over the links
+        // (a leaf cabled to only some spines takes its entries for targets routed through
+        // the others from its own uplinks, least loaded first).
+        let mut done = vec![false; stride];
+        let mut sc = CompScratch::default();
+        let (mut fallbacks, mut unreached) = (0usize, 0usize);
         let mut route_one = |ft: &mut Ft, sw: usize, port: u8, lid: Option<usize>| {
             ft.begin();
             ft.set(sw, port, u32::MAX, 0, true);
@@ -829,6 +801,17 @@ impl Engine for FatTree {
             let col = &mut cols[lid * n..(lid + 1) * n];
             for &s in &ft.touched {
                 col[s as usize] = ft.next[s as usize];
+            }
+            let row = &codes[sw * n..(sw + 1) * n];
+            let (fb, un) = complete_column(ft, &rk, row, sw, lid, col, &mut sc);
+            fallbacks += fb as usize;
+            unreached += un;
+            done[lid] = true;
+            for (s, &p) in col.iter().enumerate() {
+                if p != NO_PORT && s != sw && !ft.is_set(s) {
+                    let c = ft.ch_of(s, p) as usize;
+                    ft.load[c] += 1;
+                }
             }
         };
         for off in 0..max_off {
@@ -852,9 +835,6 @@ impl Engine for FatTree {
                     let lid = (off < e.nlids as usize).then_some(e.base as usize + off);
                     route_one(&mut ft, s, e.sw_port, lid);
                 }
-                for _ in k..maxcn {
-                    route_one(&mut ft, s, NO_PORT, None);
-                }
             }
             // other end ports
             for s in 0..n {
@@ -875,14 +855,14 @@ impl Engine for FatTree {
                 cols[l * n + s] = 0;
             }
         }
-        // Phase 2 (parallel over destination LIDs, read-only counters): completion.
+        // Phase 2 (parallel over the switch LIDs, read-only counters): completion.
         let ft = &ft;
-        let (fallbacks, unreached) = cols
+        let (fb2, un2) = cols
             .par_chunks_mut(n.max(1))
             .enumerate()
             .map_init(CompScratch::default, |sc, (lid, col)| {
                 let d = lid_dest.get(lid).copied().unwrap_or(u32::MAX);
-                if d == u32::MAX {
+                if d == u32::MAX || done[lid] {
                     return (0usize, 0usize);
                 }
                 let d = d as usize;
@@ -891,7 +871,9 @@ impl Engine for FatTree {
                 (fb as usize, un)
             })
             .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        let (fallbacks, unreached) = (fallbacks + fb2, unreached + un2);
         r.lft = transpose_rect(&cols, stride, n);
+        super::transition::assign_transitions(t, &rk, &mut r, opts.budget, &mut notes)?;
         if fallbacks > 0 {
             notes.push(format!(
                 "{fallbacks} destination LIDs could not be completed from the fat-tree pass and were routed by the up*/down* BFS"

@@ -34,6 +34,8 @@ pub mod minhop;
 pub mod ranking;
 pub mod roots;
 pub mod sssp;
+pub(crate) mod transition;
+pub(crate) mod tree;
 pub mod updn;
 
 use crate::tables::{Routing, NUM_DATA_VLS, NUM_SLS};

@@ -49,6 +49,14 @@ impl UpDownRanking {
         UpDownRanking { rank, roots, pos }
     }
 
+    /// Up*/Down* ranking from given ranks (0 = roots; every live switch ranked): order by
+    /// (rank, larger GUID first, index).
+    pub(crate) fn from_ranks(t: &Topo, rank: Vec<u32>, roots: Vec<usize>) -> Self {
+        let key = |s: usize| (rank[s], std::cmp::Reverse(t.guid(s)), s);
+        let pos = positions(t, key);
+        UpDownRanking { rank, roots, pos }
+    }
+
     /// Down*/Up* ranking: rank 0 = switches with live end ports. `None` if there are none.
     /// Internally the order is reversed (so "legal = up* then down*" holds for the machinery).
     /// Ties of equal rank are broken by the distance from the default reference switch (the
@@ -245,21 +253,55 @@ pub fn single_roots(t: &Topo, cands: &[usize], ecc: &[u16]) -> Vec<usize> {
 // code (u16) of switch s toward destination switch d:
 //   INF                  unreachable (other component)
 //   bit 15 clear         legal: (distance << 1) | 1 if labelled D (forwards down), 0 if U
-//   bit 15 set           escape: no legal path; (0x8000 | k) = k hops to a legally routed switch
+//   bit 15 set           transition: no legal path; the fewest illegal (down -> up) turns T
+//                        any path from s needs, 1..=4, in bits 13-14 (as T - 1), the distance
+//                        of the shortest such path in bits 1-12 and the label in bit 0.
+// Bit 0 is the label in both forms. A switch's choice among its candidates keeps the turns
+// of every path through it: going up to n adds none, going down to n adds one when n
+// forwards up (label U).
 
 const ESC: u16 = 0x8000;
+/// Most turns a transition code holds.
+pub(crate) const MAX_TURNS: u8 = 4;
+/// Largest distance a transition code holds.
+const ESC_MAX_DIST: u16 = 0xFFE;
 
 #[inline]
 pub(crate) fn code_is_legal(c: u16) -> bool {
     c & ESC == 0
 }
+/// Distance to the destination switch (legal or transition code).
 #[inline]
 pub(crate) fn code_dist(c: u16) -> u16 {
-    c >> 1
+    if code_is_legal(c) {
+        c >> 1
+    } else {
+        (c >> 1) & 0xFFF
+    }
 }
 #[inline]
 pub(crate) fn code_down(c: u16) -> bool {
     c & 1 == 1
+}
+/// Illegal turns the path from a switch with code `c` takes (0 for legal codes).
+#[inline]
+pub(crate) fn code_turns(c: u16) -> u8 {
+    if code_is_legal(c) {
+        0
+    } else {
+        ((c >> 13) & 3) as u8 + 1
+    }
+}
+#[inline]
+fn esc_code(turns: u8, dist: u16, down: bool) -> u16 {
+    ESC | (((turns - 1) as u16) << 13) | (dist.min(ESC_MAX_DIST) << 1) | down as u16
+}
+/// (turns, distance, label) of the path of a switch `s` that moves to a neighbour with code
+/// `cn`, going up (`up`) or down.
+#[inline]
+fn via(cn: u16, up: bool) -> (u8, u16, bool) {
+    let t = code_turns(cn) + u8::from(!up && !code_down(cn));
+    (t, code_dist(cn) + 1, !up)
 }
 
 /// Scratch buffers for [`dest_codes`].
@@ -268,6 +310,7 @@ pub(crate) struct CodeScratch {
     q: Vec<u32>,
     q2: Vec<u32>,
     alt: Vec<u16>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u8, u16, bool, u32)>>,
 }
 
 /// Greedy labelled BFS: each switch takes its shortest legal distance, `D` preferred at equal
@@ -367,7 +410,7 @@ fn complete_codes(
 
 /// Fills `code` (length n) for destination switch `d` under ranking `rk`: the greedy
 /// (shortest) labelling when it reaches every switch that has a legal path, else the complete
-/// labelling; then escape distances for switches without a legal path.
+/// labelling; then transition codes for switches without a legal path.
 pub(crate) fn dest_codes(
     t: &Topo,
     rk: &UpDownRanking,
@@ -393,26 +436,34 @@ pub(crate) fn dest_codes(
     } else {
         return;
     }
-    // Escape distances for switches of the same component without a legal path: BFS layers
-    // from the legally routed switches (which count as distance 0).
-    let q = &mut sc.q;
-    q.clear();
-    q.extend((0..code.len() as u32).filter(|&s| code[s as usize] != INF));
-    let (mut lo, mut hi, mut k) = (0usize, q.len(), 1u16);
-    while lo < hi {
-        for i in lo..hi {
-            let u = q[i] as usize;
-            for a in t.links(u) {
-                let s = a.peer as usize;
-                if code[s] == INF {
-                    code[s] = ESC | k;
-                    q.push(s as u32);
+    // Transition codes for the switches of the same component without a legal path: a
+    // Dijkstra from the legally routed switches by (turns, distance, U after D), so every
+    // switch points to one settled before it and the turns of a path never exceed its code's.
+    let heap = &mut sc.heap;
+    heap.clear();
+    let push = |heap: &mut std::collections::BinaryHeap<_>, code: &[u16], u: usize| {
+        for a in t.links(u) {
+            let s = a.peer as usize;
+            if code[s] == INF {
+                let (tr, h, down) = via(code[u], rk.is_up_sw(s, u));
+                if tr <= MAX_TURNS {
+                    heap.push(std::cmp::Reverse((tr, h, !down, s as u32)));
                 }
             }
         }
-        lo = hi;
-        hi = q.len();
-        k = (k + 1).min(0x7FFE);
+    };
+    for u in 0..code.len() {
+        if code[u] != INF {
+            push(heap, code, u);
+        }
+    }
+    while let Some(std::cmp::Reverse((tr, h, up, s))) = heap.pop() {
+        let s = s as usize;
+        if code[s] != INF {
+            continue;
+        }
+        code[s] = esc_code(tr, h, !up);
+        push(heap, code, s);
     }
 }
 
@@ -452,27 +503,17 @@ pub(crate) fn updown_cands(
             }
         }
     } else {
-        let k = cs & !ESC;
-        if k <= 1 {
-            // nearest legal neighbours with the smallest legal distance
-            let mut best = u16::MAX;
-            for a in t.links(s) {
-                let cp = row[a.peer as usize];
-                if cp != INF && code_is_legal(cp) {
-                    best = best.min(code_dist(cp));
-                }
-            }
-            for a in t.links(s) {
-                let cp = row[a.peer as usize];
-                if cp != INF && code_is_legal(cp) && code_dist(cp) == best {
-                    out.push((a.port, a.peer));
-                }
-            }
-        } else {
-            for a in t.links(s) {
-                if row[a.peer as usize] == ESC | (k - 1) {
-                    out.push((a.port, a.peer));
-                }
+        // Neighbours that keep this switch's turns and distance, in the direction its label
+        // says.
+        let want = (code_turns(cs), code_dist(cs), code_down(cs));
+        if want.1 == 0 {
+            return;
+        }
+        for a in t.links(s) {
+            let cp = row[a.peer as usize];
+            let up = rk.is_up_sw(s, a.peer as usize);
+            if cp != INF && up != want.2 && via(cp, up) == want {
+                out.push((a.port, a.peer));
             }
         }
     }
@@ -532,10 +573,10 @@ pub(crate) fn count_illegal(t: &Topo, codes: &[u16], is_source: &[bool]) -> (usi
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
-/// The note for escape entries.
+/// The note for entries without an up*/down* path.
 pub(crate) fn escape_note(esc: usize) -> String {
     format!(
-        "{esc} (switch, destination switch) entries have no up*/down* path under the ranking and use a shortest escape path; traffic between end ports never uses them, traffic from end ports to switch LIDs may"
+        "{esc} (switch, destination switch) entries have no up*/down* path under the ranking; they take the path with the fewest down->up turns, and traffic between end ports that needs one changes VL there (see the VL note)"
     )
 }
 

@@ -8,7 +8,7 @@ use super::ranking::{
     bfs_levels, code_dist, code_is_legal, codes_matrix, component_count, components, count_illegal,
     dnup_default_reference, dnup_ranks, escape_note, route_updown, single_roots, UpDownRanking,
 };
-use super::{EngineError, RouteOptions};
+use super::{tree, EngineError, RouteOptions};
 use crate::tables::Routing;
 use fabric::{Fabric, FaultMask};
 use rayon::prelude::*;
@@ -33,9 +33,22 @@ pub(crate) fn dnup_ranking(
     mask: &FaultMask,
     opts: &RouteOptions,
 ) -> Result<(UpDownRanking, Vec<u16>, Vec<String>), EngineError> {
+    let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
+    // A fat tree: rank 0 = its leaves (switches with hosts, aggregation nodes aside).
+    if let Ok(shape) = tree::detect(t, &tree::host_ends(t, &[])) {
+        if shape.leaves.len() < t.num_alive() {
+            let default_ref = dnup_default_reference(t, &shape.level);
+            let rk = UpDownRanking::dnup_from(
+                t,
+                shape.level,
+                shape.leaves,
+                default_ref.as_slice(),
+            );
+            return Ok(dnup_finish(t, rk, &is_source, "leaves of the fat tree"));
+        }
+    }
     let (rank, roots) = dnup_ranks(t)
         .ok_or_else(|| EngineError::NotApplicable("no switch has a live end port".into()))?;
-    let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
     // Every live switch at rank 0 (end ports everywhere) on a connected fabric: the order
     // is an up*/down* order from the reference switches, chosen like updn's root set.
     if let Some(c) = chosen_root_set(t, mask, Kind::DnUp, opts) {
@@ -47,21 +60,26 @@ pub(crate) fn dnup_ranking(
     }
     let default_ref = dnup_default_reference(t, &rank);
     let rk = UpDownRanking::dnup_from(t, rank, roots, default_ref.as_slice());
+    Ok(dnup_finish(t, rk, &is_source, "switches with end ports"))
+}
+
+/// Codes and notes of a dnup ranking whose rank 0 are `what`.
+fn dnup_finish(
+    t: &Topo,
+    rk: UpDownRanking,
+    is_source: &[bool],
+    what: &str,
+) -> (UpDownRanking, Vec<u16>, Vec<String>) {
     let codes = codes_matrix(t, &rk);
-    let (bad, esc) = count_illegal(t, &codes, &is_source);
+    let (bad, esc) = count_illegal(t, &codes, is_source);
+    let mut notes = vec![format!("{} {what} at rank 0", rk.roots.len())];
     if bad > 0 {
-        return Err(EngineError::NotApplicable(format!(
-            "{bad} (end-port switch, destination switch) pairs have no down*/up* path"
-        )));
+        notes.push(no_legal_path_note(bad));
     }
-    let mut notes = vec![format!(
-        "{} switches with end ports at rank 0",
-        rk.roots.len()
-    )];
     if esc > 0 {
         notes.push(escape_note(esc));
     }
-    Ok((rk, codes, notes))
+    (rk, codes, notes)
 }
 
 /// Chooses the updn ranking (see the module docs) and returns it with its code matrix.
@@ -92,35 +110,13 @@ pub(crate) fn updn_ranking(
         source = "topology hints";
     }
     if roots.is_empty() {
-        // Switches farthest from the end-port switches (a fat tree's spines), per component,
-        // unless that is every switch (e.g. end ports everywhere, as on a torus).
-        // Service CAs (SHARP aggregation nodes, one per switch on real trees) do not count.
-        let with_ends: Vec<usize> = (0..t.n)
-            .filter(|&s| {
-                t.alive[s]
-                    && t.ends_on(s).iter().any(|&e| {
-                        let node = t.f.node(t.end_node(e as usize));
-                        !is_service_ca(&node.desc)
-                    })
-            })
-            .collect();
-        let h = bfs_levels(t, &with_ends);
-        let comp = components(t);
-        let ncomp = component_count(&comp);
-        let mut hmax = vec![0u32; ncomp];
-        for s in 0..t.n {
-            if t.alive[s] && h[s] != u32::MAX {
-                hmax[comp[s] as usize] = hmax[comp[s] as usize].max(h[s]);
+        // A fat tree: the roots of its shape (leaves = switches with hosts, aggregation nodes
+        // aside; see `tree`), unless that is every switch.
+        if let Ok(shape) = tree::detect(t, &tree::host_ends(t, &[])) {
+            if !shape.roots.is_empty() && shape.roots.len() < t.num_alive() {
+                roots = shape.roots;
+                source = "top level of the fat tree (ranked from its leaves)";
             }
-        }
-        let far: Vec<usize> = (0..t.n)
-            .filter(|&s| {
-                t.alive[s] && h[s] != u32::MAX && h[s] == hmax[comp[s] as usize] && h[s] > 0
-            })
-            .collect();
-        if !far.is_empty() && far.len() < t.num_alive() {
-            roots = far;
-            source = "switches farthest from the end ports";
         }
     }
     if roots.is_empty() {
@@ -154,35 +150,28 @@ pub(crate) fn updn_ranking(
         hop = Some(h);
         source = "graph centre (minimum eccentricity, lowest GUID)";
     }
+    let _ = hop;
     let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
     let rk = UpDownRanking::from_roots(t, &roots);
     let codes = codes_matrix(t, &rk);
     let (bad, esc) = count_illegal(t, &codes, &is_source);
-    if bad == 0 {
-        notes.insert(0, format!("{} roots from the {source}", rk.roots.len()));
-        if esc > 0 {
-            notes.push(escape_note(esc));
-        }
-        return Ok((rk, codes, notes));
+    notes.insert(0, format!("{} roots from the {source}", rk.roots.len()));
+    if bad > 0 {
+        notes.push(no_legal_path_note(bad));
     }
-    // Fall back to one root per component: the candidate of minimum eccentricity.
-    let h = match hop {
-        Some(h) => h,
-        None => hop_matrix(t),
-    };
-    let ecc = eccentricities(t, &h);
-    let single = single_roots(t, &rk.roots, &ecc);
-    let rk2 = UpDownRanking::from_roots(t, &single);
-    let codes2 = codes_matrix(t, &rk2);
-    notes.insert(
-        0,
-        format!(
-            "{} roots from the {source} left {bad} (end-port switch, destination) pairs without an up*/down* path; ranked from a single root per component instead (switch GUID {:#018x})",
-            rk.roots.len(),
-            single.first().map_or(0, |&s| t.guid(s))
-        ),
-    );
-    Ok((rk2, codes2, notes))
+    if esc > 0 {
+        notes.push(escape_note(esc));
+    }
+    Ok((rk, codes, notes))
+}
+
+/// The note for (end-port switch, destination switch) pairs a ranking leaves without an
+/// up*/down* path: they are routed with a VL transition (`transition`), or not at all when
+/// the budget has one VL.
+pub(crate) fn no_legal_path_note(bad: usize) -> String {
+    format!(
+        "{bad} (end-port switch, destination switch) pairs have no up*/down* path under this ranking (e.g. aggregation nodes on two roots, missing cables); the ranking is kept and they are routed with a VL transition"
+    )
 }
 
 // ---- root choice by routing candidates -------------------------------------------------------

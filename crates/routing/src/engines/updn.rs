@@ -86,6 +86,7 @@
 use super::common::{unreached_note, Topo};
 use super::ranking::{route_updown, Dir, UpDownRanking};
 use super::roots::{dnup_ranking, updn_ranking};
+use super::transition::assign_transitions;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::turn::{Base, UpDownRule};
 use fabric::{Fabric, FaultMask};
@@ -124,8 +125,9 @@ impl Engine for UpDn {
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         let mask = &t.mask;
         let (rk, codes, mut notes) = updn_ranking(t, mask, opts)?;
-        let (routing, unreached) = route_updown(t, &rk, &codes, opts);
+        let (mut routing, unreached) = route_updown(t, &rk, &codes, opts);
         unreached_note(t, unreached, &mut notes);
+        assign_transitions(t, &rk, &mut routing, opts.budget, &mut notes)?;
         Ok(Routed { routing, notes })
     }
 }
@@ -141,8 +143,9 @@ impl Engine for DnUp {
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         let mask = &t.mask;
         let (rk, codes, mut notes) = dnup_ranking(t, mask, opts)?;
-        let (routing, unreached) = route_updown(t, &rk, &codes, opts);
+        let (mut routing, unreached) = route_updown(t, &rk, &codes, opts);
         unreached_note(t, unreached, &mut notes);
+        assign_transitions(t, &rk, &mut routing, opts.budget, &mut notes)?;
         Ok(Routed { routing, notes })
     }
 }

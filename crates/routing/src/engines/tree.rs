@@ -1,0 +1,343 @@
+//! Fat-tree shape detection, shared by `ftree`, `updn` and `dnup`: which switches are the
+//! leaves, the level of every switch, and the roots — on trees as real clusters build them.
+//!
+//! **Hosts.** A host port is a live CA port that is not a service CA (a SHARP "Aggregation
+//! Node", which real trees carry on every switch, spines and cores included) and not in the
+//! caller's exclusion list (OpenSM's `io_guids`); service HCAs on a management leaf are hosts.
+//!
+//! **Leaves.** The switches with host ports, minus a few: two leaves are never cabled to each
+//! other in a fat tree, so where switches with hosts are linked, the one with the most such
+//! neighbours (ties: fewer host ports, then higher GUID… see [`detect`]) is taken for an
+//! upper switch that carries a few hosts (a spine with three HCAs), until no two leaves are
+//! linked. Ranks come from all leaves at once: `level` = BFS distance from the leaf set, so a
+//! management leaf hung off a spine is a leaf like any other, and a management spine cabled to
+//! cores sits at the spine level. The roots are the switches of the highest level in their
+//! component.
+//!
+//! **Not a fat tree.** With hosts on (nearly) every switch — a torus, a Dragonfly, a HyperX —
+//! the cover takes more than one switch and a quarter of the hosts off the leaves, or a
+//! quarter of the links join switches of one level: [`detect`] then says why, and `ftree` declines so that a chain moves on.
+
+use super::common::{is_service_ca, Topo};
+use super::ranking::{bfs_levels, components};
+use fabric::NodeKind;
+
+/// A detected (or given) fat-tree shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TreeShape {
+    /// Per switch: BFS distance from the leaf set (0 = leaf; `u32::MAX` = dead).
+    pub level: Vec<u32>,
+    /// Per switch: rank for the up/down machinery (0 = roots): the highest level of its
+    /// component minus its level.
+    pub rank: Vec<u32>,
+    pub roots: Vec<usize>,
+    pub leaves: Vec<usize>,
+    /// Switches with host ports that are not leaves (hosts on spines).
+    pub upper_hosts: Vec<usize>,
+    /// Switches without hosts ranked with the leaves ([`hostless_leaves`]).
+    pub hostless_leaves: Vec<usize>,
+}
+
+/// Host flags per end (index into `t.ends`): see the module documentation.
+pub(crate) fn host_ends(t: &Topo, excluded: &[u64]) -> Vec<bool> {
+    (0..t.ends.len())
+        .map(|i| {
+            let node = t.f.node(t.end_node(i));
+            node.kind == NodeKind::Ca
+                && !is_service_ca(&node.desc)
+                && !excluded.contains(&t.f.port(t.ends[i].port).guid)
+        })
+        .collect()
+}
+
+/// Share of the hosts the cover may take off the leaves before the fabric is not a tree.
+const MAX_UPPER_HOST_SHARE: f64 = 0.25;
+/// Share of the inter-switch links that may join switches of one level.
+const MAX_SIBLING_SHARE: f64 = 0.25;
+
+/// Detects the tree shape from the hosts (`is_host` per end), or says why the fabric is not a
+/// fat tree.
+pub(crate) fn detect(t: &Topo, is_host: &[bool]) -> Result<TreeShape, String> {
+    let n = t.n;
+    let mut hosts = vec![0u32; n];
+    for (i, e) in t.ends.iter().enumerate() {
+        if is_host[i] && t.alive[e.sw as usize] {
+            hosts[e.sw as usize] += 1;
+        }
+    }
+    let total: u32 = hosts.iter().sum();
+    if total == 0 {
+        return Err("no host (compute or I/O) CA port".into());
+    }
+    let mut leaf: Vec<bool> = (0..n).map(|s| t.alive[s] && hosts[s] > 0).collect();
+    // Neighbour switches with hosts, counted once per neighbour.
+    let leaf_peers = |leaf: &[bool], s: usize| -> u32 {
+        let mut c = 0;
+        let links = t.links(s);
+        for (k, a) in links.iter().enumerate() {
+            let p = a.peer as usize;
+            if p != s && leaf[p] && !links[..k].iter().any(|b| b.peer == a.peer) {
+                c += 1;
+            }
+        }
+        c
+    };
+    let mut conflicts: Vec<u32> = (0..n)
+        .map(|s| if leaf[s] { leaf_peers(&leaf, s) } else { 0 })
+        .collect();
+    let mut upper_hosts = Vec::new();
+    loop {
+        // The leaf with the most leaf neighbours; ties: fewer hosts, then higher GUID (the
+        // larger GUID is the higher switch in OpenSM's order), then lower index.
+        let pick = (0..n)
+            .filter(|&s| leaf[s] && conflicts[s] > 0)
+            .max_by_key(|&s| {
+                (
+                    conflicts[s],
+                    std::cmp::Reverse(hosts[s]),
+                    t.guid(s),
+                    std::cmp::Reverse(s),
+                )
+            });
+        let Some(s) = pick else { break };
+        leaf[s] = false;
+        conflicts[s] = 0;
+        upper_hosts.push(s);
+        let mut seen: Vec<u32> = Vec::new();
+        for a in t.links(s) {
+            let p = a.peer as usize;
+            if leaf[p] && !seen.contains(&a.peer) {
+                seen.push(a.peer);
+                conflicts[p] -= 1;
+            }
+        }
+    }
+    let moved: u32 = upper_hosts.iter().map(|&s| hosts[s]).sum();
+    if upper_hosts.len() > 1 && moved as f64 > MAX_UPPER_HOST_SHARE * total as f64 {
+        return Err(format!(
+            "not a fat tree: {} of the {} switches with hosts are cabled to other switches with hosts ({moved} of {total} host ports would sit above the leaves)",
+            upper_hosts.len(),
+            (0..n).filter(|&s| hosts[s] > 0).count()
+        ));
+    }
+    let leaves: Vec<usize> = (0..n).filter(|&s| leaf[s]).collect();
+    let mut sources = leaves.clone();
+    let mut level = bfs_levels(t, &sources);
+    for _round in 0..3 {
+        let extra = hostless_leaves(t, &level, &hosts);
+        if extra.is_empty() {
+            break;
+        }
+        sources.extend(extra);
+        level = bfs_levels(t, &sources);
+    }
+    let mut links = 0usize;
+    let mut siblings = 0usize;
+    for s in 0..n {
+        for a in t.links(s) {
+            let p = a.peer as usize;
+            if p > s {
+                links += 1;
+                if level[p] == level[s] {
+                    siblings += 1;
+                }
+            }
+        }
+    }
+    if links > 0 && siblings as f64 > MAX_SIBLING_SHARE * links as f64 {
+        return Err(format!(
+            "not a fat tree: {siblings} of the {links} switch-to-switch links join switches at the same distance from the leaves"
+        ));
+    }
+    let hostless: Vec<usize> = sources[leaves.len()..].to_vec();
+    let mut shape = shape_from_levels(t, level, leaves, upper_hosts);
+    shape.hostless_leaves = hostless;
+    Ok(shape)
+}
+
+/// Switches without hosts that are leaves in all but their hosts (a leaf whose nodes are
+/// gone or unplugged): at level ≥ 2, no neighbour above them, and cabled only to switches
+/// that one real leaf is cabled to as well — like a leaf, not like a core, which joins the
+/// spines of several leaves' subtrees.
+fn hostless_leaves(t: &Topo, level: &[u32], hosts: &[u32]) -> Vec<usize> {
+    let n = t.n;
+    let peers = |s: usize| -> Vec<u32> {
+        let mut v: Vec<u32> = t.links(s).iter().map(|a| a.peer).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let mut out = Vec::new();
+    for s in 0..n {
+        if !t.alive[s]
+            || hosts[s] > 0
+            || level[s] == u32::MAX
+            || level[s] < 2
+            || t.links(s).iter().any(|a| level[a.peer as usize] >= level[s])
+        {
+            continue;
+        }
+        let mine = peers(s);
+        let Some(&first) = mine.first() else { continue };
+        // Real leaves below the first neighbour whose neighbours include all of ours.
+        let leaf_like = t.links(first as usize).iter().any(|a| {
+            let l = a.peer as usize;
+            level[l] == 0
+                && hosts[l] > 0
+                && mine
+                    .iter()
+                    .all(|&q| t.links(l).iter().any(|b| b.peer == q))
+        });
+        if leaf_like {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The shape ranked from given roots: rank = BFS distance from the roots (components without
+/// a root get their switch of lowest index), level = the component's highest rank minus rank;
+/// leaves are the switches with hosts at the lowest level.
+pub(crate) fn from_roots(t: &Topo, roots: &[usize], is_host: &[bool]) -> TreeShape {
+    let mut roots: Vec<usize> = roots
+        .iter()
+        .copied()
+        .filter(|&r| r < t.n && t.alive[r])
+        .collect();
+    let mut rank = bfs_levels(t, &roots);
+    while let Some(extra) = (0..t.n).find(|&s| t.alive[s] && rank[s] == u32::MAX) {
+        roots.push(extra);
+        rank = bfs_levels(t, &roots);
+    }
+    let comp = components(t);
+    let ncomp = comp
+        .iter()
+        .filter(|&&c| c != u32::MAX)
+        .max()
+        .map_or(0, |&c| c as usize + 1);
+    let mut top = vec![0u32; ncomp];
+    for s in 0..t.n {
+        if t.alive[s] {
+            top[comp[s] as usize] = top[comp[s] as usize].max(rank[s]);
+        }
+    }
+    let level: Vec<u32> = (0..t.n)
+        .map(|s| {
+            if t.alive[s] {
+                top[comp[s] as usize] - rank[s]
+            } else {
+                u32::MAX
+            }
+        })
+        .collect();
+    let mut has_host = vec![false; t.n];
+    for (i, e) in t.ends.iter().enumerate() {
+        if is_host[i] {
+            has_host[e.sw as usize] = true;
+        }
+    }
+    let leaves: Vec<usize> = (0..t.n)
+        .filter(|&s| t.alive[s] && has_host[s] && level[s] == 0)
+        .collect();
+    let upper_hosts: Vec<usize> = (0..t.n)
+        .filter(|&s| t.alive[s] && has_host[s] && level[s] > 0)
+        .collect();
+    TreeShape {
+        level,
+        rank,
+        roots,
+        leaves,
+        upper_hosts,
+        hostless_leaves: Vec::new(),
+    }
+}
+
+/// Ranks and roots from levels: per component, rank = highest level − level; switches the
+/// leaves do not reach (components without hosts) are ranked from their lowest-index switch.
+fn shape_from_levels(
+    t: &Topo,
+    mut level: Vec<u32>,
+    leaves: Vec<usize>,
+    upper_hosts: Vec<usize>,
+) -> TreeShape {
+    let n = t.n;
+    // Components without a leaf: levels from their own lowest-index switch, upside down so
+    // that it is the root.
+    while let Some(s0) = (0..n).find(|&s| t.alive[s] && level[s] == u32::MAX) {
+        let l = bfs_levels(t, &[s0]);
+        let h = (0..n)
+            .filter(|&s| l[s] != u32::MAX)
+            .map(|s| l[s])
+            .max()
+            .unwrap_or(0);
+        for s in 0..n {
+            if l[s] != u32::MAX && level[s] == u32::MAX {
+                level[s] = h - l[s];
+            }
+        }
+    }
+    let comp = components(t);
+    let ncomp = comp
+        .iter()
+        .filter(|&&c| c != u32::MAX)
+        .max()
+        .map_or(0, |&c| c as usize + 1);
+    let mut top = vec![0u32; ncomp];
+    for s in 0..n {
+        if t.alive[s] {
+            top[comp[s] as usize] = top[comp[s] as usize].max(level[s]);
+        }
+    }
+    let mut rank = vec![u32::MAX; n];
+    let mut roots = Vec::new();
+    for s in 0..n {
+        if t.alive[s] {
+            rank[s] = top[comp[s] as usize] - level[s];
+            if rank[s] == 0 {
+                roots.push(s);
+            }
+        }
+    }
+    TreeShape {
+        level,
+        rank,
+        roots,
+        leaves,
+        upper_hosts,
+        hostless_leaves: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::FaultMask;
+
+    fn shape(spec: &str) -> Result<TreeShape, String> {
+        let f = crate::fault::test_fabric(spec);
+        let t = Topo::new(&f, &FaultMask::none(&f));
+        let h = host_ends(&t, &[]);
+        detect(&t, &h)
+    }
+
+    #[test]
+    fn generated_trees_are_ranked_from_their_leaves() {
+        let s = shape("ktree 4 3").unwrap();
+        let f = crate::fault::test_fabric("ktree 4 3");
+        // Hints give level 0 = roots; the detection must agree.
+        for (i, &n) in f.switches.iter().enumerate() {
+            assert_eq!(s.rank[i], f.hints.level[n.idx()], "switch {i}");
+        }
+        let s = shape("fourlevel sets=3 l0=2 l1=2 hcas=2 l3=2").unwrap();
+        assert_eq!(s.leaves.len(), 6);
+        assert!(s.upper_hosts.is_empty());
+    }
+
+    #[test]
+    fn tori_and_dragonflies_are_not_fat_trees() {
+        for spec in ["torus 4x4", "dragonfly 4 2 2", "hyperx 3x3", "randreg 16 4"] {
+            let e = shape(spec).unwrap_err();
+            assert!(e.starts_with("not a fat tree"), "{spec}: {e}");
+        }
+    }
+}
