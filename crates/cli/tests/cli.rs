@@ -107,6 +107,75 @@ fn gen_convert_and_route_write_what_they_say() {
     assert!(o.status.success());
 }
 
+/// `gen superpod` writes a net file and the cores as roots; `route` reads both (Up*/Down* from
+/// the roots file, MinHop without), every pair is reachable despite the missing cables, and
+/// the Up*/Down* tables check clean. The aggregation nodes keep their description.
+#[test]
+fn gen_superpod_is_routable() {
+    let d = tmp("superpod");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let net = d.join("sp.net");
+    let o = fr(&[
+        "gen",
+        "superpod",
+        "su=2",
+        "nodes=3",
+        "rails=2",
+        "spines=3",
+        "uplinks=5",
+        "cores=4",
+        "missing=3",
+        "-o",
+        &s(&net),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // 2 x (2 leaves + 3 spines) + 4 cores + 4 management leaves + the management spine
+    assert_eq!(v["summary"]["switches"], 19);
+    // 12 compute HCAs, 12 management HCAs, 19 aggregation nodes
+    assert_eq!(v["summary"]["cas"], 43);
+    let roots = std::fs::read_to_string(d.join("sp.net.roots")).unwrap();
+    assert_eq!(roots.lines().count(), 4, "the cores: {roots}");
+    let text = std::fs::read_to_string(&net).unwrap();
+    assert_eq!(
+        text.matches("# \"Mellanox Technologies Aggregation Node\"")
+            .count(),
+        19
+    );
+    for (engine, roots_arg) in [("updn", true), ("minhop", false)] {
+        let out = d.join(engine);
+        let mut args = vec!["route".to_string(), s(&net), "-R".into(), engine.into()];
+        if roots_arg {
+            args.extend(["--roots".to_string(), s(&d.join("sp.net.roots"))]);
+        }
+        args.extend(["-o".to_string(), s(&out)]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = fr(&args);
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{engine}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let sum: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(sum["engine_used"], engine);
+        assert_eq!(sum["unreachable_pairs"], 0, "{engine}");
+        assert_eq!(sum["pairs"], 43 * 42, "{engine}");
+        if engine == "updn" {
+            assert_eq!(o.status.code(), Some(0));
+            assert_eq!(sum["deadlock_free"], true);
+            let c = fr(&[
+                "check",
+                &s(&out.join("opensm-subnet.lst")),
+                "--lfts",
+                &s(&out.join("opensm-lfts.dump")),
+            ]);
+            assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+        }
+    }
+}
+
 #[test]
 fn chain_reports_failed_engines_and_unknown_names() {
     let d = tmp("chain");

@@ -121,7 +121,10 @@ fn check_common(f: &Fabric) {
     let mut nca = 0u64;
     let mut seen_ca = false;
     for (i, n) in f.nodes.iter().enumerate() {
-        assert_eq!(n.name, n.desc);
+        // aggregation nodes share one description; every other node is described by its name
+        if n.desc != AGGREGATION_NODE_DESC {
+            assert_eq!(n.name, n.desc);
+        }
         assert_eq!(n.sys_guid, n.guid);
         let p0 = &f.ports[f.port_id(NodeId(i as u32), 0).idx()];
         match n.kind {
@@ -1050,6 +1053,7 @@ fn every_kind_is_deterministic() {
         "xgft m=2,3,2 w=1,2,2",
         "leafspine leaves=4 spines=2 hosts=3 links=2",
         "fourlevel sets=2 l0=2 l1=2 hcas=2 l3=2",
+        "superpod su=2 nodes=3 rails=2 spines=3 uplinks=5 cores=4 missing=4",
         "dragonfly 4 2 2 arrangement=absolute",
         "slimfly 5",
         "hyperx 3x3",
@@ -1158,6 +1162,553 @@ fn bad_parameters_are_errors() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// DGX SuperPOD-style fabrics
+// ---------------------------------------------------------------------------------------------
+
+/// What a switch of a SuperPOD is, from its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PodRole {
+    Leaf(usize, usize),
+    Spine(usize, usize),
+    Core(usize, usize),
+    MgmtLeaf(usize),
+    MgmtSpine,
+}
+
+fn pod_role(name: &str) -> PodRole {
+    let num = |s: &str| s.parse::<usize>().unwrap_or_else(|_| panic!("{name}"));
+    if name == "mgmt-spine" {
+        return PodRole::MgmtSpine;
+    }
+    if let Some(k) = name.strip_prefix("mgmt-leaf") {
+        return PodRole::MgmtLeaf(num(k));
+    }
+    if let Some(rest) = name.strip_prefix("core") {
+        let (g, i) = rest.split_once('-').unwrap();
+        return PodRole::Core(num(g), num(i));
+    }
+    let rest = name.strip_prefix("su").unwrap_or_else(|| panic!("{name}"));
+    let (u, what) = rest.split_once('-').unwrap();
+    if let Some(r) = what.strip_prefix("leaf") {
+        PodRole::Leaf(num(u), num(r))
+    } else {
+        PodRole::Spine(num(u), num(what.strip_prefix("spine").unwrap()))
+    }
+}
+
+/// Everything a [`SuperPodSpec`] promises, checked on the generated fabric (with or without
+/// missing cables).
+fn check_superpod(f: &Fabric, s: &SuperPodSpec) {
+    check_common(f);
+    assert!(connected(f), "{}", f.hints.kind);
+    let (su, nodes, rails, spines) = (
+        s.su as usize,
+        s.nodes as usize,
+        s.rails as usize,
+        s.spines as usize,
+    );
+    let (uplinks, core_links) = (s.uplinks as usize, s.core_links as usize);
+    let cores = s.core_count() as usize;
+    let mgmt = s.mgmt as usize;
+    let mgmt_a = mgmt.div_ceil(2);
+    let has_mspine = mgmt > mgmt_a;
+    let group_size = |g: usize| cores / spines + usize::from(g < cores % spines);
+    let nsw = su * (rails + spines) + cores + mgmt + usize::from(has_mspine);
+    assert_eq!(f.switches.len(), nsw);
+
+    let name = |n: NodeId| f.nodes[n.idx()].name.as_str();
+    let roles: Vec<PodRole> = f.switches.iter().map(|&n| pod_role(name(n))).collect();
+    let count = |p: &dyn Fn(&PodRole) -> bool| roles.iter().filter(|r| p(r)).count();
+    assert_eq!(count(&|r| matches!(r, PodRole::Leaf(..))), su * rails);
+    assert_eq!(count(&|r| matches!(r, PodRole::Spine(..))), su * spines);
+    assert_eq!(count(&|r| matches!(r, PodRole::Core(..))), cores);
+    assert_eq!(count(&|r| matches!(r, PodRole::MgmtLeaf(_))), mgmt);
+    assert_eq!(
+        count(&|r| *r == PodRole::MgmtSpine),
+        usize::from(has_mspine)
+    );
+    for g in 0..spines {
+        assert_eq!(
+            count(&|r| matches!(r, PodRole::Core(x, _) if *x == g)),
+            group_size(g)
+        );
+    }
+
+    // CAs by kind.
+    let ans: Vec<usize> = (0..f.nodes.len())
+        .filter(|&i| f.nodes[i].desc == AGGREGATION_NODE_DESC)
+        .collect();
+    assert_eq!(ans.len(), if s.sharp { nsw } else { 0 });
+    let service = |d: &str| d.to_ascii_lowercase().contains("aggregation node");
+    let compute = f
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Ca && n.name.starts_with("dgx-"))
+        .inspect(|n| assert!(!service(&n.desc), "{}", n.desc))
+        .count();
+    assert_eq!(compute, su * nodes * rails);
+    let mgmt_hcas = f
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Ca && n.name.starts_with("mgmt-"))
+        .filter(|n| n.desc != AGGREGATION_NODE_DESC)
+        .inspect(|n| assert!(!service(&n.desc), "{}", n.desc))
+        .count();
+    assert_eq!(mgmt_hcas, mgmt * s.mgmt_hcas as usize);
+    assert_eq!(hcas(f), compute + mgmt_hcas + ans.len());
+
+    // Per switch: attached CAs, cables to each neighbour switch, ports.
+    let mut uplinks_left = 0;
+    let mut pod_cables = 0;
+    for (si, &sw) in f.switches.iter().enumerate() {
+        let node = &f.nodes[sw.idx()];
+        let sname = node.name.as_str();
+        assert!(node.nports as u32 <= MAX_PORTS);
+        let mut cas = Vec::new();
+        let mut nb: HashMap<&str, usize> = HashMap::new();
+        let mut last_used = 0;
+        for p in f.node_ports(sw) {
+            let Some(r) = f.remote(p) else { continue };
+            let pn = f.ports[p.idx()].num;
+            last_used = last_used.max(pn);
+            let rn = f.ports[r.idx()].node;
+            if f.is_switch(rn) {
+                *nb.entry(name(rn)).or_default() += 1;
+            } else {
+                cas.push((pn, &f.nodes[rn.idx()]));
+            }
+        }
+        assert_eq!(node.nports, last_used.max(1), "{sname}: declared ports");
+        let an: Vec<_> = cas
+            .iter()
+            .filter(|(_, n)| n.desc == AGGREGATION_NODE_DESC)
+            .collect();
+        if s.sharp {
+            assert_eq!(an.len(), 1, "{sname}: one aggregation node");
+            assert_eq!(an[0].1.name, format!("{sname} Aggregation Node"));
+            assert_eq!(an[0].0, node.nports, "{sname}: the AN takes the last port");
+        } else {
+            assert!(an.is_empty());
+        }
+        let other: Vec<_> = cas
+            .iter()
+            .filter(|(_, n)| n.desc != AGGREGATION_NODE_DESC)
+            .collect();
+        let cables = |to: &str| nb.get(to).copied().unwrap_or(0);
+        match roles[si] {
+            PodRole::Leaf(u, r) => {
+                // nodes compute HCAs of rail r of SU u on ports 1..=nodes, node i on port i+1
+                assert_eq!(other.len(), nodes, "{sname}");
+                for (pn, n) in &other {
+                    assert_eq!(
+                        n.name,
+                        format!("dgx-su{u}-n{} HCA-{r}", *pn as usize - 1),
+                        "{sname}"
+                    );
+                }
+                let mut total = 0;
+                for (to, c) in &nb {
+                    match pod_role(to) {
+                        PodRole::Spine(v, j) => {
+                            assert_eq!(v, u, "{sname} -> {to}");
+                            let want = uplinks / spines + usize::from(j < uplinks % spines);
+                            assert!(*c <= want && (s.missing > 0 || *c == want), "{sname}");
+                            total += c;
+                        }
+                        _ => panic!("{sname} -> {to}"),
+                    }
+                }
+                if s.missing == 0 {
+                    assert_eq!(nb.len(), spines, "{sname} reaches every spine");
+                }
+                assert!(total >= 1, "{sname} keeps an uplink");
+                uplinks_left += total;
+            }
+            PodRole::Spine(u, j) => {
+                assert!(other.is_empty(), "{sname}");
+                for (to, c) in &nb {
+                    match pod_role(to) {
+                        PodRole::Leaf(..) => {}
+                        PodRole::Core(g, _) => {
+                            assert_eq!(g, j, "{sname} -> {to}: core group");
+                            assert!(*c <= core_links && (s.missing > 0 || *c == core_links));
+                            pod_cables += c;
+                        }
+                        PodRole::MgmtLeaf(k) => {
+                            assert!((u, j) == (0, 0) && k < mgmt_a && *c == 2, "{sname} -> {to}")
+                        }
+                        _ => panic!("{sname} -> {to}"),
+                    }
+                }
+                if s.missing == 0 {
+                    for i in 0..group_size(j) {
+                        assert_eq!(cables(&format!("core{j}-{i}")), core_links);
+                    }
+                }
+            }
+            PodRole::Core(..) => {
+                assert!(other.is_empty(), "{sname}");
+                assert!(nb
+                    .keys()
+                    .all(|to| matches!(pod_role(to), PodRole::Spine(..) | PodRole::MgmtSpine)));
+            }
+            PodRole::MgmtLeaf(k) => {
+                assert_eq!(other.len(), s.mgmt_hcas as usize, "{sname}");
+                for (i, (pn, n)) in other.iter().enumerate() {
+                    assert_eq!(n.name, format!("mgmt-{k} HCA-{i}"));
+                    assert_eq!(*pn as usize, i + 1);
+                }
+                let up = if k < mgmt_a {
+                    "su0-spine0"
+                } else {
+                    "mgmt-spine"
+                };
+                assert_eq!(nb.len(), 1, "{sname}");
+                assert_eq!(cables(up), 2, "{sname}");
+            }
+            PodRole::MgmtSpine => {
+                assert!(other.is_empty());
+                let to_cores: Vec<(&str, usize)> = nb
+                    .iter()
+                    .filter(|(to, _)| matches!(pod_role(to), PodRole::Core(..)))
+                    .map(|(to, c)| (*to, *c))
+                    .collect();
+                assert_eq!(to_cores.len(), s.mgmt_cores as usize);
+                assert!(to_cores.iter().all(|&(_, c)| c == 1));
+                // the first cores of distinct groups
+                let groups: BTreeSet<usize> = to_cores
+                    .iter()
+                    .map(|(to, _)| match pod_role(to) {
+                        PodRole::Core(g, _) => g,
+                        _ => unreachable!(),
+                    })
+                    .collect();
+                assert_eq!(groups.len(), (s.mgmt_cores as usize).min(spines));
+                assert_eq!(nb.len(), to_cores.len() + mgmt - mgmt_a);
+            }
+        }
+    }
+    // Exactly `missing` pod cables gone.
+    let planned = su * rails * uplinks + su * cores * core_links;
+    assert_eq!(uplinks_left + pod_cables + s.missing as usize, planned);
+    let mgmt_cables = 2 * mgmt + if has_mspine { s.mgmt_cores as usize } else { 0 };
+    assert_eq!(sw_links(f), planned - s.missing as usize + mgmt_cables);
+
+    // Hints: levels, roots = the cores, link classes.
+    let h = &f.hints;
+    for (si, &sw) in f.switches.iter().enumerate() {
+        let want = match roles[si] {
+            PodRole::Core(..) => 0,
+            PodRole::Spine(..) | PodRole::MgmtSpine => 1,
+            PodRole::Leaf(..) | PodRole::MgmtLeaf(_) => 2,
+        };
+        assert_eq!(h.level[sw.idx()], want, "{}", name(sw));
+    }
+    assert!(f
+        .nodes
+        .iter()
+        .enumerate()
+        .all(|(i, n)| n.kind == NodeKind::Switch || h.level[i] == u32::MAX));
+    let roots: BTreeSet<&str> = h.roots.iter().map(|&r| name(r)).collect();
+    let core_names: BTreeSet<&str> = f
+        .switches
+        .iter()
+        .map(|&n| name(n))
+        .filter(|n| n.starts_with("core"))
+        .collect();
+    assert_eq!(roots, core_names);
+    assert_eq!(
+        h.link_class_names,
+        vec!["host", "leaf-spine", "spine-core", "mgmt"]
+    );
+    for (l, link) in f.links.iter().enumerate() {
+        let (a, b) = (f.ports[link.a.idx()].node, f.ports[link.b.idx()].node);
+        if !f.is_switch(a) || !f.is_switch(b) {
+            continue;
+        }
+        let (ra, rb) = (pod_role(name(a)), pod_role(name(b)));
+        let mg = |r: PodRole| matches!(r, PodRole::MgmtLeaf(_) | PodRole::MgmtSpine);
+        let want = if mg(ra) || mg(rb) {
+            "mgmt"
+        } else if matches!(ra, PodRole::Leaf(..)) || matches!(rb, PodRole::Leaf(..)) {
+            "leaf-spine"
+        } else {
+            "spine-core"
+        };
+        assert_eq!(h.link_class_names[h.link_class[l] as usize], want);
+    }
+    assert!(h.kind.starts_with(&format!("superpod su={}", s.su)));
+}
+
+/// The most leaf-spine and spine-core cables that can go with the switches staying connected:
+/// every cable but the fewest that join the components the management cables leave
+/// (matroid rank: `candidates - (components without them - 1)`).
+fn superpod_max_missing(f: &Fabric) -> usize {
+    let ns = f.switches.len();
+    let mut parent: Vec<usize> = (0..ns).collect();
+    fn find(p: &mut [usize], x: usize) -> usize {
+        let mut r = x;
+        while p[r] != r {
+            r = p[r];
+        }
+        p[x] = r;
+        r
+    }
+    let mut comps = ns;
+    let mut cand = 0;
+    for (l, link) in f.links.iter().enumerate() {
+        let (a, b) = (f.ports[link.a.idx()].node, f.ports[link.b.idx()].node);
+        if !f.is_switch(a) || !f.is_switch(b) {
+            continue;
+        }
+        if f.hints.link_class_names[f.hints.link_class[l] as usize] != "mgmt" {
+            cand += 1;
+            continue;
+        }
+        let (x, y) = (
+            find(&mut parent, f.switch_index[a.idx()] as usize),
+            find(&mut parent, f.switch_index[b.idx()] as usize),
+        );
+        if x != y {
+            parent[x] = y;
+            comps -= 1;
+        }
+    }
+    cand - (comps - 1)
+}
+
+#[test]
+fn superpod_small_instances_are_built_as_specified() {
+    // defaults, 2 SUs
+    let f = spec("superpod su=2");
+    let s = SuperPodSpec::new(2);
+    check_superpod(&f, &s);
+    assert_eq!(f.switches.len(), 16 + 20 + 10 + 4 + 1);
+    assert_eq!(hcas(&f), 320 + 12 + 51);
+    assert_eq!(sw_links(&f), 320 + 20 + 8 + 2);
+    // a leaf uses 20 HCA ports, 20 uplinks and the aggregation node
+    let leaf = f.node_by_name("su1-leaf7").unwrap();
+    assert_eq!(f.nodes[leaf.idx()].nports, 41);
+    assert_eq!(
+        spec("superpod 2"),
+        superpod(&s, &o()).unwrap(),
+        "positional su"
+    );
+    // the companion roots file lists the cores, in GUID order
+    let roots = roots_file(&f).unwrap();
+    assert_eq!(roots.lines().count(), 10);
+    assert_eq!(roots.lines().next().unwrap(), "0x0000000000200024"); // switch 36 = core0-0
+    assert_eq!(f.nodes[36].name, "core0-0");
+    // the management spine hangs off core0-0 and core1-0
+    let ms = f.node_by_name("mgmt-spine").unwrap();
+    let mut to: Vec<&str> = f
+        .node_ports(ms)
+        .filter_map(|p| f.remote(p))
+        .map(|r| f.nodes[f.ports[r.idx()].node.idx()].name.as_str())
+        .filter(|n| n.starts_with("core"))
+        .collect();
+    to.sort();
+    assert_eq!(to, vec!["core0-0", "core1-0"]);
+
+    // sizes that do not divide evenly: 7 uplinks over 4 spines (2,2,2,1), 10 cores in 4 groups
+    // (3,3,2,2), double spine-core cables, 3 management leaves, 5 management cores
+    let text = "superpod su=3 nodes=5 rails=3 spines=4 uplinks=7 cores=10 core-links=2 mgmt=3 mgmt-hcas=2 mgmt-cores=5";
+    let f = spec(text);
+    let s = SuperPodSpec {
+        nodes: 5,
+        rails: 3,
+        spines: 4,
+        uplinks: 7,
+        cores: Some(10),
+        core_links: 2,
+        mgmt: 3,
+        mgmt_hcas: 2,
+        mgmt_cores: 5,
+        ..SuperPodSpec::new(3)
+    };
+    assert_eq!(f, superpod(&s, &o()).unwrap());
+    check_superpod(&f, &s);
+    let nm: Vec<&str> = f
+        .switches
+        .iter()
+        .map(|&n| f.nodes[n.idx()].name.as_str())
+        .collect();
+    assert_eq!(
+        &nm[21..31],
+        &[
+            "core0-0", "core0-1", "core0-2", "core1-0", "core1-1", "core1-2", "core2-0", "core2-1",
+            "core3-0", "core3-1"
+        ]
+    );
+
+    // no SHARP, no management network, one SU (default cores = spines)
+    let f = spec("superpod su=1 nodes=3 rails=2 spines=3 uplinks=4 sharp=false mgmt=0");
+    let s = SuperPodSpec {
+        nodes: 3,
+        rails: 2,
+        spines: 3,
+        uplinks: 4,
+        sharp: false,
+        mgmt: 0,
+        ..SuperPodSpec::new(1)
+    };
+    check_superpod(&f, &s);
+    assert_eq!(f.switches.len(), 2 + 3 + 3);
+    // one management leaf: it hangs off su0-spine0 and there is no management spine
+    let s = SuperPodSpec { mgmt: 1, ..s };
+    let f = superpod(&s, &o()).unwrap();
+    check_superpod(&f, &s);
+    assert!(f.node_by_name("mgmt-spine").is_none());
+
+    // radix: the defaults need 41 ports
+    let f = spec("superpod su=1 radix=41");
+    assert!(f.switches.iter().all(|&n| f.nodes[n.idx()].nports == 41));
+    let e = "superpod su=1 radix=40"
+        .parse::<TopoSpec>()
+        .unwrap()
+        .generate()
+        .unwrap_err();
+    assert!(e.to_string().contains("leaf switches need 41 ports"), "{e}");
+}
+
+#[test]
+fn superpod_missing_cables() {
+    let full = spec("superpod su=2");
+    let f = spec("superpod su=2 missing=3");
+    let s = SuperPodSpec {
+        missing: 3,
+        ..SuperPodSpec::new(2)
+    };
+    check_superpod(&f, &s);
+    assert_eq!(sw_links(&f), sw_links(&full) - 3);
+    assert_eq!(f.switches.len(), full.switches.len());
+    assert_eq!(hcas(&f), hcas(&full));
+    assert!(f.hints.kind.contains("missing=3 missing-seed=1"));
+    // deterministic, and the seed matters
+    assert_eq!(f, spec("superpod su=2 missing=3"));
+    assert_eq!(f, spec("superpod su=2 missing=3 missing-seed=1"));
+    assert_ne!(
+        f.links,
+        spec("superpod su=2 missing=3 missing-seed=2").links
+    );
+    // ports are not renumbered: every remaining cable sits where it was planned
+    let key = |g: &Fabric, l: &fabric::Link| {
+        let (a, b) = (&g.ports[l.a.idx()], &g.ports[l.b.idx()]);
+        let mut k = [
+            (g.nodes[a.node.idx()].name.clone(), a.num),
+            (g.nodes[b.node.idx()].name.clone(), b.num),
+        ];
+        k.sort();
+        k
+    };
+    let planned: BTreeSet<_> = full.links.iter().map(|l| key(&full, l)).collect();
+    assert!(f.links.iter().all(|l| planned.contains(&key(&f, l))));
+
+    // A small tree with spare cables: 2 leaves x 2 spines (4 cables) and 2 cores on bridges:
+    // 6 switches, 6 cables, so exactly one can go.
+    let base = "superpod su=1 nodes=1 rails=2 spines=2 uplinks=2 cores=2 mgmt=0";
+    let f = spec(&format!("{base} missing=1"));
+    assert_eq!(sw_links(&f), 5);
+    assert!(connected(&f));
+    assert_eq!(superpod_max_missing(&spec(base)), 1);
+    let e = format!("{base} missing=2")
+        .parse::<TopoSpec>()
+        .unwrap()
+        .generate()
+        .unwrap_err();
+    assert!(e.to_string().contains("at most 1"), "{e}");
+    // parallel cables: one leaf, one spine, 3 uplinks: two of them can go, the last stays
+    let base = "superpod su=1 nodes=1 rails=1 spines=1 uplinks=3 cores=1 mgmt=0";
+    let f = spec(&format!("{base} missing=2"));
+    assert_eq!(sw_links(&f), 2);
+    for k in [3, 5, 1000] {
+        assert!(format!("{base} missing={k}")
+            .parse::<TopoSpec>()
+            .unwrap()
+            .generate()
+            .is_err());
+    }
+}
+
+#[test]
+fn superpod_20_scalable_units() {
+    let t = std::time::Instant::now();
+    let f = spec("superpod su=20");
+    eprintln!("superpod su=20: {:?}", t.elapsed());
+    check_superpod(&f, &SuperPodSpec::new(20));
+    // 160 leaves, 200 spines, 100 cores, 4 management leaves, 1 management spine
+    assert_eq!(f.switches.len(), 465);
+    // 3200 compute HCAs, 12 management HCAs, 465 aggregation nodes
+    assert_eq!(hcas(&f), 3677);
+    // leaf to leaf 4 hops; the farthest pair is a core of group 2..9 and a management leaf
+    // behind the management spine (core, spine, leaf, spine, core of group 0, mgmt-spine, leaf)
+    assert_eq!(diameter(&f), Some(6));
+    let f = spec("superpod su=20 missing=50 missing-seed=7");
+    check_superpod(
+        &f,
+        &SuperPodSpec {
+            missing: 50,
+            missing_seed: 7,
+            ..SuperPodSpec::new(20)
+        },
+    );
+}
+
+#[test]
+fn superpod_bad_parameters_are_errors_naming_them() {
+    for (s, want) in [
+        ("superpod", "SU missing"),
+        ("superpod su=0", "su (scalable units)"),
+        ("superpod su=2 nodes=0", "nodes"),
+        ("superpod su=2 rails=0", "rails"),
+        ("superpod su=2 spines=0", "spines"),
+        ("superpod su=2 core-links=0", "core-links"),
+        ("superpod su=2 cores=9", "cores=9 is below spines=10"),
+        ("superpod su=2 cores=0", "cores=0"),
+        ("superpod su=2 uplinks=9", "uplinks=9 is below spines=10"),
+        ("superpod su=2 mgmt-cores=0", "mgmt-cores=0"),
+        ("superpod su=2 mgmt-cores=11", "mgmt-cores=11"),
+        ("superpod su=2 sharp=maybe", "sharp"),
+        ("superpod su=2 missing=x", "missing"),
+        ("superpod su=2 spine=3", "unknown option"),
+        ("superpod su=1 nodes=240", "leaf switches need 261 ports (240 HCAs + 20 uplinks + 1 aggregation node)"),
+        ("superpod su=1 nodes=234 sharp=false radix=253", "leaf switches need 254 ports (234 HCAs + 20 uplinks), more than radix=253"),
+        ("superpod su=1 nodes=235 sharp=false", "leaf switches need 255"),
+        ("superpod su=300 spines=1 uplinks=1 nodes=1 rails=1", "core switches need 302 ports"),
+        ("superpod su=1 rails=32 uplinks=80", "spine switches need 258 ports"),
+        ("superpod su=1 spines=1 uplinks=1 rails=1 cores=1 mgmt=300 mgmt-hcas=0 mgmt-cores=1", "su0-spine0 (the spine with the management leaves) needs 303 ports"),
+        ("superpod su=1 nodes=1 rails=1 spines=3 uplinks=3 cores=3 mgmt=2 mgmt-hcas=1 mgmt-cores=3 sharp=false radix=4", "the management spine needs 5 ports (1 management leaves x 2 cables + 3 cores), more than radix=4"),
+        ("superpod su=1 mgmt-hcas=260", "management leaf switches need 263 ports"),
+        ("superpod su=1 mgmt=600 mgmt-hcas=0", "ports"),
+        ("superpod su=250", "unicast LIDs"),
+        ("superpod su=4000000000 spines=1 uplinks=1 nodes=200 rails=200 core-links=1 cores=1 mgmt=0", "core switches need 4000000001 ports"),
+        ("superpod su=2 missing=100000", "missing=100000"),
+    ] {
+        match s.parse::<TopoSpec>().and_then(|t| t.generate()) {
+            Ok(_) => panic!("{s:?} should be an error"),
+            Err(e) => assert!(e.to_string().contains(want), "{s:?}: {e}"),
+        }
+    }
+    // mgmt-cores does not matter without a management spine
+    assert!(spec("superpod su=1 mgmt=1 mgmt-cores=0")
+        .node_by_name("mgmt-leaf0")
+        .is_some());
+    // and a huge fabric is refused before anything is allocated
+    let s = SuperPodSpec {
+        nodes: 1,
+        rails: 1,
+        spines: 1,
+        uplinks: 1,
+        cores: Some(1),
+        mgmt: 0,
+        ..SuperPodSpec::new(u32::MAX)
+    };
+    let t = std::time::Instant::now();
+    assert!(superpod(&s, &o()).is_err());
+    assert!(t.elapsed().as_secs() < 2);
+}
+
+// ---------------------------------------------------------------------------------------------
 // property tests
 // ---------------------------------------------------------------------------------------------
 
@@ -1199,6 +1750,49 @@ proptest! {
         prop_assert_eq!(hcas(&f) as u32, sets * l0 * h);
         prop_assert_eq!(sw_links(&f) as u32, sets * l0 * l1 + sets * l1 + l1 * l3);
         prop_assert!(connected(&f));
+    }
+
+    /// Every parameter small, sizes that do not divide evenly included (uplinks over spines,
+    /// cores over core groups, odd management leaf counts); `missing` succeeds exactly when it
+    /// is at most what can go while the switches stay connected.
+    #[test]
+    fn prop_superpod(su in 1u32..4, nodes in 1u32..4, rails in 1u32..4, spines in 1u32..5,
+                     extra_uplinks in 0u32..5, extra_cores in prop::option::of(0u32..6),
+                     core_links in 1u32..3, sharp in any::<bool>(), mgmt in 0u32..5,
+                     mgmt_hcas in 0u32..3, mgmt_cores in 1u32..5, missing in 0u32..12,
+                     seed in any::<u64>()) {
+        let mut s = SuperPodSpec {
+            nodes,
+            rails,
+            spines,
+            uplinks: spines + extra_uplinks,
+            cores: extra_cores.map(|c| spines + c),
+            core_links,
+            sharp,
+            mgmt,
+            mgmt_hcas,
+            mgmt_cores,
+            missing: 0,
+            missing_seed: seed,
+            ..SuperPodSpec::new(su)
+        };
+        s.mgmt_cores = s.mgmt_cores.min(s.core_count() as u32);
+        let full = superpod(&s, &o()).unwrap();
+        check_superpod(&full, &s);
+        let most = superpod_max_missing(&full);
+        s.missing = missing;
+        match superpod(&s, &o()) {
+            Ok(f) => {
+                prop_assert!(missing as usize <= most);
+                check_superpod(&f, &s);
+                prop_assert_eq!(sw_links(&f), sw_links(&full) - missing as usize);
+                prop_assert_eq!(&f, &superpod(&s, &o()).unwrap());
+            }
+            Err(e) => {
+                prop_assert!(missing as usize > most, "{}", e);
+                prop_assert!(e.to_string().contains("missing="), "{}", e);
+            }
+        }
     }
 
     #[test]
@@ -1257,8 +1851,8 @@ proptest! {
     }
 
     #[test]
-    fn prop_any_spec_string_never_panics(kind in prop::sample::select(vec!["torus", "mesh", "ktree", "xgft", "leafspine", "fourlevel", "dragonfly", "slimfly", "hyperx", "randreg", "x"]),
-                                         args in prop::collection::vec(prop::sample::select(vec!["0", "1", "2", "3", "5", "7", "300", "4x4", "2x0", "hcas=1", "m=2,2", "w=1,2", "leaves=3", "spines=2", "hosts=2", "sets=2", "l0=1", "l1=2", "l3=1", "g=3", "links=2", "lmc=1", "radix=1", "seed=3", "fail-links=1", "fail-switches=1", "leaf-hosts=1,0"]), 0..6)) {
+    fn prop_any_spec_string_never_panics(kind in prop::sample::select(vec!["torus", "mesh", "ktree", "xgft", "leafspine", "fourlevel", "superpod", "dragonfly", "slimfly", "hyperx", "randreg", "x"]),
+                                         args in prop::collection::vec(prop::sample::select(vec!["0", "1", "2", "3", "5", "7", "300", "4x4", "2x0", "hcas=1", "m=2,2", "w=1,2", "leaves=3", "spines=2", "hosts=2", "sets=2", "l0=1", "l1=2", "l3=1", "g=3", "links=2", "lmc=1", "radix=1", "seed=3", "fail-links=1", "fail-switches=1", "leaf-hosts=1,0", "su=1", "nodes=2", "rails=2", "uplinks=3", "cores=3", "core-links=2", "mgmt=3", "mgmt-cores=3", "sharp=false", "missing=2", "missing=40"]), 0..6)) {
         if let Ok(s) = TopoSpec::parse(kind, &args) {
             if let Ok(f) = s.generate() {
                 prop_assert!(connected(&f));

@@ -16,6 +16,11 @@ use std::process::ExitCode;
   xgft m=M1,..,Mh w=1,W2,..,Wh [links=1]      extended generalized fat tree
   leafspine leaves=L spines=S hosts=H [links=P]
   fourlevel sets=S l0=A l1=B hcas=H l3=T      the 4-level tree of ftree-balance.md
+  superpod su=N [nodes=20] [rails=8] [spines=10] [uplinks=20] [cores=C] [core-links=1]
+           [sharp=true] [mgmt=4] [mgmt-hcas=3] [mgmt-cores=2] [missing=K] [missing-seed=1]
+                                              DGX SuperPOD-style 3-level tree: rail-optimised
+                                              leaves, spine and core groups, a SHARP aggregation
+                                              node per switch, management leaves, missing cables
   dragonfly A P H [g=G] [arrangement=relative|absolute]
   slimfly Q [hosts=P]                         MMS graph, Q a prime power
   hyperx DIMS [links=K] [hcas=H]
@@ -26,8 +31,8 @@ Options for every kind: lmc=N radix=N width=4x speed=SDR
 Writes FILE, and next to it FILE.roots (fat trees: root GUIDs for -a) and FILE.t2q.conf
 (2D/3D tori and meshes: torus-2QoS configuration) where the generator knows them.")]
 pub struct Args {
-    /// Topology kind (torus, mesh, ktree, xgft, leafspine, fourlevel, dragonfly, slimfly,
-    /// hyperx, randreg).
+    /// Topology kind (torus, mesh, ktree, xgft, leafspine, fourlevel, superpod, dragonfly,
+    /// slimfly, hyperx, randreg).
     pub kind: String,
     /// Positional parameters and key=value options of the kind.
     pub params: Vec<String>,

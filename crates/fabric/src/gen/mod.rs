@@ -13,8 +13,10 @@
 //!   `0x100000 + 2j + 1`. System image GUID = node GUID.
 //!
 //! Node names (= node descriptions) tell where a node sits and follow gen_topo.py where it has the
-//! topology; port layouts too (see each generator). A switch declares as many ports as the highest
-//! port number it uses (at least 1), unless [`GenOptions::radix`] says more. Links are 4x SDR
+//! topology; port layouts too (see each generator). The one exception: SHARP aggregation nodes
+//! ([`superpod`]) are described as `Mellanox Technologies Aggregation Node`, as on real switches,
+//! and named after their switch (names must be unique). A switch declares as many ports as the
+//! highest port number it uses (at least 1), unless [`GenOptions::radix`] says more. Links are 4x SDR
 //! unless [`GenOptions::width`]/[`GenOptions::speed`] say otherwise (ibsim's default).
 //! LIDs are assigned by the builder (switches first, in node order, then HCAs) with
 //! [`GenOptions::lmc`] for the HCA ports.
@@ -26,7 +28,8 @@
 //! HyperX has `wrap` all false), per-node `level` (fat trees: 0 = roots, leaves highest;
 //! dragonfly: the group index; Slim Fly: the subgraph 0/1; `u32::MAX` for HCAs), per-link `link_class` into
 //! `link_class_names` (always class 0 = `host` for HCA links; tori/meshes/HyperX `dim0`, `dim1`, …;
-//! fat trees `L1-L2`, … named after the switch-name levels; dragonfly `local`/`global`;
+//! fat trees `L1-L2`, … named after the switch-name levels; SuperPOD `leaf-spine`, `spine-core`,
+//! `mgmt`; dragonfly `local`/`global`;
 //! Slim Fly `intra`/`inter` subgraph; random `net`) and `roots` (fat trees: the top level).
 //!
 //! # Kinds and the spec language
@@ -44,6 +47,7 @@
 //! | `xgft` | — | `m=M1,..,Mh`, `w=W1,..,Wh` (W1 = 1), `links=1`, leaf hosts as ktree | [`xgft`] |
 //! | `leafspine` | — | `leaves=L`, `spines=S`, `hosts=H`, `links=P`, leaf hosts as ktree | [`xgft`] via [`XgftSpec::leaf_spine`] |
 //! | `fourlevel` | — | `sets`, `l0`, `l1`, `hcas`, `l3` | [`four_level`] |
+//! | `superpod` | `SU` (or `su=N`) | `nodes=20`, `rails=8`, `spines=10`, `uplinks=20`, `cores=C` (default `spines*ceil(su/2)`), `core-links=1`, `sharp=true`, `mgmt=4`, `mgmt-hcas=3`, `mgmt-cores=2`, `missing=0`, `missing-seed=1` | [`superpod`] |
 //! | `dragonfly` | `A P H` | `g=G` (default `A*H+1`), `arrangement=relative\|absolute` | [`dragonfly`] |
 //! | `slimfly` | `Q` | `hosts=P` (default ceil(degree/2)) | [`slimfly`] |
 //! | `hyperx` | `DIMS` e.g. `4x4x4` | `links=K` (trunking), `hcas=H` | [`hyperx`] |
@@ -51,7 +55,8 @@
 //!
 //! Examples: `"torus 8x8 hcas=2 lmc=1"`, `"ktree 28 3"`, `"leafspine leaves=18 spines=9
 //! hosts=18"`, `"dragonfly 4 2 2 arrangement=absolute"`, `"slimfly 7"`, `"hyperx 4x4 links=2
-//! hcas=3"`, `"randreg 32 6 seed=7"`, `"ktree 4 3 fail-links=4 fail-seed=1"`.
+//! hcas=3"`, `"randreg 32 6 seed=7"`, `"ktree 4 3 fail-links=4 fail-seed=1"`, `"superpod su=4
+//! missing=5"`.
 //!
 //! Companion files: [`roots_file`] (fat-tree roots for OpenSM's `-a`) and [`torus2qos_conf`]
 //! (torus-2QoS configuration for 2D/3D tori and meshes).
@@ -67,6 +72,7 @@ mod hyperx;
 mod random;
 mod slimfly;
 mod spec;
+mod superpod;
 mod torus;
 
 pub use degrade::{degrade, degrade_with, DegradeSpec};
@@ -76,6 +82,7 @@ pub use hyperx::{hyperx, HyperXSpec};
 pub use random::{random_regular, RandRegSpec};
 pub use slimfly::{slimfly, SlimFlySpec};
 pub use spec::{generate, TopoSpec, Topology};
+pub use superpod::{superpod, SuperPodSpec, AGGREGATION_NODE_DESC};
 pub use torus::{torus, TorusSpec};
 
 /// First node GUID of switches (ibsim numbers switches from here, in file order).
@@ -201,6 +208,9 @@ pub(crate) struct Plan {
     pub sw_level: Vec<u32>,
     /// (name, switch, switch port)
     pub hcas: Vec<(String, u32, u32)>,
+    /// Per HCA: a node description other than the name (e.g. aggregation nodes, whose
+    /// description is the same on every switch while names must be unique).
+    pub hca_desc: Vec<Option<String>>,
     /// (switch a, port a, switch b, port b, class)
     pub links: Vec<(u32, u32, u32, u32, u16)>,
     /// Class 0 is always `host`.
@@ -249,6 +259,14 @@ impl Plan {
 
     pub fn add_hca(&mut self, name: String, sw: u32, port: u32) {
         self.hcas.push((name, sw, port));
+        self.hca_desc.push(None);
+    }
+
+    /// An HCA on the next free port of `sw` whose node description is `desc`, not its name.
+    pub fn add_hca_desc_auto(&mut self, name: String, desc: &str, sw: u32) {
+        let p = self.take_port(sw);
+        self.hcas.push((name, sw, p));
+        self.hca_desc.push(Some(desc.to_string()));
     }
 
     pub fn add_hca_auto(&mut self, name: String, sw: u32) {
@@ -296,7 +314,9 @@ impl Plan {
         }
         for (j, (name, _, _)) in self.hcas.iter().enumerate() {
             let guid = CA_GUID_BASE + 2 * j as u64;
-            let id = b.add_node(NodeKind::Ca, 1, guid, name.clone(), name.clone())?;
+            let desc = self.hca_desc.get(j).cloned().flatten();
+            let desc = desc.unwrap_or_else(|| name.clone());
+            let id = b.add_node(NodeKind::Ca, 1, guid, name.clone(), desc)?;
             b.node_mut(id).sys_guid = guid;
         }
         let mut class = Vec::with_capacity(self.links.len() + self.hcas.len());

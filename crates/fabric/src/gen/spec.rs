@@ -12,6 +12,8 @@ pub enum Topology {
     Xgft(XgftSpec),
     /// The 4-level tree of ftree-balance.md ([`four_level`]).
     FourLevel(FourLevelSpec),
+    /// A DGX SuperPOD-style 3-level fat tree ([`superpod`]).
+    SuperPod(SuperPodSpec),
     Dragonfly(DragonflySpec),
     SlimFly(SlimFlySpec),
     HyperX(HyperXSpec),
@@ -37,8 +39,8 @@ impl TopoSpec {
         }
     }
 
-    /// Parses a kind (`torus`, `mesh`, `ktree`, `xgft`, `leafspine`, `fourlevel`, `dragonfly`,
-    /// `slimfly`, `hyperx`, `randreg`) and its arguments; see the table in the `gen` module
+    /// Parses a kind (`torus`, `mesh`, `ktree`, `xgft`, `leafspine`, `fourlevel`, `superpod`,
+    /// `dragonfly`, `slimfly`, `hyperx`, `randreg`) and its arguments; see the table in the `gen` module
     /// documentation.
     pub fn parse(kind: &str, args: &[&str]) -> Result<TopoSpec, GenError> {
         let mut a = Args::split(kind, args)?;
@@ -112,6 +114,24 @@ impl TopoSpec {
                 hcas: a.req("hcas")?,
                 l3: a.req("l3")?,
             }),
+            "superpod" => {
+                let d = SuperPodSpec::new(0);
+                Topology::SuperPod(SuperPodSpec {
+                    su: a.num_pos("su")?,
+                    nodes: a.num("nodes", d.nodes)?,
+                    rails: a.num("rails", d.rails)?,
+                    spines: a.num("spines", d.spines)?,
+                    uplinks: a.num("uplinks", d.uplinks)?,
+                    cores: a.opt_num("cores")?,
+                    core_links: a.num("core-links", d.core_links)?,
+                    sharp: a.flag("sharp", d.sharp)?,
+                    mgmt: a.num("mgmt", d.mgmt)?,
+                    mgmt_hcas: a.num("mgmt-hcas", d.mgmt_hcas)?,
+                    mgmt_cores: a.num("mgmt-cores", d.mgmt_cores)?,
+                    missing: a.num("missing", d.missing)?,
+                    missing_seed: a.num64("missing-seed", d.missing_seed)?,
+                })
+            }
             "dragonfly" => {
                 let av = a.num_pos("a")?;
                 let p = a.num_pos("p")?;
@@ -167,7 +187,7 @@ impl TopoSpec {
             }),
             _ => {
                 return gerr(format!(
-                    "unknown topology kind {kind:?} (expected torus, mesh, ktree, xgft, leafspine, fourlevel, dragonfly, slimfly, hyperx or randreg)"
+                    "unknown topology kind {kind:?} (expected torus, mesh, ktree, xgft, leafspine, fourlevel, superpod, dragonfly, slimfly, hyperx or randreg)"
                 ))
             }
         };
@@ -232,6 +252,7 @@ pub fn generate(spec: &TopoSpec) -> Result<Fabric, GenError> {
         Topology::Torus(s) => torus(s, o)?,
         Topology::Xgft(s) => xgft(s, o)?,
         Topology::FourLevel(s) => four_level(s, o)?,
+        Topology::SuperPod(s) => superpod(s, o)?,
         Topology::Dragonfly(s) => dragonfly(s, o)?,
         Topology::SlimFly(s) => slimfly(s, o)?,
         Topology::HyperX(s) => hyperx(s, o)?,
