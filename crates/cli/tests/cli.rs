@@ -165,11 +165,17 @@ fn gen_superpod_is_routable() {
         if engine == "updn" {
             assert_eq!(o.status.code(), Some(0));
             assert_eq!(sum["deadlock_free"], true);
+            // Pairs without an up*/down* path (aggregation nodes on spines of different core
+            // groups) change VL: the check needs the SL2VL tables and path SLs too.
             let c = fr(&[
                 "check",
                 &s(&out.join("opensm-subnet.lst")),
                 "--lfts",
                 &s(&out.join("opensm-lfts.dump")),
+                "--sl2vl",
+                &s(&out.join("opensm-sl2vl.dump")),
+                "--psl",
+                &s(&out.join("opensm-path-sl.psl")),
             ]);
             assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
         }

@@ -95,10 +95,18 @@ pub struct RouteMetrics {
 
 /// Per node: switch hops from the nearest switch with a live end port (0 for such switches;
 /// `u32::MAX` when none is reachable or for non-switches). Breadth-first over live links.
+/// Service CAs (SHARP aggregation nodes, on every switch of real trees) do not count unless
+/// there is nothing else.
 fn distance_from_end_switches(f: &Fabric, mask: Option<&FaultMask>) -> Vec<u32> {
     let mut dist = vec![u32::MAX; f.nodes.len()];
     let mut queue = std::collections::VecDeque::new();
+    let service =
+        |p: fabric::PortId| crate::engines::common::is_service_ca(&f.node(f.port(p).node).desc);
+    let only_service = f.end_ports.iter().all(|&p| service(p));
     for &p in &f.end_ports {
+        if !only_service && service(p) {
+            continue;
+        }
         if let Some(r) = f.remote(p) {
             let n = f.port(r).node;
             let live = f

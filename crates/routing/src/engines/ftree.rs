@@ -45,6 +45,7 @@
 
 use super::common::is_service_ca;
 use super::common::{transpose_rect, unreached_note, Topo, INF};
+use super::ranking::Dir;
 use super::ranking::{
     code_is_legal, codes_matrix, count_illegal, escape_note, updown_cands, UpDownRanking,
 };
@@ -52,9 +53,12 @@ use super::roots::no_legal_path_note;
 use super::tree;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::Routing;
+use crate::turn::{Base, UpDownRule};
+use fabric::{Fabric, FaultMask};
 use fabric::{NodeKind, NO_PORT};
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
+use std::sync::Arc;
 
 /// The `ftree` engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -679,9 +683,80 @@ fn compute_nodes(t: &Topo, opts: &RouteOptions) -> Vec<bool> {
         .collect()
 }
 
+/// The tree shape ftree routes with: from `root_guids`, else the hints' roots, else detected
+/// from the compute nodes (`is_cn`); with where the roots came from.
+fn tree_shape(
+    t: &Topo,
+    opts: &RouteOptions,
+    is_cn: &[bool],
+    notes: &mut Vec<String>,
+) -> Result<(tree::TreeShape, &'static str), EngineError> {
+    let f = t.f;
+    // Roots
+    let (given, bad) = t.resolve_switch_guids(&opts.root_guids);
+    if !bad.is_empty() {
+        notes.push(format!(
+            "{} root GUIDs are not live switch node GUIDs and were ignored",
+            bad.len()
+        ));
+    }
+    let mut roots = given;
+    let mut source = "root GUID list";
+    if roots.is_empty() {
+        roots = f
+            .hints
+            .roots
+            .iter()
+            .filter_map(|r| f.switch_index.get(r.idx()).copied())
+            .filter(|&s| s != u32::MAX && t.alive[s as usize])
+            .map(|s| s as usize)
+            .collect();
+        source = "topology hints";
+    }
+    let shape = if roots.is_empty() {
+        source = "the leaves (switches with compute nodes, ranked from all at once)";
+        tree::detect(t, is_cn).map_err(EngineError::NotApplicable)?
+    } else {
+        tree::from_roots(t, &roots, is_cn)
+    };
+    Ok((shape, source))
+}
+
+/// The ftree ranking of the fault-free fabric under `opts`.
+fn fault_free_ranking(
+    f: &Fabric,
+    opts: &RouteOptions,
+) -> Result<(UpDownRanking, Vec<usize>), EngineError> {
+    let t = Topo::live(f, &FaultMask::none(f))?;
+    let is_cn = compute_nodes(&t, opts);
+    let (shape, _) = tree_shape(&t, opts, &is_cn, &mut Vec::new())?;
+    let roots = shape.roots.clone();
+    Ok((
+        UpDownRanking::from_ranks(&t, shape.rank, shape.roots),
+        roots,
+    ))
+}
+
 impl Engine for FatTree {
     fn info(&self) -> &'static EngineInfo {
         &super::FTREE
+    }
+    /// The Up*/Down* rule of the ftree ranking (the same tree shape the engine routes with).
+    fn rftr_base<'f>(&self, f: &'f Fabric, opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
+        let (rk, _) = fault_free_ranking(f, opts)?;
+        Ok(Base::Turns(Arc::new(UpDownRule::from_fn(f, |c| {
+            rk.channel_dir(f, c) == Dir::Up
+        }))))
+    }
+    /// The roots of the fault-free tree, written into `root_guids` when none are given, so
+    /// that the base, RFTR's rule and every reconfiguration after faults rank from them.
+    fn pin_choices(&self, f: &Fabric, opts: &RouteOptions) -> Result<RouteOptions, EngineError> {
+        let mut o = opts.clone();
+        if o.root_guids.is_empty() && f.hints.roots.is_empty() {
+            let (_, roots) = fault_free_ranking(f, opts)?;
+            o.root_guids = roots.iter().map(|&s| f.node(f.switches[s]).guid).collect();
+        }
+        Ok(o)
     }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         let f = t.f;
@@ -691,33 +766,7 @@ impl Engine for FatTree {
         if !is_cn.iter().any(|&c| c) {
             return Err(EngineError::NotApplicable("no compute node port".into()));
         }
-        // Roots
-        let (given, bad) = t.resolve_switch_guids(&opts.root_guids);
-        if !bad.is_empty() {
-            notes.push(format!(
-                "{} root GUIDs are not live switch node GUIDs and were ignored",
-                bad.len()
-            ));
-        }
-        let mut roots = given;
-        let mut source = "root GUID list";
-        if roots.is_empty() {
-            roots = f
-                .hints
-                .roots
-                .iter()
-                .filter_map(|r| f.switch_index.get(r.idx()).copied())
-                .filter(|&s| s != u32::MAX && t.alive[s as usize])
-                .map(|s| s as usize)
-                .collect();
-            source = "topology hints";
-        }
-        let shape = if roots.is_empty() {
-            source = "the leaves (switches with compute nodes, ranked from all at once)";
-            tree::detect(t, &is_cn).map_err(EngineError::NotApplicable)?
-        } else {
-            tree::from_roots(t, &roots, &is_cn)
-        };
+        let (shape, source) = tree_shape(t, opts, &is_cn, &mut notes)?;
         let rk = UpDownRanking::from_ranks(t, shape.rank.clone(), shape.roots.clone());
         let mut per_level: Vec<usize> = Vec::new();
         for s in 0..n {
@@ -750,12 +799,7 @@ impl Engine for FatTree {
             let k: usize = shape
                 .upper_hosts
                 .iter()
-                .map(|&s| {
-                    t.ends_on(s)
-                        .iter()
-                        .filter(|&&e| is_cn[e as usize])
-                        .count()
-                })
+                .map(|&s| t.ends_on(s).iter().filter(|&&e| is_cn[e as usize]).count())
                 .sum();
             notes.push(format!(
                 "{k} compute-node ports sit on {} switches above the leaves (e.g. {:?}); they are routed like the others",

@@ -214,7 +214,7 @@ registry! {
         deadlock_free: false, rftr_base: true,
         "dimension-order routing on meshes, tori and hypercubes";
     FTREE "ftree" [] ftree::FatTree,
-        deadlock_free: true, rftr_base: false,
+        deadlock_free: true, rftr_base: true,
         "fat-tree routing, balanced by routes created, degraded trees routed";
     SSSP "sssp" [] sssp::Sssp,
         deadlock_free: false, rftr_base: false,

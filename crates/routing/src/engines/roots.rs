@@ -3,9 +3,9 @@
 //! nothing is natural (tori, Dragonflies), the best of a few candidate root sets routed and
 //! scored (see [`super::updn`]'s module documentation for the rules and their reasons).
 
-use super::common::{eccentricities, hop_matrix, is_service_ca, EndDest, Topo, INF};
+use super::common::{eccentricities, hop_matrix, EndDest, Topo, INF};
 use super::ranking::{
-    bfs_levels, code_dist, code_is_legal, codes_matrix, component_count, components, count_illegal,
+    code_dist, code_is_legal, codes_matrix, component_count, components, count_illegal,
     dnup_default_reference, dnup_ranks, escape_note, route_updown, single_roots, UpDownRanking,
 };
 use super::{tree, EngineError, RouteOptions};
@@ -38,12 +38,7 @@ pub(crate) fn dnup_ranking(
     if let Ok(shape) = tree::detect(t, &tree::host_ends(t, &[])) {
         if shape.leaves.len() < t.num_alive() {
             let default_ref = dnup_default_reference(t, &shape.level);
-            let rk = UpDownRanking::dnup_from(
-                t,
-                shape.level,
-                shape.leaves,
-                default_ref.as_slice(),
-            );
+            let rk = UpDownRanking::dnup_from(t, shape.level, shape.leaves, default_ref.as_slice());
             return Ok(dnup_finish(t, rk, &is_source, "leaves of the fat tree"));
         }
     }
@@ -150,11 +145,31 @@ pub(crate) fn updn_ranking(
         hop = Some(h);
         source = "graph centre (minimum eccentricity, lowest GUID)";
     }
-    let _ = hop;
     let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
     let rk = UpDownRanking::from_roots(t, &roots);
     let codes = codes_matrix(t, &rk);
     let (bad, esc) = count_illegal(t, &codes, &is_source);
+    if bad > 0 && opts.budget.vls == 1 {
+        // One VL: no transition possible. Rank from a single root per component (the
+        // candidate of minimum eccentricity), where every switch reaches every other.
+        let h = match hop {
+            Some(h) => h,
+            None => hop_matrix(t),
+        };
+        let ecc = eccentricities(t, &h);
+        let single = single_roots(t, &rk.roots, &ecc);
+        let rk2 = UpDownRanking::from_roots(t, &single);
+        let codes2 = codes_matrix(t, &rk2);
+        notes.insert(
+            0,
+            format!(
+                "{} roots from the {source} left {bad} (end-port switch, destination) pairs without an up*/down* path and the budget has one VL; ranked from a single root per component instead (switch GUID {:#018x})",
+                rk.roots.len(),
+                single.first().map_or(0, |&s| t.guid(s))
+            ),
+        );
+        return Ok((rk2, codes2, notes));
+    }
     notes.insert(0, format!("{} roots from the {source}", rk.roots.len()));
     if bad > 0 {
         notes.push(no_legal_path_note(bad));

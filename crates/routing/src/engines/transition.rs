@@ -57,8 +57,8 @@ pub(crate) fn assign_transitions(
     let allowed = budget.vls - 1;
     // Over budget: clear the source switch's entry.
     let mut over = Vec::new();
-    for i in 0..paths.len() {
-        if turns[i] > allowed {
+    for (i, &tr) in turns.iter().enumerate() {
+        if tr > allowed {
             let node = f.switches[paths.src[i] as usize];
             routing.lft_of_mut(paths.src[i] as usize)[paths.dlid[i] as usize] = NO_PORT;
             over.push((node, paths.dst[i]));
@@ -100,8 +100,7 @@ pub(crate) fn assign_transitions(
         sl_of[i] = sl;
         moved += 1;
     }
-    for (i, node) in f.nodes.iter().enumerate() {
-        let _ = node;
+    for i in 0..f.nodes.len() {
         routing
             .sl2vl
             .table_mut(fabric::NodeId(i as u32))

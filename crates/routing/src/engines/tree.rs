@@ -173,7 +173,9 @@ fn hostless_leaves(t: &Topo, level: &[u32], hosts: &[u32]) -> Vec<usize> {
             || hosts[s] > 0
             || level[s] == u32::MAX
             || level[s] < 2
-            || t.links(s).iter().any(|a| level[a.peer as usize] >= level[s])
+            || t.links(s)
+                .iter()
+                .any(|a| level[a.peer as usize] >= level[s])
         {
             continue;
         }
@@ -184,9 +186,7 @@ fn hostless_leaves(t: &Topo, level: &[u32], hosts: &[u32]) -> Vec<usize> {
             let l = a.peer as usize;
             level[l] == 0
                 && hosts[l] > 0
-                && mine
-                    .iter()
-                    .all(|&q| t.links(l).iter().any(|b| b.peer == q))
+                && mine.iter().all(|&q| t.links(l).iter().any(|b| b.peer == q))
         });
         if leaf_like {
             out.push(s);
