@@ -846,6 +846,12 @@ impl Engine for FatTree {
             for &s in &ft.touched {
                 col[s as usize] = ft.next[s as usize];
             }
+            // Only columns where a switch with compute nodes is left to the completion (the
+            // entries that carry most traffic) are completed here, in order; the others, like
+            // the switch LIDs, in parallel below.
+            if !(0..n).any(|s| ft.has_cn[s] && t.alive[s] && s != sw && !ft.is_set(s)) {
+                return;
+            }
             let row = &codes[sw * n..(sw + 1) * n];
             let (fb, un) = complete_column(ft, &rk, row, sw, lid, col, &mut sc);
             fallbacks += fb as usize;
@@ -899,7 +905,7 @@ impl Engine for FatTree {
                 cols[l * n + s] = 0;
             }
         }
-        // Phase 2 (parallel over the switch LIDs, read-only counters): completion.
+        // Phase 2 (parallel over the other LIDs, read-only counters): completion.
         let ft = &ft;
         let (fb2, un2) = cols
             .par_chunks_mut(n.max(1))
@@ -917,7 +923,9 @@ impl Engine for FatTree {
             .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         let (fallbacks, unreached) = (fallbacks + fb2, unreached + un2);
         r.lft = transpose_rect(&cols, stride, n);
-        super::transition::assign_transitions(t, &rk, &mut r, opts.budget, &mut notes)?;
+        if bad > 0 {
+            super::transition::assign_transitions(t, &rk, &mut r, opts.budget, &mut notes)?;
+        }
         if fallbacks > 0 {
             notes.push(format!(
                 "{fallbacks} destination LIDs could not be completed from the fat-tree pass and were routed by the up*/down* BFS"

@@ -86,7 +86,7 @@
 use super::common::{unreached_note, Topo};
 use super::ranking::{route_updown, Dir, UpDownRanking};
 use super::roots::{dnup_ranking, updn_ranking};
-use super::transition::assign_transitions;
+use super::transition::{assign_transitions, needs_transitions};
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::turn::{Base, UpDownRule};
 use fabric::{Fabric, FaultMask};
@@ -127,7 +127,9 @@ impl Engine for UpDn {
         let (rk, codes, mut notes) = updn_ranking(t, mask, opts)?;
         let (mut routing, unreached) = route_updown(t, &rk, &codes, opts);
         unreached_note(t, unreached, &mut notes);
-        assign_transitions(t, &rk, &mut routing, opts.budget, &mut notes)?;
+        if needs_transitions(t, &codes) {
+            assign_transitions(t, &rk, &mut routing, opts.budget, &mut notes)?;
+        }
         Ok(Routed { routing, notes })
     }
 }
@@ -145,7 +147,9 @@ impl Engine for DnUp {
         let (rk, codes, mut notes) = dnup_ranking(t, mask, opts)?;
         let (mut routing, unreached) = route_updown(t, &rk, &codes, opts);
         unreached_note(t, unreached, &mut notes);
-        assign_transitions(t, &rk, &mut routing, opts.budget, &mut notes)?;
+        if needs_transitions(t, &codes) {
+            assign_transitions(t, &rk, &mut routing, opts.budget, &mut notes)?;
+        }
         Ok(Routed { routing, notes })
     }
 }
