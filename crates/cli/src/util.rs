@@ -583,3 +583,41 @@ pub fn write_tables(
     }
     Ok(digests)
 }
+
+/// The VL/SL budget and the LASH option of the commands that route with an engine (`route`,
+/// `sim`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct BudgetArgs {
+    /// Data VLs the engines may use (the VLs the switches offer; OpenSM's nue_max_num_vls for
+    /// nue). 1..=15.
+    #[arg(long, default_value_t = 8)]
+    pub max_vls: u8,
+    /// Service levels the engines may use. 1..=16.
+    #[arg(long, default_value_t = 16)]
+    pub sls: u8,
+    /// The lowest VL the VL engines use (OpenSM's lash_start_vl; dfsssp, lash, hopvl, nue).
+    #[arg(long, alias = "start-vl", default_value_t = 0)]
+    pub lash_start_vl: u8,
+    /// do_mesh_analysis (lash): dimension-ordered shortest paths on meshes and tori with
+    /// coordinates.
+    #[arg(long)]
+    pub do_mesh_analysis: bool,
+}
+
+impl BudgetArgs {
+    /// Route options with this budget (checked against InfiniBand's limits) and the LASH
+    /// option; everything else at its default.
+    pub fn route_options(&self) -> Result<routing::engines::RouteOptions> {
+        let mut opts = routing::engines::RouteOptions {
+            budget: routing::engines::Budget {
+                vls: self.max_vls,
+                sls: self.sls,
+                start_vl: self.lash_start_vl,
+            },
+            ..Default::default()
+        };
+        opts.engine.lash.do_mesh_analysis = self.do_mesh_analysis;
+        opts.budget.validate().map_err(anyhow::Error::msg)?;
+        Ok(opts)
+    }
+}

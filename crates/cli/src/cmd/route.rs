@@ -2,7 +2,9 @@
 //! and write OpenSM's file set plus `summary.json`.
 
 use crate::cmd::check::print_report;
-use crate::util::{load_fabric, read_guid_file, spinner, write_tables, GuidList, OutputDir};
+use crate::util::{
+    load_fabric, read_guid_file, spinner, write_tables, BudgetArgs, GuidList, OutputDir,
+};
 use anyhow::Result;
 use fabric::BuildOptions;
 use routing::engines::{engine_names, route_chain, RouteOptions};
@@ -41,20 +43,8 @@ pub struct Args {
     /// scatter_ports SEED (0 = off).
     #[arg(long, default_value_t = 0)]
     pub scatter_ports: u64,
-    /// Data VLs the engines may use (the VLs the switches offer; OpenSM's nue_max_num_vls for
-    /// nue). 1..=15.
-    #[arg(long, default_value_t = 8)]
-    pub max_vls: u8,
-    /// Service levels the engines may use. 1..=16.
-    #[arg(long, default_value_t = 16)]
-    pub sls: u8,
-    /// The lowest VL the VL engines use (OpenSM's lash_start_vl; dfsssp, lash, hopvl, nue).
-    #[arg(long, alias = "start-vl", default_value_t = 0)]
-    pub lash_start_vl: u8,
-    /// do_mesh_analysis (lash): dimension-ordered shortest paths on meshes and tori with
-    /// coordinates.
-    #[arg(long)]
-    pub do_mesh_analysis: bool,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Output directory.
     #[arg(short, long)]
     pub output: PathBuf,
@@ -88,15 +78,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut opts = RouteOptions {
         port_shifting: a.port_shifting,
         scatter_ports: a.scatter_ports,
-        budget: routing::engines::Budget {
-            vls: a.max_vls,
-            sls: a.sls,
-            start_vl: a.lash_start_vl,
-        },
-        ..Default::default()
+        ..a.budget.route_options()?
     };
-    opts.engine.lash.do_mesh_analysis = a.do_mesh_analysis;
-    opts.budget.validate().map_err(anyhow::Error::msg)?;
     if let Some(p) = &a.roots {
         opts.root_guids = read_guid_file(p, &f, GuidList::Roots)?;
     }

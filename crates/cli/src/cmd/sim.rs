@@ -7,7 +7,7 @@ use crate::cmd::check::{load_tables, Tables};
 use crate::cmd::fault::{parse_fault, session_error, RepairArgs};
 use crate::out::{self, Status};
 use crate::plot::{BarChart, LineChart, Marker, Series};
-use crate::util::{load_fabric, read_guid_file, GuidList, OutputDir};
+use crate::util::{load_fabric, read_guid_file, BudgetArgs, GuidList, OutputDir};
 use anyhow::{Context, Result};
 use fabric::{BuildOptions, Fabric};
 use rayon::prelude::*;
@@ -52,18 +52,8 @@ pub struct Args {
     /// Root switch GUID file (updn, ftree).
     #[arg(short = 'a', long)]
     pub roots: Option<PathBuf>,
-    /// Data VLs the engines may use.
-    #[arg(long, default_value_t = 8)]
-    pub max_vls: u8,
-    /// Service levels the engines may use.
-    #[arg(long, default_value_t = 16)]
-    pub sls: u8,
-    /// The lowest VL the VL engines use (lash_start_vl).
-    #[arg(long, default_value_t = 0)]
-    pub lash_start_vl: u8,
-    /// do_mesh_analysis (lash).
-    #[arg(long)]
-    pub do_mesh_analysis: bool,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Replace the path SLs and SL2VL tables by a dateline on 2 VLs (tori with generator
     /// coordinates, dimension-ordered shortest paths: minhop on a ring, dor on a torus).
     #[arg(long)]
@@ -283,16 +273,7 @@ struct Repairs {
 }
 
 fn route_opts(a: &Args, f: &fabric::Fabric) -> Result<RouteOptions> {
-    let mut opts = RouteOptions {
-        budget: routing::engines::Budget {
-            vls: a.max_vls,
-            sls: a.sls,
-            start_vl: a.lash_start_vl,
-        },
-        ..Default::default()
-    };
-    opts.engine.lash.do_mesh_analysis = a.do_mesh_analysis;
-    opts.budget.validate().map_err(anyhow::Error::msg)?;
+    let mut opts = a.budget.route_options()?;
     if let Some(p) = &a.roots {
         opts.root_guids = read_guid_file(p, f, GuidList::Roots)?;
     }
@@ -341,7 +322,7 @@ fn session_repairs(
     let mut notes = Vec::new();
     let (mut base_rftr, mut rftr, mut full) = (None, None, None);
     if want_rftr || want_full {
-        let cfg = a.rftr.config(vls, a.sls);
+        let cfg = a.rftr.config(vls, a.budget.sls);
         let mut s =
             Session::from_base(f, e.as_ref(), opts, base.clone(), cfg).map_err(session_error)?;
         if want_rftr {

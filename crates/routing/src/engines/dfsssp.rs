@@ -85,12 +85,13 @@ impl Engine for Dfsssp {
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         let f = t.f;
         let budget = opts.budget;
-        budget.validate()?;
-        let Routed {
-            mut routing,
-            mut notes,
-        } = super::sssp::Sssp.route_topo(t, opts)?;
-        let paths = Paths::of(f, &routing, Some(&t.mask));
+        let (
+            Routed {
+                mut routing,
+                mut notes,
+            },
+            paths,
+        ) = super::sssp::sssp_paths(t, opts)?;
         // VLs usable: the budget, and SLs start_vl.. (SL = VL).
         let avail = (budget.vls as usize)
             .min((budget.sls as usize).saturating_sub(budget.start_vl as usize));

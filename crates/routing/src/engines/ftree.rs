@@ -49,7 +49,7 @@ use super::ranking::Dir;
 use super::ranking::{
     code_is_legal, codes_matrix, count_illegal, escape_note, updown_cands, UpDownRanking,
 };
-use super::roots::no_legal_path_note;
+use super::roots::{given_roots, no_legal_path_note};
 use super::tree;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::Routing;
@@ -102,8 +102,6 @@ struct Ft<'a> {
     through: Vec<u32>,
     has_cn: Vec<bool>,
     by_rank: Vec<u32>,
-    rank: Vec<u32>,
-    max_rank: u32,
     // per-target scratch
     stamp: Vec<u32>,
     epoch: u32,
@@ -216,12 +214,6 @@ impl<'a> Ft<'a> {
             through: vec![0; n],
             has_cn,
             by_rank,
-            rank: rk.rank.clone(),
-            max_rank: (0..n)
-                .filter(|&s| t.alive[s])
-                .map(|s| rk.rank[s])
-                .max()
-                .unwrap_or(0),
             stamp: vec![0; n],
             epoch: 0,
             next: vec![NO_PORT; n],
@@ -460,8 +452,6 @@ struct CompScratch {
     a: Vec<u32>,
     b: Vec<u32>,
     cand: Vec<(u8, u32)>,
-    /// per rank: fewest hops of a switch with an entry
-    minh: Vec<u16>,
 }
 
 /// Completes one destination column (`col[s]` = output port of switch `s`, `NO_PORT` = none
@@ -472,7 +462,6 @@ fn complete_column(
     rk: &UpDownRanking,
     codes_row: &[u16],
     d: usize,
-    rot: usize,
     col: &mut [u8],
     sc: &mut CompScratch,
 ) -> (bool, usize) {
@@ -572,34 +561,14 @@ fn complete_column(
             sc.b.push(p as u32);
         }
     }
-    // Pass 2: top-down, switches without an entry go up to a parent with one (fewest hops).
-    // A parent (rank r - 1) cannot have fewer hops than the fewest of its rank: stop the scan
-    // there.
+    // Pass 2: top-down, switches without an entry go up to a parent with one.
     let mut missing = false;
-    sc.minh.clear();
-    sc.minh.resize(ft.max_rank as usize + 1, u16::MAX);
-    for s in 0..n {
-        if sc.state[s] == 2 && t.alive[s] {
-            let r = ft.rank[s] as usize;
-            if r < sc.minh.len() {
-                sc.minh[r] = sc.minh[r].min(sc.hops[s]);
-            }
-        }
-    }
     for &s in &ft.by_rank {
         let s = s as usize;
         if sc.state[s] == 2 {
             continue;
         }
         let (u0, u1) = (ft.up[s] as usize, ft.down[s] as usize);
-        let ng = u1 - u0;
-        let r = ft.rank[s] as usize;
-        let bound = if r > 0 && r <= sc.minh.len() {
-            sc.minh[r - 1]
-        } else {
-            0
-        };
-        let _ = (ng, rot, bound);
         // Among the parents with an entry and the fewest hops, the least-loaded link.
         let mut best: Option<(u16, u32, GLink)> = None;
         for g in u0..u1 {
@@ -615,9 +584,6 @@ fn complete_column(
                     best = Some((key.0, key.1, l));
                 }
             }
-        }
-        if let (Some((h, _, _)), true) = (best, r < sc.minh.len()) {
-            sc.minh[r] = sc.minh[r].min(h.saturating_add(1));
         }
         match best {
             Some((h, _, l)) => {
@@ -691,28 +657,7 @@ fn tree_shape(
     is_cn: &[bool],
     notes: &mut Vec<String>,
 ) -> Result<(tree::TreeShape, &'static str), EngineError> {
-    let f = t.f;
-    // Roots
-    let (given, bad) = t.resolve_switch_guids(&opts.root_guids);
-    if !bad.is_empty() {
-        notes.push(format!(
-            "{} root GUIDs are not live switch node GUIDs and were ignored",
-            bad.len()
-        ));
-    }
-    let mut roots = given;
-    let mut source = "root GUID list";
-    if roots.is_empty() {
-        roots = f
-            .hints
-            .roots
-            .iter()
-            .filter_map(|r| f.switch_index.get(r.idx()).copied())
-            .filter(|&s| s != u32::MAX && t.alive[s as usize])
-            .map(|s| s as usize)
-            .collect();
-        source = "topology hints";
-    }
+    let (roots, mut source) = given_roots(t, opts, notes);
     let shape = if roots.is_empty() {
         source = "the leaves (switches with compute nodes, ranked from all at once)";
         tree::detect(t, is_cn).map_err(EngineError::NotApplicable)?
@@ -853,7 +798,7 @@ impl Engine for FatTree {
                 return;
             }
             let row = &codes[sw * n..(sw + 1) * n];
-            let (fb, un) = complete_column(ft, &rk, row, sw, lid, col, &mut sc);
+            let (fb, un) = complete_column(ft, &rk, row, sw, col, &mut sc);
             fallbacks += fb as usize;
             unreached += un;
             done[lid] = true;
@@ -917,7 +862,7 @@ impl Engine for FatTree {
                 }
                 let d = d as usize;
                 let row = &codes[d * n..(d + 1) * n];
-                let (fb, un) = complete_column(ft, &rk, row, d, lid, col, sc);
+                let (fb, un) = complete_column(ft, &rk, row, d, col, sc);
                 (fb as usize, un)
             })
             .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));

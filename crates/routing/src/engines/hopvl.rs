@@ -23,7 +23,7 @@ use super::common::Topo;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::NUM_SLS;
 use crate::turn::Base;
-use crate::vl::paths::{path_sls, Paths};
+use crate::vl::paths::path_sls;
 use crate::vl::{Need, SlColouring};
 use fabric::Fabric;
 use rustc_hash::FxHashMap;
@@ -46,12 +46,13 @@ impl Engine for HopVl {
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         let f = t.f;
         let budget = opts.budget;
-        budget.validate()?;
-        let Routed {
-            mut routing,
-            mut notes,
-        } = super::sssp::Sssp.route_topo(t, opts)?;
-        let paths = Paths::of(f, &routing, Some(&t.mask));
+        let (
+            Routed {
+                mut routing,
+                mut notes,
+            },
+            paths,
+        ) = super::sssp::sssp_paths(t, opts)?;
         let diameter = paths.max_hops();
         if diameter > budget.vls as usize {
             return Err(EngineError::NotApplicable(format!(

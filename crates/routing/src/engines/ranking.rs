@@ -34,19 +34,8 @@ impl UpDownRanking {
     /// larger GUID first, index). Live switches the roots do not reach get extra roots (lowest
     /// switch index of each such component).
     pub fn from_roots(t: &Topo, roots: &[usize]) -> Self {
-        let mut roots: Vec<usize> = roots
-            .iter()
-            .copied()
-            .filter(|&r| r < t.n && t.alive[r])
-            .collect();
-        let mut rank = bfs_levels(t, &roots);
-        while let Some(extra) = (0..t.n).find(|&s| t.alive[s] && rank[s] == u32::MAX) {
-            roots.push(extra);
-            rank = bfs_levels(t, &roots);
-        }
-        let key = |s: usize| (rank[s], std::cmp::Reverse(t.guid(s)), s);
-        let pos = positions(t, key);
-        UpDownRanking { rank, roots, pos }
+        let (rank, roots) = ranks_from_roots(t, roots);
+        Self::from_ranks(t, rank, roots)
     }
 
     /// Up*/Down* ranking from given ranks (0 = roots; every live switch ranked): order by
@@ -128,6 +117,22 @@ impl UpDownRanking {
     pub fn is_legal_turn(&self, f: &Fabric, in_c: ChannelId, out_c: ChannelId) -> bool {
         !(self.channel_dir(f, in_c) == Dir::Down && self.channel_dir(f, out_c) == Dir::Up)
     }
+}
+
+/// BFS distance of every live switch from `roots` (live ones; components without one get
+/// their lowest-index switch as an extra root), and the roots used.
+pub(crate) fn ranks_from_roots(t: &Topo, roots: &[usize]) -> (Vec<u32>, Vec<usize>) {
+    let mut roots: Vec<usize> = roots
+        .iter()
+        .copied()
+        .filter(|&r| r < t.n && t.alive[r])
+        .collect();
+    let mut rank = bfs_levels(t, &roots);
+    while let Some(extra) = (0..t.n).find(|&s| t.alive[s] && rank[s] == u32::MAX) {
+        roots.push(extra);
+        rank = bfs_levels(t, &roots);
+    }
+    (rank, roots)
 }
 
 /// Multi-source BFS levels over live switches (`u32::MAX` = not reached).

@@ -13,6 +13,41 @@ use crate::tables::Routing;
 use fabric::{Fabric, FaultMask};
 use rayon::prelude::*;
 
+/// A ranking chosen for `updn` or `dnup`, with its code matrix, its notes, and how many
+/// (end-port switch, destination switch) pairs it leaves without an up*/down* path (those
+/// are routed with a VL transition, `super::transition`).
+pub(crate) struct Ranked {
+    pub rk: UpDownRanking,
+    pub codes: Vec<u16>,
+    pub notes: Vec<String>,
+    pub no_legal: usize,
+}
+
+impl Ranked {
+    /// `notes`, then the notes for the pairs without an up*/down* path (`no_legal`) and the
+    /// entries without one (`esc`, switch LIDs included), when there are any.
+    pub(crate) fn new(
+        rk: UpDownRanking,
+        codes: Vec<u16>,
+        mut notes: Vec<String>,
+        no_legal: usize,
+        esc: usize,
+    ) -> Ranked {
+        if no_legal > 0 {
+            notes.push(no_legal_path_note(no_legal));
+        }
+        if esc > 0 {
+            notes.push(escape_note(esc));
+        }
+        Ranked {
+            rk,
+            codes,
+            notes,
+            no_legal,
+        }
+    }
+}
+
 impl UpDownRanking {
     /// The ranking the `updn` engine uses for this fabric, options and mask (with its notes).
     pub fn for_updn(
@@ -21,8 +56,8 @@ impl UpDownRanking {
         opts: &RouteOptions,
     ) -> Result<(Self, Vec<String>), EngineError> {
         let t = Topo::live(f, mask)?;
-        let (rk, _codes, notes) = updn_ranking(&t, mask, opts)?;
-        Ok((rk, notes))
+        let r = updn_ranking(&t, mask, opts)?;
+        Ok((r.rk, r.notes))
     }
 }
 
@@ -32,7 +67,7 @@ pub(crate) fn dnup_ranking(
     t: &Topo,
     mask: &FaultMask,
     opts: &RouteOptions,
-) -> Result<(UpDownRanking, Vec<u16>, Vec<String>), EngineError> {
+) -> Result<Ranked, EngineError> {
     let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
     // A fat tree: rank 0 = its leaves (switches with hosts, aggregation nodes aside).
     if let Ok(shape) = tree::detect(t, &tree::host_ends(t, &[])) {
@@ -59,22 +94,11 @@ pub(crate) fn dnup_ranking(
 }
 
 /// Codes and notes of a dnup ranking whose rank 0 are `what`.
-fn dnup_finish(
-    t: &Topo,
-    rk: UpDownRanking,
-    is_source: &[bool],
-    what: &str,
-) -> (UpDownRanking, Vec<u16>, Vec<String>) {
+fn dnup_finish(t: &Topo, rk: UpDownRanking, is_source: &[bool], what: &str) -> Ranked {
     let codes = codes_matrix(t, &rk);
     let (bad, esc) = count_illegal(t, &codes, is_source);
-    let mut notes = vec![format!("{} {what} at rank 0", rk.roots.len())];
-    if bad > 0 {
-        notes.push(no_legal_path_note(bad));
-    }
-    if esc > 0 {
-        notes.push(escape_note(esc));
-    }
-    (rk, codes, notes)
+    let notes = vec![format!("{} {what} at rank 0", rk.roots.len())];
+    Ranked::new(rk, codes, notes, bad, esc)
 }
 
 /// Chooses the updn ranking (see the module docs) and returns it with its code matrix.
@@ -82,28 +106,10 @@ pub(crate) fn updn_ranking(
     t: &Topo,
     mask: &FaultMask,
     opts: &RouteOptions,
-) -> Result<(UpDownRanking, Vec<u16>, Vec<String>), EngineError> {
+) -> Result<Ranked, EngineError> {
     let mut notes = Vec::new();
     let mut hop: Option<Vec<u16>> = None;
-    let (mut roots, bad) = t.resolve_switch_guids(&opts.root_guids);
-    if !bad.is_empty() {
-        notes.push(format!(
-            "{} root GUIDs are not live switch node GUIDs and were ignored",
-            bad.len()
-        ));
-    }
-    let mut source = "root GUID list";
-    if roots.is_empty() {
-        roots =
-            t.f.hints
-                .roots
-                .iter()
-                .filter_map(|r| t.f.switch_index.get(r.idx()).copied())
-                .filter(|&s| s != u32::MAX && t.alive[s as usize])
-                .map(|s| s as usize)
-                .collect();
-        source = "topology hints";
-    }
+    let (mut roots, mut source) = given_roots(t, opts, &mut notes);
     if roots.is_empty() {
         // A fat tree: the roots of its shape (leaves = switches with hosts, aggregation nodes
         // aside; see `tree`), unless that is every switch.
@@ -168,16 +174,40 @@ pub(crate) fn updn_ranking(
                 single.first().map_or(0, |&s| t.guid(s))
             ),
         );
-        return Ok((rk2, codes2, notes));
+        // A single root connects every pair legally.
+        return Ok(Ranked::new(rk2, codes2, notes, 0, 0));
     }
     notes.insert(0, format!("{} roots from the {source}", rk.roots.len()));
-    if bad > 0 {
-        notes.push(no_legal_path_note(bad));
+    Ok(Ranked::new(rk, codes, notes, bad, esc))
+}
+
+/// The roots the caller gives: `root_guids` (live switch node GUIDs; others are ignored with a
+/// note), else the topology hints' roots; with where they came from. Empty when neither names
+/// a live switch.
+pub(crate) fn given_roots(
+    t: &Topo,
+    opts: &RouteOptions,
+    notes: &mut Vec<String>,
+) -> (Vec<usize>, &'static str) {
+    let (roots, bad) = t.resolve_switch_guids(&opts.root_guids);
+    if !bad.is_empty() {
+        notes.push(format!(
+            "{} root GUIDs are not live switch node GUIDs and were ignored",
+            bad.len()
+        ));
     }
-    if esc > 0 {
-        notes.push(escape_note(esc));
+    if !roots.is_empty() {
+        return (roots, "root GUID list");
     }
-    Ok((rk, codes, notes))
+    let hinted =
+        t.f.hints
+            .roots
+            .iter()
+            .filter_map(|r| t.f.switch_index.get(r.idx()).copied())
+            .filter(|&s| s != u32::MAX && t.alive[s as usize])
+            .map(|s| s as usize)
+            .collect();
+    (hinted, "topology hints")
 }
 
 /// The note for (end-port switch, destination switch) pairs a ranking leaves without an
@@ -375,11 +405,9 @@ struct Chosen {
 
 impl Chosen {
     /// The ranking, codes and `notes` (plus the escape note when some entries need one).
-    fn finish(self, mut notes: Vec<String>) -> (UpDownRanking, Vec<u16>, Vec<String>) {
-        if self.esc > 0 {
-            notes.push(escape_note(self.esc));
-        }
-        (self.rk, self.codes, notes)
+    /// Every candidate set leaves each end-port pair an up*/down* path.
+    fn finish(self, notes: Vec<String>) -> Ranked {
+        Ranked::new(self.rk, self.codes, notes, 0, self.esc)
     }
 }
 

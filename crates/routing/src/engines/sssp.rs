@@ -366,6 +366,19 @@ impl DaryHeap {
     }
 }
 
+/// SSSP's tables for `t` and their (source switch, destination LID) paths, after checking the
+/// VL budget: the start of the VL engines that layer or colour SSSP's paths (`dfsssp`,
+/// `hopvl`).
+pub(crate) fn sssp_paths(
+    t: &Topo,
+    opts: &RouteOptions,
+) -> Result<(Routed, crate::vl::paths::Paths), EngineError> {
+    opts.budget.validate()?;
+    let routed = Sssp.route_topo(t, opts)?;
+    let paths = crate::vl::paths::Paths::of(t.f, &routed.routing, Some(&t.mask));
+    Ok((routed, paths))
+}
+
 #[cfg(test)]
 mod tests {
     use super::DaryHeap;

@@ -30,13 +30,6 @@ use fabric::{ChannelId, NodeKind, NO_PORT};
 /// How many unroutable pairs a note names.
 const NAMED: usize = 8;
 
-/// Whether some switch with end ports has no up*/down* path to a switch with end ports under
-/// the codes (`ranking::codes_matrix`): only then can a path of the tables turn down -> up.
-pub(crate) fn needs_transitions(t: &Topo, codes: &[u16]) -> bool {
-    let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
-    super::ranking::count_illegal(t, codes, &is_source).0 > 0
-}
-
 /// Gives the paths of `routing` that turn down → up under `rk` their VLs and SLs (module
 /// documentation). Adds a note when any path turns or is left unrouted.
 pub(crate) fn assign_transitions(

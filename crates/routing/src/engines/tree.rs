@@ -19,7 +19,7 @@
 //! quarter of the links join switches of one level: [`detect`] then says why, and `ftree` declines so that a chain moves on.
 
 use super::common::{is_service_ca, Topo};
-use super::ranking::{bfs_levels, components};
+use super::ranking::{bfs_levels, component_count, components, ranks_from_roots};
 use fabric::NodeKind;
 
 /// A detected (or given) fat-tree shape.
@@ -59,31 +59,22 @@ const MAX_SIBLING_SHARE: f64 = 0.25;
 /// fat tree.
 pub(crate) fn detect(t: &Topo, is_host: &[bool]) -> Result<TreeShape, String> {
     let n = t.n;
-    let mut hosts = vec![0u32; n];
-    for (i, e) in t.ends.iter().enumerate() {
-        if is_host[i] && t.alive[e.sw as usize] {
-            hosts[e.sw as usize] += 1;
-        }
-    }
+    let hosts = hosts_per_switch(t, is_host);
     let total: u32 = hosts.iter().sum();
     if total == 0 {
         return Err("no host (compute or I/O) CA port".into());
     }
     let mut leaf: Vec<bool> = (0..n).map(|s| t.alive[s] && hosts[s] > 0).collect();
-    // Neighbour switches with hosts, counted once per neighbour.
-    let leaf_peers = |leaf: &[bool], s: usize| -> u32 {
-        let mut c = 0;
-        let links = t.links(s);
-        for (k, a) in links.iter().enumerate() {
-            let p = a.peer as usize;
-            if p != s && leaf[p] && !links[..k].iter().any(|b| b.peer == a.peer) {
-                c += 1;
-            }
-        }
-        c
-    };
+    let peers: Vec<Vec<u32>> = (0..n).map(|s| distinct_peers(t, s)).collect();
+    // Per switch with hosts: its neighbour switches with hosts.
     let mut conflicts: Vec<u32> = (0..n)
-        .map(|s| if leaf[s] { leaf_peers(&leaf, s) } else { 0 })
+        .map(|s| {
+            if leaf[s] {
+                peers[s].iter().filter(|&&p| leaf[p as usize]).count() as u32
+            } else {
+                0
+            }
+        })
         .collect();
     let mut upper_hosts = Vec::new();
     loop {
@@ -103,12 +94,9 @@ pub(crate) fn detect(t: &Topo, is_host: &[bool]) -> Result<TreeShape, String> {
         leaf[s] = false;
         conflicts[s] = 0;
         upper_hosts.push(s);
-        let mut seen: Vec<u32> = Vec::new();
-        for a in t.links(s) {
-            let p = a.peer as usize;
-            if leaf[p] && !seen.contains(&a.peer) {
-                seen.push(a.peer);
-                conflicts[p] -= 1;
+        for &p in &peers[s] {
+            if leaf[p as usize] {
+                conflicts[p as usize] -= 1;
             }
         }
     }
@@ -124,7 +112,7 @@ pub(crate) fn detect(t: &Topo, is_host: &[bool]) -> Result<TreeShape, String> {
     let mut sources = leaves.clone();
     let mut level = bfs_levels(t, &sources);
     for _round in 0..3 {
-        let extra = hostless_leaves(t, &level, &hosts);
+        let extra = hostless_leaves(t, &level, &hosts, &peers);
         if extra.is_empty() {
             break;
         }
@@ -159,68 +147,74 @@ pub(crate) fn detect(t: &Topo, is_host: &[bool]) -> Result<TreeShape, String> {
 /// gone or unplugged): at level ≥ 2, no neighbour above them, and cabled only to switches
 /// that one real leaf is cabled to as well — like a leaf, not like a core, which joins the
 /// spines of several leaves' subtrees.
-fn hostless_leaves(t: &Topo, level: &[u32], hosts: &[u32]) -> Vec<usize> {
-    let n = t.n;
-    let peers = |s: usize| -> Vec<u32> {
-        let mut v: Vec<u32> = t.links(s).iter().map(|a| a.peer).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
-    let mut out = Vec::new();
-    for s in 0..n {
-        if !t.alive[s]
-            || hosts[s] > 0
-            || level[s] == u32::MAX
-            || level[s] < 2
-            || t.links(s)
-                .iter()
-                .any(|a| level[a.peer as usize] >= level[s])
-        {
-            continue;
-        }
-        let mine = peers(s);
-        let Some(&first) = mine.first() else { continue };
-        // Real leaves below the first neighbour whose neighbours include all of ours.
-        let leaf_like = t.links(first as usize).iter().any(|a| {
-            let l = a.peer as usize;
-            level[l] == 0
-                && hosts[l] > 0
-                && mine.iter().all(|&q| t.links(l).iter().any(|b| b.peer == q))
-        });
-        if leaf_like {
-            out.push(s);
+fn hostless_leaves(t: &Topo, level: &[u32], hosts: &[u32], peers: &[Vec<u32>]) -> Vec<usize> {
+    (0..t.n)
+        .filter(|&s| {
+            if !t.alive[s] || hosts[s] > 0 || level[s] == u32::MAX || level[s] < 2 {
+                return false;
+            }
+            let mine = &peers[s];
+            if mine.iter().any(|&p| level[p as usize] >= level[s]) {
+                return false;
+            }
+            // A real leaf below the first neighbour whose neighbours include all of ours
+            // (neighbour lists are sorted).
+            mine.first().is_some_and(|&first| {
+                peers[first as usize].iter().any(|&l| {
+                    let l = l as usize;
+                    level[l] == 0
+                        && hosts[l] > 0
+                        && mine.iter().all(|q| peers[l].binary_search(q).is_ok())
+                })
+            })
+        })
+        .collect()
+}
+
+/// Host ports per switch (`is_host` per end of `t`).
+fn hosts_per_switch(t: &Topo, is_host: &[bool]) -> Vec<u32> {
+    let mut hosts = vec![0u32; t.n];
+    for (i, e) in t.ends.iter().enumerate() {
+        if is_host[i] && t.alive[e.sw as usize] {
+            hosts[e.sw as usize] += 1;
         }
     }
-    out
+    hosts
+}
+
+/// The neighbour switches of `s`, each once, sorted.
+fn distinct_peers(t: &Topo, s: usize) -> Vec<u32> {
+    let mut v: Vec<u32> = t
+        .links(s)
+        .iter()
+        .map(|a| a.peer)
+        .filter(|&p| p as usize != s)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The largest of `value` over the live switches of each component (indexed by the component
+/// ids of [`components`]), and those ids.
+fn component_max(t: &Topo, value: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let comp = components(t);
+    let mut top = vec![0u32; component_count(&comp)];
+    for s in 0..t.n {
+        if t.alive[s] {
+            let c = comp[s] as usize;
+            top[c] = top[c].max(value[s]);
+        }
+    }
+    (top, comp)
 }
 
 /// The shape ranked from given roots: rank = BFS distance from the roots (components without
 /// a root get their switch of lowest index), level = the component's highest rank minus rank;
 /// leaves are the switches with hosts at the lowest level.
 pub(crate) fn from_roots(t: &Topo, roots: &[usize], is_host: &[bool]) -> TreeShape {
-    let mut roots: Vec<usize> = roots
-        .iter()
-        .copied()
-        .filter(|&r| r < t.n && t.alive[r])
-        .collect();
-    let mut rank = bfs_levels(t, &roots);
-    while let Some(extra) = (0..t.n).find(|&s| t.alive[s] && rank[s] == u32::MAX) {
-        roots.push(extra);
-        rank = bfs_levels(t, &roots);
-    }
-    let comp = components(t);
-    let ncomp = comp
-        .iter()
-        .filter(|&&c| c != u32::MAX)
-        .max()
-        .map_or(0, |&c| c as usize + 1);
-    let mut top = vec![0u32; ncomp];
-    for s in 0..t.n {
-        if t.alive[s] {
-            top[comp[s] as usize] = top[comp[s] as usize].max(rank[s]);
-        }
-    }
+    let (rank, roots) = ranks_from_roots(t, roots);
+    let (top, comp) = component_max(t, &rank);
     let level: Vec<u32> = (0..t.n)
         .map(|s| {
             if t.alive[s] {
@@ -230,17 +224,15 @@ pub(crate) fn from_roots(t: &Topo, roots: &[usize], is_host: &[bool]) -> TreeSha
             }
         })
         .collect();
-    let mut has_host = vec![false; t.n];
-    for (i, e) in t.ends.iter().enumerate() {
-        if is_host[i] {
-            has_host[e.sw as usize] = true;
-        }
-    }
+    let hosts = hosts_per_switch(t, is_host);
+    let with_hosts = |s: &usize| t.alive[*s] && hosts[*s] > 0;
     let leaves: Vec<usize> = (0..t.n)
-        .filter(|&s| t.alive[s] && has_host[s] && level[s] == 0)
+        .filter(with_hosts)
+        .filter(|&s| level[s] == 0)
         .collect();
     let upper_hosts: Vec<usize> = (0..t.n)
-        .filter(|&s| t.alive[s] && has_host[s] && level[s] > 0)
+        .filter(with_hosts)
+        .filter(|&s| level[s] > 0)
         .collect();
     TreeShape {
         level,
@@ -276,18 +268,7 @@ fn shape_from_levels(
             }
         }
     }
-    let comp = components(t);
-    let ncomp = comp
-        .iter()
-        .filter(|&&c| c != u32::MAX)
-        .max()
-        .map_or(0, |&c| c as usize + 1);
-    let mut top = vec![0u32; ncomp];
-    for s in 0..n {
-        if t.alive[s] {
-            top[comp[s] as usize] = top[comp[s] as usize].max(level[s]);
-        }
-    }
+    let (top, comp) = component_max(t, &level);
     let mut rank = vec![u32::MAX; n];
     let mut roots = Vec::new();
     for s in 0..n {

@@ -85,8 +85,8 @@
 
 use super::common::{unreached_note, Topo};
 use super::ranking::{route_updown, Dir, UpDownRanking};
-use super::roots::{dnup_ranking, updn_ranking};
-use super::transition::{assign_transitions, needs_transitions};
+use super::roots::{dnup_ranking, updn_ranking, Ranked};
+use super::transition::assign_transitions;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::turn::{Base, UpDownRule};
 use fabric::{Fabric, FaultMask};
@@ -123,14 +123,7 @@ impl Engine for UpDn {
         Ok(o)
     }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
-        let mask = &t.mask;
-        let (rk, codes, mut notes) = updn_ranking(t, mask, opts)?;
-        let (mut routing, unreached) = route_updown(t, &rk, &codes, opts);
-        unreached_note(t, unreached, &mut notes);
-        if needs_transitions(t, &codes) {
-            assign_transitions(t, &rk, &mut routing, opts.budget, &mut notes)?;
-        }
-        Ok(Routed { routing, notes })
+        route_ranked(t, updn_ranking(t, &t.mask, opts)?, opts)
     }
 }
 
@@ -143,13 +136,23 @@ impl Engine for DnUp {
         &super::DNUP
     }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
-        let mask = &t.mask;
-        let (rk, codes, mut notes) = dnup_ranking(t, mask, opts)?;
-        let (mut routing, unreached) = route_updown(t, &rk, &codes, opts);
-        unreached_note(t, unreached, &mut notes);
-        if needs_transitions(t, &codes) {
-            assign_transitions(t, &rk, &mut routing, opts.budget, &mut notes)?;
-        }
-        Ok(Routed { routing, notes })
+        route_ranked(t, dnup_ranking(t, &t.mask, opts)?, opts)
     }
+}
+
+/// The tables of a chosen ranking: the up/down builder, then VL transitions for the pairs it
+/// leaves without an up*/down* path.
+fn route_ranked(t: &Topo, r: Ranked, opts: &RouteOptions) -> Result<Routed, EngineError> {
+    let Ranked {
+        rk,
+        codes,
+        mut notes,
+        no_legal,
+    } = r;
+    let (mut routing, unreached) = route_updown(t, &rk, &codes, opts);
+    unreached_note(t, unreached, &mut notes);
+    if no_legal > 0 {
+        assign_transitions(t, &rk, &mut routing, opts.budget, &mut notes)?;
+    }
+    Ok(Routed { routing, notes })
 }
