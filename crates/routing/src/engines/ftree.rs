@@ -868,6 +868,12 @@ impl Engine for FatTree {
             .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         let (fallbacks, unreached) = (fallbacks + fb2, unreached + un2);
         r.lft = transpose_rect(&cols, stride, n);
+        let moves = super::rebalance::MOVE_BUDGET_PER_END * t.ends.len();
+        if let Some(b) = super::rebalance::rebalance(t, &rk, &mut r, Some(&is_cn), moves) {
+            if b.moved > 0 {
+                notes.push(b.note("compute-node "));
+            }
+        }
         if bad > 0 {
             super::transition::assign_transitions(t, &rk, &mut r, opts.budget, &mut notes)?;
         }

@@ -32,6 +32,7 @@ pub mod hopvl;
 pub mod lash;
 pub mod minhop;
 pub mod ranking;
+pub mod rebalance;
 pub mod roots;
 pub mod sssp;
 pub(crate) mod transition;

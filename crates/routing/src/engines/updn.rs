@@ -85,6 +85,7 @@
 
 use super::common::{unreached_note, Topo};
 use super::ranking::{route_updown, Dir, UpDownRanking};
+use super::rebalance::{rebalance, MOVE_BUDGET_PER_END};
 use super::roots::{dnup_ranking, updn_ranking, Ranked};
 use super::transition::assign_transitions;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
@@ -151,6 +152,16 @@ fn route_ranked(t: &Topo, r: Ranked, opts: &RouteOptions) -> Result<Routed, Engi
     } = r;
     let (mut routing, unreached) = route_updown(t, &rk, &codes, opts);
     unreached_note(t, unreached, &mut notes);
+    // Balance the hosts' traffic: aggregation nodes are not hosts (as in the tree ranking).
+    let hosts = super::tree::host_ends(t, &[]);
+    let all = hosts.iter().all(|&h| h) || !hosts.iter().any(|&h| h);
+    let counted = (!all).then_some(hosts.as_slice());
+    let budget = MOVE_BUDGET_PER_END * t.ends.len();
+    if let Some(b) = rebalance(t, &rk, &mut routing, counted, budget) {
+        if b.moved > 0 {
+            notes.push(b.note(if all { "" } else { "host " }));
+        }
+    }
     if no_legal > 0 {
         assign_transitions(t, &rk, &mut routing, opts.budget, &mut notes)?;
     }
