@@ -45,7 +45,6 @@
 
 use super::common::is_service_ca;
 use super::common::{transpose_rect, unreached_note, Topo, INF};
-use super::ranking::Dir;
 use super::ranking::{
     code_is_legal, codes_matrix, count_illegal, escape_note, updown_cands, UpDownRanking,
 };
@@ -53,12 +52,11 @@ use super::roots::{given_roots, no_legal_path_note};
 use super::tree;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::Routing;
-use crate::turn::{Base, UpDownRule};
+use crate::turn::Base;
 use fabric::{Fabric, FaultMask};
 use fabric::{NodeKind, NO_PORT};
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
-use std::sync::Arc;
 
 /// The `ftree` engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -686,12 +684,16 @@ impl Engine for FatTree {
     fn info(&self) -> &'static EngineInfo {
         &super::FTREE
     }
-    /// The Up*/Down* rule of the ftree ranking (the same tree shape the engine routes with).
+    /// The Up*/Down* rule of the ftree ranking (the same tree shape the engine routes with);
+    /// when some pairs have no up*/down* path (the base changes VL for them), fresh VLs above
+    /// the base's instead.
     fn rftr_base<'f>(&self, f: &'f Fabric, opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
         let (rk, _) = fault_free_ranking(f, opts)?;
-        Ok(Base::Turns(Arc::new(UpDownRule::from_fn(f, |c| {
-            rk.channel_dir(f, c) == Dir::Up
-        }))))
+        let t = Topo::live(f, &FaultMask::none(f))?;
+        let codes = codes_matrix(&t, &rk);
+        let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
+        let (bad, _) = count_illegal(&t, &codes, &is_source);
+        Ok(super::updn::updown_base(f, &rk, bad))
     }
     /// The roots of the fault-free tree, written into `root_guids` when none are given, so
     /// that the base, RFTR's rule and every reconfiguration after faults rank from them.

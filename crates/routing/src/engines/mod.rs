@@ -209,7 +209,7 @@ registry! {
         deadlock_free: true, rftr_base: true,
         "Up*/Down*: ranks from roots, always picks working roots";
     DNUP "dnup" [] updn::DnUp,
-        deadlock_free: true, rftr_base: false,
+        deadlock_free: true, rftr_base: true,
         "Down*/Up*: rank 0 = switches with end ports";
     DOR "dor" [] dor::Dor,
         deadlock_free: false, rftr_base: true,

@@ -222,6 +222,7 @@ pub fn rebalance(
         stamp: vec![0; n],
         epoch: 0,
         on_new: Vec::new(),
+        alts: Vec::new(),
     };
     let mut moved = 0usize;
     let mut frozen = vec![false; nch];
@@ -255,6 +256,8 @@ struct Scratch {
     stamp: Vec<u32>,
     epoch: u32,
     on_new: Vec<usize>,
+    /// Candidate channels of the switch being relieved: (load, adjacency index).
+    alts: Vec<(u64, usize)>,
 }
 
 impl Scratch {
@@ -342,14 +345,18 @@ fn best_move(
     let (t, n) = (ps.t, ps.n);
     let s = tail_of(t, ea);
     *work += 1;
-    // Nothing moves unless another channel of the switch can take at least one pair.
-    let alts = t.adj_start[s] as usize..t.adj_start[s + 1] as usize;
-    if !alts
-        .clone()
-        .any(|b| b != ea && load[t.adj[b].ch as usize] + 1 < le)
-    {
+    // Only channels of the switch that can take at least one more pair are candidates.
+    sc.alts.clear();
+    for b in t.adj_start[s] as usize..t.adj_start[s + 1] as usize {
+        let l = load[t.adj[b].ch as usize];
+        if b != ea && l + 1 < le {
+            sc.alts.push((l, b));
+        }
+    }
+    if sc.alts.is_empty() {
         return None;
     }
+    let min_alt = sc.alts.iter().map(|a| a.0).min().unwrap_or(u64::MAX);
     let p = ps.peer(ea);
     let port = t.adj[ea].port;
     let row_s = &lft[s * ps.stride..(s + 1) * ps.stride];
@@ -361,24 +368,21 @@ fn best_move(
             continue;
         }
         let row = i * n;
-        let fs = ps.fl[row + s];
         let ws = ps.w[row + s] as u64;
-        if ps.h[row + s] == UNKNOWN || fs & LEGAL == 0 || ws == 0 {
+        // the cheapest alternative cannot take this entry's traffic, or cannot beat the best
+        if ws == 0 || min_alt + ws >= best.map_or(le, |b| b.0) {
+            continue;
+        }
+        let fs = ps.fl[row + s];
+        if ps.h[row + s] == UNKNOWN || fs & LEGAL == 0 {
             continue;
         }
         let hp = ps.h[row + p];
-        // mark the old path from p
-        let ep = sc.next_epoch();
-        let mut x = p;
-        loop {
-            sc.stamp[x] = ep;
-            match ps.next(lft, i, x) {
-                Some(a) => x = ps.peer(a),
-                None => break,
-            }
-        }
-        for b in alts.clone() {
-            if b == ea {
+        let mut ep = 0; // the old path is stamped on the first candidate that needs it
+        for k in 0..sc.alts.len() {
+            let (l, b) = sc.alts[k];
+            let bound = best.map_or(le, |x| x.0);
+            if l + ws >= bound {
                 continue;
             }
             let q = ps.peer(b);
@@ -392,10 +396,22 @@ fn best_move(
             if !legal || down_only != (fs & DOWN_ONLY != 0) {
                 continue;
             }
-            let mut m = load[t.adj[b].ch as usize] + ws;
+            if ep == 0 {
+                ep = sc.next_epoch();
+                let mut x = p;
+                loop {
+                    sc.stamp[x] = ep;
+                    *work += 1;
+                    match ps.next(lft, i, x) {
+                        Some(a) => x = ps.peer(a),
+                        None => break,
+                    }
+                }
+            }
+            let mut m = l + ws;
             let mut y = q;
             *work += 1;
-            while sc.stamp[y] != ep && m < le {
+            while sc.stamp[y] != ep && m < bound {
                 *work += 1;
                 let Some(a) = ps.next(lft, i, y) else {
                     break;
@@ -403,7 +419,7 @@ fn best_move(
                 m = m.max(load[t.adj[a].ch as usize] + ws);
                 y = ps.peer(a);
             }
-            if m < le && best.is_none_or(|(bm, _)| m < bm) {
+            if m < bound {
                 best = Some((m, Move { i, s, to: b }));
             }
         }

@@ -101,12 +101,12 @@ impl Engine for UpDn {
     fn info(&self) -> &'static EngineInfo {
         &super::UPDN
     }
-    /// The Up*/Down* rule of the ranking the engine routes with (the same roots).
+    /// The Up*/Down* rule of the ranking the engine routes with (the same roots), or fresh VLs
+    /// when the base changes VL for pairs without an up*/down* path.
     fn rftr_base<'f>(&self, f: &'f Fabric, opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
-        let (rk, _) = UpDownRanking::for_updn(f, &FaultMask::none(f), opts)?;
-        Ok(Base::Turns(Arc::new(UpDownRule::from_fn(f, |c| {
-            rk.channel_dir(f, c) == Dir::Up
-        }))))
+        let t = Topo::live(f, &FaultMask::none(f))?;
+        let r = updn_ranking(&t, &t.mask, opts)?;
+        Ok(updown_base(f, &r.rk, r.no_legal))
     }
     /// The roots chosen on the fault-free fabric, written into `root_guids` when none are
     /// given: the base routing, RFTR's turn rule and every full reconfiguration after faults
@@ -136,9 +136,27 @@ impl Engine for DnUp {
     fn info(&self) -> &'static EngineInfo {
         &super::DNUP
     }
+    /// The Down*/Up* rule of the ranking the engine routes with (no choice to pin: the ranking
+    /// is a function of the fabric), or fresh VLs when the base changes VL for some pairs.
+    fn rftr_base<'f>(&self, f: &'f Fabric, opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
+        let t = Topo::live(f, &FaultMask::none(f))?;
+        let r = dnup_ranking(&t, &t.mask, opts)?;
+        Ok(updown_base(f, &r.rk, r.no_legal))
+    }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         route_ranked(t, dnup_ranking(t, &t.mask, opts)?, opts)
     }
+}
+
+/// RFTR's base for up/down tables on ranking `rk`: its turn rule when every pair has an
+/// up*/down* path (`no_legal == 0`), else fresh VLs above the ones the base's transitions use.
+pub(crate) fn updown_base<'f>(f: &'f Fabric, rk: &UpDownRanking, no_legal: usize) -> Base<'f> {
+    if no_legal > 0 {
+        return Base::FreshVls;
+    }
+    Base::Turns(Arc::new(UpDownRule::from_fn(f, |c| {
+        rk.channel_dir(f, c) == Dir::Up
+    })))
 }
 
 /// The tables of a chosen ranking: the up/down builder, then VL transitions for the pairs it
