@@ -53,7 +53,21 @@ fn loads(f: &Fabric, r: &Routing) -> (Vec<u64>, Paths) {
     (load, paths)
 }
 
+/// The balance pass never raises the busiest counted link (its note: "... load A -> B").
+fn assert_balance_never_worse(what: &str, notes: &[String]) {
+    for n in notes.iter().filter(|n| n.starts_with("balance pass")) {
+        let figs = n.rsplit_once("link load ").map(|x| x.1).expect("figures");
+        let (a, b) = figs.split_once(" -> ").expect("A -> B");
+        let (a, b): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
+        assert!(
+            b <= a,
+            "{what}: the balance pass raised the busiest link: {n}"
+        );
+    }
+}
+
 fn assert_complete_and_deadlock_free(f: &Fabric, r: &Routing, what: &str, notes: &[String]) {
+    assert_balance_never_worse(what, notes);
     let rep = routing::cdg::check(f, r, None);
     assert_eq!(
         rep.pairs.ok, rep.pairs.checked,
