@@ -315,7 +315,62 @@ pub(crate) struct CodeScratch {
     q: Vec<u32>,
     q2: Vec<u32>,
     alt: Vec<u16>,
-    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u8, u16, bool, u32)>>,
+    queue: BucketQueue,
+}
+
+/// Distances a transition-code key tells apart (codes store at most [`ESC_MAX_DIST`]).
+const KEY_SPAN: usize = ESC_MAX_DIST as usize + 3;
+
+/// A monotone bucket queue over the transition Dijkstra's keys (turns, distance, up after
+/// down): every key pushed is at least the last one popped (each step adds one hop and maybe a
+/// turn), so the buckets are scanned once upward. Which switch of one bucket is settled first
+/// does not matter: a switch's code depends only on its key.
+#[derive(Debug, Default)]
+struct BucketQueue {
+    buckets: Vec<Vec<u32>>,
+    lo: usize,
+    hi: usize,
+}
+
+impl BucketQueue {
+    #[inline]
+    fn key(turns: u8, dist: u16, up: bool) -> usize {
+        (((turns - 1) as usize) * KEY_SPAN + (dist as usize).min(KEY_SPAN - 1)) * 2 + up as usize
+    }
+    fn clear(&mut self) {
+        for b in self.buckets.iter_mut().take(self.hi + 1).skip(self.lo) {
+            b.clear();
+        }
+        self.lo = usize::MAX;
+        self.hi = 0;
+    }
+    #[inline]
+    fn push(&mut self, k: usize, s: u32) {
+        if k >= self.buckets.len() {
+            self.buckets.resize_with(k + 1, Vec::new);
+        }
+        self.buckets[k].push(s);
+        self.lo = self.lo.min(k);
+        self.hi = self.hi.max(k);
+    }
+    /// The smallest key's next switch, with the key.
+    #[inline]
+    fn pop(&mut self) -> Option<(usize, u32)> {
+        while self.lo <= self.hi && self.lo < self.buckets.len() {
+            if let Some(s) = self.buckets[self.lo].pop() {
+                return Some((self.lo, s));
+            }
+            self.lo += 1;
+        }
+        None
+    }
+    /// (turns, distance, up) of a key.
+    #[inline]
+    fn parts(k: usize) -> (u8, u16, bool) {
+        let up = k & 1 == 1;
+        let r = k >> 1;
+        ((r / KEY_SPAN) as u8 + 1, (r % KEY_SPAN) as u16, up)
+    }
 }
 
 /// Greedy labelled BFS: each switch takes its shortest legal distance, `D` preferred at equal
@@ -444,31 +499,32 @@ pub(crate) fn dest_codes(
     // Transition codes for the switches of the same component without a legal path: a
     // Dijkstra from the legally routed switches by (turns, distance, U after D), so every
     // switch points to one settled before it and the turns of a path never exceed its code's.
-    let heap = &mut sc.heap;
-    heap.clear();
-    let push = |heap: &mut std::collections::BinaryHeap<_>, code: &[u16], u: usize| {
+    let queue = &mut sc.queue;
+    queue.clear();
+    let push = |queue: &mut BucketQueue, code: &[u16], u: usize| {
         for a in t.links(u) {
             let s = a.peer as usize;
             if code[s] == INF {
                 let (tr, h, down) = via(code[u], rk.is_up_sw(s, u));
                 if tr <= MAX_TURNS {
-                    heap.push(std::cmp::Reverse((tr, h, !down, s as u32)));
+                    queue.push(BucketQueue::key(tr, h, !down), s as u32);
                 }
             }
         }
     };
     for u in 0..code.len() {
         if code[u] != INF {
-            push(heap, code, u);
+            push(queue, code, u);
         }
     }
-    while let Some(std::cmp::Reverse((tr, h, up, s))) = heap.pop() {
+    while let Some((k, s)) = queue.pop() {
         let s = s as usize;
         if code[s] != INF {
             continue;
         }
+        let (tr, h, up) = BucketQueue::parts(k);
         code[s] = esc_code(tr, h, !up);
-        push(heap, code, s);
+        push(queue, code, s);
     }
 }
 

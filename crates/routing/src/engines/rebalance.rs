@@ -82,10 +82,14 @@ struct Pass<'t, 'a> {
     t: &'t Topo<'a>,
     n: usize,
     stride: usize,
-    /// (switch, port) → index into `t.adj`.
+    /// (switch, port) → index into `t.adj`, at `port_base[switch] + port`.
     port_adj: Vec<u32>,
+    port_base: Vec<u32>,
     /// Counted destinations: (LID, switch).
     dests: Vec<(usize, usize)>,
+    /// The LFTs destination-major (`col[lid * n + s]`, kept equal to the routing's): the
+    /// walks read one destination's column, the busiest-link scan one switch's row.
+    col: Vec<u8>,
     h: Vec<u8>,
     fl: Vec<u8>,
     w: Vec<u32>,
@@ -95,16 +99,20 @@ impl Pass<'_, '_> {
     /// Adjacency index of switch `s`'s entry for destination `i` (`None` at the
     /// destination's switch, for a dead end, or an entry that leaves the switch graph).
     #[inline]
-    fn next(&self, lft: &[u8], i: usize, s: usize) -> Option<usize> {
+    fn next(&self, i: usize, s: usize) -> Option<usize> {
         let (lid, ds) = self.dests[i];
         if s == ds {
             return None;
         }
-        let p = lft[s * self.stride + lid];
+        let p = self.col[lid * self.n + s];
         if p == NO_PORT {
             return None;
         }
-        let a = self.port_adj[s * 256 + p as usize];
+        let idx = self.port_base[s] as usize + p as usize;
+        if idx >= self.port_base[s + 1] as usize {
+            return None;
+        }
+        let a = self.port_adj[idx];
         (a != NONE).then_some(a as usize)
     }
 
@@ -131,12 +139,20 @@ pub fn rebalance(
         return None;
     }
     let stride = r.stride();
-    let mut port_adj = vec![NONE; n * 256];
+    // (switch, port) -> adjacency index, each switch's ports 0..=nports in one flat array
+    let mut port_base = Vec::with_capacity(n + 1);
+    let mut total = 0u32;
     for s in 0..n {
+        port_base.push(total);
+        total += t.f.node(t.f.switches[s]).nports as u32 + 1;
+    }
+    port_base.push(total);
+    let mut port_adj = vec![NONE; total as usize];
+    for (s, &base) in port_base.iter().take(n).enumerate() {
         for a in t.adj_start[s]..t.adj_start[s + 1] {
-            let p = t.adj[a as usize].port as usize;
-            if port_adj[s * 256 + p] == NONE {
-                port_adj[s * 256 + p] = a;
+            let p = base as usize + t.adj[a as usize].port as usize;
+            if port_adj[p] == NONE {
+                port_adj[p] = a;
             }
         }
     }
@@ -156,7 +172,9 @@ pub fn rebalance(
         n,
         stride,
         port_adj,
+        port_base,
         dests,
+        col: super::common::transpose_rect(&r.lft, n, stride),
         h: vec![UNKNOWN; d_n * n],
         fl: vec![0; d_n * n],
         w: vec![0; d_n * n],
@@ -167,30 +185,52 @@ pub fn rebalance(
             std::mem::take(&mut ps.fl),
             std::mem::take(&mut ps.w),
         );
-        let lft = &r.lft;
         let psr = &ps;
         h.par_chunks_mut(n)
             .zip(fl.par_chunks_mut(n))
             .zip(w.par_chunks_mut(n))
             .enumerate()
-            .for_each_init(Vec::new, |stack, (i, ((h, fl), w))| {
-                let ps = psr;
-                resolve(ps, rk, lft, i, h, fl, stack);
-                // traffic: switches by decreasing hop count
-                let ds = ps.dests[i].1;
-                let mut order: Vec<u32> = (0..n as u32)
-                    .filter(|&s| h[s as usize] != UNKNOWN && s as usize != ds)
-                    .collect();
-                order.sort_unstable_by_key(|&s| Reverse(h[s as usize]));
-                for &s in &order {
-                    w[s as usize] += hosts[s as usize];
-                }
-                for &s in &order {
-                    if let Some(a) = ps.next(lft, i, s as usize) {
-                        w[ps.peer(a)] += w[s as usize];
+            .for_each_init(
+                || (Vec::new(), Vec::new(), Vec::new()),
+                |(stack, order, count), (i, ((h, fl), w))| {
+                    let ps = psr;
+                    resolve(ps, rk, i, h, fl, stack);
+                    // traffic: switches by decreasing hop count (a counting sort by hops)
+                    let ds = ps.dests[i].1;
+                    count.clear();
+                    for s in 0..n {
+                        let hs = h[s] as usize;
+                        if hs != UNKNOWN as usize && s != ds {
+                            if count.len() <= hs {
+                                count.resize(hs + 1, 0u32);
+                            }
+                            count[hs] += 1;
+                            w[s] = hosts[s];
+                        }
                     }
-                }
-            });
+                    // start of each hop count's run, largest hop count first
+                    let mut at = 0u32;
+                    for c in count.iter_mut().rev() {
+                        let k = *c;
+                        *c = at;
+                        at += k;
+                    }
+                    order.clear();
+                    order.resize(at as usize, 0u32);
+                    for (s, &hs) in h.iter().enumerate() {
+                        let hs = hs as usize;
+                        if hs != UNKNOWN as usize && s != ds {
+                            order[count[hs] as usize] = s as u32;
+                            count[hs] += 1;
+                        }
+                    }
+                    for &s in order.iter() {
+                        if let Some(a) = ps.next(i, s as usize) {
+                            w[ps.peer(a)] += w[s as usize];
+                        }
+                    }
+                },
+            );
         ps.h = h;
         ps.fl = fl;
         ps.w = w;
@@ -202,7 +242,7 @@ pub fn rebalance(
             if ps.h[i * n + s] == UNKNOWN {
                 continue;
             }
-            if let Some(a) = ps.next(&r.lft, i, s) {
+            if let Some(a) = ps.next(i, s) {
                 load[t.adj[a].ch as usize] += ps.w[i * n + s] as u64;
             }
         }
@@ -275,7 +315,6 @@ impl Scratch {
 fn resolve(
     ps: &Pass,
     rk: &UpDownRanking,
-    lft: &[u8],
     i: usize,
     h: &mut [u8],
     fl: &mut [u8],
@@ -296,7 +335,7 @@ fn resolve(
         stack.clear();
         let mut s = s0;
         while fl[s] & (DONE | ON_STACK) == 0 {
-            let Some(a) = ps.next(lft, i, s) else {
+            let Some(a) = ps.next(i, s) else {
                 fl[s] = DONE; // a dead end: h stays UNKNOWN
                 break;
             };
@@ -307,7 +346,7 @@ fn resolve(
         // back along the walk: each switch from its next hop (resolved just before it)
         while let Some(x) = stack.pop() {
             let x = x as usize;
-            let q = ps.next(lft, i, x).map(|a| ps.peer(a)).unwrap_or(x);
+            let q = ps.next(i, x).map(|a| ps.peer(a)).unwrap_or(x);
             if fl[q] & DONE == 0 || h[q] >= UNKNOWN - 1 {
                 fl[x] = DONE; // a loop, a dead end or a path too long to count
                 continue;
@@ -402,7 +441,7 @@ fn best_move(
                 loop {
                     sc.stamp[x] = ep;
                     *work += 1;
-                    match ps.next(lft, i, x) {
+                    match ps.next(i, x) {
                         Some(a) => x = ps.peer(a),
                         None => break,
                     }
@@ -413,7 +452,7 @@ fn best_move(
             *work += 1;
             while sc.stamp[y] != ep && m < bound {
                 *work += 1;
-                let Some(a) = ps.next(lft, i, y) else {
+                let Some(a) = ps.next(i, y) else {
                     break;
                 };
                 m = m.max(load[t.adj[a].ch as usize] + ws);
@@ -445,15 +484,13 @@ fn apply(
     let (t, n) = (ps.t, ps.n);
     let row = mv.i * n;
     let ws = ps.w[row + mv.s];
-    let old = ps
-        .next(&r.lft, mv.i, mv.s)
-        .expect("a move leaves a routed entry");
+    let old = ps.next(mv.i, mv.s).expect("a move leaves a routed entry");
     // switches of the new path, to find where the paths meet
     sc.on_new.clear();
     let mut y = ps.peer(mv.to);
     loop {
         sc.on_new.push(y);
-        match ps.next(&r.lft, mv.i, y) {
+        match ps.next(mv.i, y) {
             Some(a) => y = ps.peer(a),
             None => break,
         }
@@ -469,7 +506,7 @@ fn apply(
             break x;
         }
         ps.w[row + x] -= ws;
-        match ps.next(&r.lft, mv.i, x) {
+        match ps.next(mv.i, x) {
             Some(na) => a = na,
             None => break x,
         }
@@ -485,11 +522,12 @@ fn apply(
             break;
         }
         ps.w[row + x] += ws;
-        match ps.next(&r.lft, mv.i, x) {
+        match ps.next(mv.i, x) {
             Some(na) => a = na,
             None => break,
         }
     }
     let (lid, _) = ps.dests[mv.i];
     r.lft[mv.s * ps.stride + lid] = t.adj[mv.to].port;
+    ps.col[lid * n + mv.s] = t.adj[mv.to].port;
 }
