@@ -156,9 +156,9 @@ fn superpod_case(spec: &str) {
         let what = format!("{engine} on {spec}");
         let (r, notes) = route_plain(engine, &f);
         assert_complete_and_deadlock_free(&f, &r, &what, &notes);
-        // Leaf uplinks within 5 % of the bound their count allows. (With cables missing, a
-        // destination can be out of legal reach from some of a leaf's spines, so the bound of
-        // the cable count is not always reachable on shortest up*/down* paths: reported only.)
+        // Leaf uplinks within 5 % of the bound the uplinks allow. With cables missing this
+        // is not met yet (the ranking of a damaged tree goes astray: docs/benchmarks.md), so
+        // those runs are printed, not asserted.
         let (up, bound) = superpod_uplinks(&f, &r);
         if spec.contains("missing") {
             eprintln!("{what}: leaf uplinks {up}, bound {bound}");
@@ -282,9 +282,10 @@ fn real_dumps_route_with_every_tree_engine() {
     }
 }
 
-/// Compute-node traffic on the leaf uplinks of a SuperPOD-style tree against the bound the
-/// uplink count allows: per leaf, ceil(compute destinations elsewhere / uplinks) destinations
-/// on some uplink, each with the leaf's compute ports as sources.
+/// Host traffic on the leaf uplinks of a SuperPOD-style tree against the bound the uplinks
+/// allow: per leaf, for every set U of its uplinks, the destinations all of whose shortest
+/// paths start on U need ceil(count / |U|) destinations on one of them, each carrying the
+/// leaf's hosts as sources (without missing cables: ceil(destinations elsewhere / uplinks)).
 fn superpod_uplinks(f: &Fabric, r: &Routing) -> (u64, u64) {
     let paths = Paths::of(f, r, None);
     // hosts: every CA but the aggregation nodes (service HCAs on management leaves count)
@@ -314,28 +315,73 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> (u64, u64) {
             }
         }
     }
+    // switch-graph distances (BFS from every switch)
+    let peer = |c: u32| {
+        let d = f.port(f.channel_dst(fabric::ChannelId(c))).node;
+        f.is_switch(d).then(|| f.switch_index[d.idx()] as usize)
+    };
+    let dist: Vec<Vec<u32>> = (0..n)
+        .map(|a| {
+            let mut d = vec![u32::MAX; n];
+            d[a] = 0;
+            let mut q = std::collections::VecDeque::from([a]);
+            while let Some(u) = q.pop_front() {
+                for c in f.switch_links(u) {
+                    if let Some(v) = peer(c.0) {
+                        if d[v] == u32::MAX {
+                            d[v] = d[u] + 1;
+                            q.push_back(v);
+                        }
+                    }
+                }
+            }
+            d
+        })
+        .collect();
     let mut bound = 0u64;
     let mut max = 0u64;
     for (s, &here) in hosts.iter().enumerate() {
         if here == 0 || !f.node(f.switches[s]).name.contains("-leaf") {
             continue;
         }
-        let ups: Vec<u32> = f
+        let ups: Vec<(u32, usize)> = f
             .switch_links(s)
             .iter()
-            .map(|c| c.0)
-            .filter(|&c| {
-                let d = f.port(f.channel_dst(fabric::ChannelId(c))).node;
-                f.is_switch(d) && !f.node(d).name.contains("-leaf")
-            })
+            .filter_map(|c| peer(c.0).map(|v| (c.0, v)))
+            .filter(|&(_, v)| !f.node(f.switches[v]).name.contains("-leaf"))
             .collect();
         if ups.is_empty() {
             continue;
         }
-        let k = ups.len() as u64;
-        bound = bound.max((total - here).div_ceil(k) * here);
-        for c in ups {
+        for &(c, _) in &ups {
             max = max.max(load[c as usize]);
+        }
+        let k = ups.len();
+        if k > 16 {
+            bound = bound.max((total - here).div_ceil(k as u64) * here);
+            continue;
+        }
+        // Hall's bound: the destinations that can only leave over the uplinks of a set U
+        // (every shortest path to them starts on one of U) share U's links.
+        let mut by_mask = std::collections::HashMap::<u32, u64>::new();
+        for (m, &hm) in hosts.iter().enumerate() {
+            if m == s || hm == 0 || dist[s][m] == u32::MAX {
+                continue;
+            }
+            let mask = ups
+                .iter()
+                .enumerate()
+                .filter(|&(_, &(_, v))| dist[v][m].saturating_add(1) == dist[s][m])
+                .fold(0u32, |acc, (j, _)| acc | 1 << j);
+            *by_mask.entry(mask).or_default() += hm;
+        }
+        for u in 1u32..(1 << k) {
+            let inside: u64 = by_mask
+                .iter()
+                .filter(|&(&m, _)| m & !u == 0)
+                .map(|(_, &c)| c)
+                .sum();
+            bound = bound.max(inside.div_ceil(u.count_ones() as u64) * here);
         }
     }
     (max, bound)

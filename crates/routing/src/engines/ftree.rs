@@ -726,8 +726,12 @@ impl Engine for FatTree {
             }
         }
         notes.push(format!(
-            "{} roots from {source}; switches per rank from the roots: {}; {} leaves",
+            "{} roots from {source} (e.g. {:?}); switches per rank from the roots: {}; {} leaves",
             shape.roots.len(),
+            shape
+                .roots
+                .first()
+                .map_or("", |&r| f.node(f.switches[r]).name.as_str()),
             per_level
                 .iter()
                 .map(|c| c.to_string())

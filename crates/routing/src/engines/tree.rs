@@ -119,6 +119,7 @@ pub(crate) fn detect(t: &Topo, is_host: &[bool]) -> Result<TreeShape, String> {
         sources.extend(extra);
         level = bfs_levels(t, &sources);
     }
+    hostless_lower(t, &mut level, &hosts, &peers);
     let mut links = 0usize;
     let mut siblings = 0usize;
     for s in 0..n {
@@ -169,6 +170,41 @@ fn hostless_leaves(t: &Topo, level: &[u32], hosts: &[u32], peers: &[Vec<u32>]) -
             })
         })
         .collect()
+}
+
+/// Host-less switches that lost their cables down (a spine whose leaf cables are all missing)
+/// sit above the switches they still reach, so the distance from the leaves puts them at the
+/// top. One that is a local top (no neighbour at its level or above) and whose neighbours are
+/// all neighbours of one switch `u` further down as well — like `u`, not like a root, which
+/// joins switches no single lower switch reaches — takes `u`'s level (the lowest such).
+fn hostless_lower(t: &Topo, level: &mut [u32], hosts: &[u32], peers: &[Vec<u32>]) {
+    let moves: Vec<(usize, u32)> = (0..t.n)
+        .filter_map(|s| {
+            let ls = level[s];
+            if !t.alive[s] || hosts[s] > 0 || ls == u32::MAX || ls < 2 {
+                return None;
+            }
+            let mine = &peers[s];
+            if mine.is_empty() || mine.iter().any(|&p| level[p as usize] >= ls) {
+                return None;
+            }
+            let first = mine[0] as usize;
+            peers[first]
+                .iter()
+                .map(|&u| u as usize)
+                .filter(|&u| {
+                    u != s
+                        && level[u] + 1 < ls
+                        && mine.iter().all(|q| peers[u].binary_search(q).is_ok())
+                })
+                .map(|u| level[u])
+                .min()
+                .map(|l| (s, l))
+        })
+        .collect();
+    for (s, l) in moves {
+        level[s] = l;
+    }
 }
 
 /// Host ports per switch (`is_host` per end of `t`).
