@@ -1020,3 +1020,68 @@ fn check_passes_on_what_fault_writes() {
     assert_eq!(v["pairs"]["ok"], 32 * 31 * 4);
     assert_eq!(v["deadlock_free"], true);
 }
+
+/// A repair that uses virtual LIDs and VL transitions: the pairs no source uses (other
+/// sources toward those virtual LIDs, moved sources toward the base LID whose path died) are
+/// completed for checkers, so `check` on what `fault` writes passes; `--minimal` writes only
+/// what RFTR routes, and `check` then reports those pairs.
+#[test]
+fn check_passes_on_fault_output_with_virtual_lids_in_use() {
+    let d = tmp("faultcheck_vlid");
+    let fabric = example("torus2d_4x4_h2.net");
+    let run = |name: &str, extra: &[&str]| {
+        let out = d.join(name);
+        let mut args = vec![
+            "fault",
+            "--json",
+            fabric.as_str(),
+            "--fail",
+            "link:S_0_3/4",
+            "--fail",
+            "link:S_1_0/3",
+            "-o",
+        ];
+        let o = out.to_str().unwrap().to_string();
+        args.push(o.as_str());
+        args.extend_from_slice(extra);
+        let r = fr(&args);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let s: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+        let p = |n: &str| out.join(n).to_str().unwrap().to_string();
+        let c = fr(&[
+            "check",
+            &p("opensm-subnet.lst"),
+            "--lfts",
+            &p("opensm-lfts.dump"),
+            "--sl2vl",
+            &p("opensm-sl2vl.dump"),
+            "--psl",
+            &p("opensm-path-sl.psl"),
+            "--json",
+        ]);
+        let v: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+        (s, v, c.status.code())
+    };
+    let (s, v, code) = run("full", &[]);
+    assert!(
+        s["rftr"]["max_virtual_lids_per_destination"]
+            .as_u64()
+            .unwrap()
+            >= 1,
+        "{s}"
+    );
+    assert!(s["rftr"]["max_transitions"].as_u64().unwrap() >= 1, "{s}");
+    let comp = &s["rftr"]["completion_for_checkers"];
+    assert_eq!(comp["applied"], true);
+    assert!(comp["lft_entries"].as_u64().unwrap() > 0, "{comp}");
+    assert_eq!(comp["uncovered"], 0);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["pairs"]["checked"], 32 * 31 * 4);
+    assert_eq!(v["pairs"]["ok"], 32 * 31 * 4);
+    assert_eq!(v["deadlock_free"], true);
+    // --minimal: the same repair, without the completion; check finds the unused pairs.
+    let (s2, v2, code2) = run("minimal", &["--minimal"]);
+    assert_eq!(s2["rftr"]["lft_entries"], s["rftr"]["lft_entries"]);
+    assert_eq!(code2, Some(1), "{v2}");
+    assert!(v2["pairs"]["ok"].as_u64().unwrap() < 32 * 31 * 4);
+}

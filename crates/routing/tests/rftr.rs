@@ -789,3 +789,60 @@ proptest! {
         prop_assert!(chk.deadlock_free && chk.undelivered == 0, "{} on {}: {:?}", name, spec, chk);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, .. ProptestConfig::default() })]
+    /// What `fault` writes for checkers that walk every (source, LID): RFTR's tables with the
+    /// unused virtual LIDs mirrored and the pairs no source uses completed. `cdg::check` over
+    /// every pair then finds every pair delivered (unless the completion counted pairs it
+    /// could not cover) and never a credit loop; the pairs in use keep their paths.
+    #[test]
+    fn tables_completed_for_checkers_deliver_every_pair_without_loops(
+        kind in 0usize..4,
+        seed in 0u64..1000,
+        nfaults in 1usize..4,
+        with_switch in any::<bool>(),
+        vls in 2u8..4,
+    ) {
+        let spec = match kind {
+            0 => "torus 4x4 hcas=2 lmc=2".to_string(),
+            1 => format!("randreg 12 4 hcas=2 lmc=2 seed={seed}"),
+            2 => "mesh 3x4 hcas=1 lmc=2".to_string(),
+            _ => "ktree 4 2 lmc=1".to_string(),
+        };
+        let f = fabric(&spec);
+        let links = switch_links(&f);
+        let mut rng = fabric::rng::Rng::new(seed);
+        let mut r = start(&f, vls);
+        let mut used = std::collections::HashSet::new();
+        let mut n = 0;
+        while n < nfaults.min(links.len()) {
+            let l = links[rng.below(links.len() as u64) as usize];
+            if used.insert(l) {
+                r.apply(Fault::Link(l));
+                n += 1;
+            }
+        }
+        if with_switch {
+            let s = f.switches[rng.below(f.num_switches() as u64) as usize];
+            r.apply(Fault::Switch(NodeId(s.0)));
+        }
+        let before = selected_walks(&r, &r.mask.clone());
+        let mut t = r.routing.clone();
+        t.mirror_unrouted_lmc_lids(&f);
+        let c = r.complete_for_checkers(&mut t);
+        prop_assert!(c.applied);
+        let rep = routing::cdg::check(&f, &t, Some(&r.mask));
+        prop_assert!(rep.deadlock_free, "{spec}: credit loops after completion ({:?}): {:?}", c, rep.cycles.first().map(|x| &x.witness[0]));
+        if c.uncovered == 0 {
+            prop_assert_eq!(rep.pairs.ok, rep.pairs.checked, "{}: {:?}", spec, c);
+        }
+        // the pairs in use walk the same hops on the same VLs
+        for (s, d, w) in &before {
+            let dlid = r.dlid(*s, *d).unwrap();
+            let w2 = walk(&f, &t, &r.mask, *s as usize, *d as usize, dlid);
+            prop_assert!(w2.complete);
+            prop_assert_eq!(&w2.hops, &w.hops);
+        }
+    }
+}

@@ -109,6 +109,11 @@ pub struct Args {
     /// Root switch GUID file for updn.
     #[arg(long)]
     pub roots: Option<PathBuf>,
+    /// Write only what RFTR routes: no entries for the (source, LID) pairs no source uses,
+    /// so `fabroute check` and ibdmchk -l report those as unreachable. By default they are
+    /// completed (legal paths on VL 0, SLs that add no dependency a credit loop can use).
+    #[arg(long)]
+    pub minimal: bool,
     /// Output directory.
     #[arg(short, long)]
     pub output: PathBuf,
@@ -318,6 +323,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // follow their base LID (same paths, same SLs), so `check` and ibdmchk -l see every pair.
     let mut tables = r.routing.clone();
     let mirrored = tables.mirror_unrouted_lmc_lids(&f);
+    // ... and every (source, LID) no source uses gets a legal path (fault::rftr::complete).
+    let completion = if a.minimal {
+        routing::fault::Completion::default()
+    } else {
+        r.complete_for_checkers(&mut tables)
+    };
     let mut files = write_tables(&out, &f, &tables, &set_opts)?;
     drop(tables);
     let delta = r.delta.counts();
@@ -358,6 +369,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "reachability_paths": r.table_size().0,
             "reachability_hops": r.table_size().1,
             "virtual_lids_mirroring_base": mirrored,
+            "completion_for_checkers": completion,
             "steps": steps,
         },
         "full_reconfiguration": full_json,
@@ -387,6 +399,20 @@ pub fn run(a: Args) -> Result<ExitCode> {
             fr.report.delta.lft_blocks,
             full_s * 1e3
         );
+    }
+    if completion.applied {
+        crate::say!(
+            "for checkers that walk every (source, LID): {} LFT entries added where no source's path runs, {} path SLs of unused pairs set{}",
+            completion.lft_entries,
+            completion.phantom_sls,
+            if completion.uncovered > 0 {
+                format!(", {} unused pairs left without a legal path", completion.uncovered)
+            } else {
+                String::new()
+            }
+        );
+    } else if !a.minimal {
+        crate::say!("the tables are not completed for checkers over this base (its own VLs are kept): `check` walks unused (source, LID) pairs too and reports those without a route");
     }
     crate::say!("wrote {}", a.output.display());
     if crate::out::json() {

@@ -41,6 +41,9 @@
 //!   are supported (`docs/rftr.md`). Only the best prefix per (join switch, class) is
 //!   considered, so a tie whose feasible prefix is not the stored best one is missed.
 
+mod complete;
+pub use complete::Completion;
+
 use super::delta::Delta;
 use super::paths::{roomy, PathId, PathStore, NONE};
 use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
