@@ -345,3 +345,55 @@ fn ibdmchk_finds_our_vl_engines_deadlock_free() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// What `fault` writes, judged by ibdmchk (`-c` PSL, `-d` SL2VL) and by `fabroute check`:
+/// a switch failure (its node and the HCAs behind it are left out of every file, as OpenSM's
+/// subnet file leaves them out) and a repair with virtual LIDs and a VL transition; both find
+/// no credit loop, and `check` finds every (source, LID) delivered.
+#[test]
+fn ibdmchk_and_check_accept_what_fault_writes() {
+    if !tools_present() {
+        return;
+    }
+    let net = root().join("examples/torus2d_4x4_h2.net");
+    let cases: &[&[&str]] = &[
+        &["--fail", "switch:S_1_1", "--fail", "link:S_2_2/3"],
+        &["--fail", "link:S_0_3/4", "--fail", "link:S_1_0/3"],
+    ];
+    for (i, faults) in cases.iter().enumerate() {
+        let out = tmpdir(&format!("fault-{i}")).join("f");
+        let o = Command::new(bin())
+            .arg("fault")
+            .arg(&net)
+            .args(["--engine", "updn"])
+            .args(*faults)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{faults:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(ibdmchk_on(&out), "no_credit_loops", "{faults:?}");
+        let p = |n: &str| out.join(n);
+        let c = Command::new(bin())
+            .arg("check")
+            .arg(p("opensm-subnet.lst"))
+            .arg("--lfts")
+            .arg(p("opensm-lfts.dump"))
+            .arg("--sl2vl")
+            .arg(p("opensm-sl2vl.dump"))
+            .arg("--psl")
+            .arg(p("opensm-path-sl.psl"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            c.status.code(),
+            Some(0),
+            "{faults:?}: {}",
+            String::from_utf8_lossy(&c.stdout)
+        );
+    }
+}

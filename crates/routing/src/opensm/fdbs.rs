@@ -203,11 +203,18 @@ fn best_port(f: &Fabric, t: &HopTable, s: usize, lid: Lid) -> Option<u8> {
 
 /// Writes `opensm.fdbs` with hops computed from the LFTs (see the module documentation).
 pub fn write_fdbs(f: &Fabric, r: &Routing) -> String {
-    to_string(|sink| write_fdbs_to(f, r, sink))
+    to_string(|sink| write_fdbs_to(f, r, None, sink))
 }
 
 /// [`write_fdbs`], streamed switch by switch into `sink` (batches formatted in parallel).
-pub fn write_fdbs_to(f: &Fabric, r: &Routing, sink: &mut Sink<'_>) -> std::io::Result<()> {
+/// Switches dead under `dead` are left out, as `opensm-subnet.lst` leaves them out (ibdmchk
+/// refuses an fdbs block for a switch the subnet file does not list).
+pub fn write_fdbs_to(
+    f: &Fabric,
+    r: &Routing,
+    dead: Option<&fabric::FaultMask>,
+    sink: &mut Sink<'_>,
+) -> std::io::Result<()> {
     let t = route_hops(f, r);
     let max = r.max_lid;
     // Per LID: `0x<LID> : `.
@@ -219,7 +226,10 @@ pub fn write_fdbs_to(f: &Fabric, r: &Routing, sink: &mut Sink<'_>) -> std::io::R
             p
         })
         .collect();
-    let order = switches_in_osm_order(f);
+    let mut order = switches_in_osm_order(f);
+    if let Some(m) = dead {
+        order.retain(|&s| !m.node_dead(f.switches[s]));
+    }
     stream_units(order.len(), sink, |k, b| {
         let s = order[k];
         let n = f.switches[s];

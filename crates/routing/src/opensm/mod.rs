@@ -332,11 +332,14 @@ pub fn build_set(f: &Fabric, r: &Routing, opts: &SetOptions) -> OpensmSet {
     };
     OpensmSet {
         lfts: write_lfts(f, r),
-        fdbs: write_fdbs(f, r),
+        fdbs: to_string(|sink| fdbs::write_fdbs_to(f, r, opts.subnet_lst.dead.as_ref(), sink)),
         mcfdbs: write_mcfdbs(f),
         subnet_lst: write_subnet_lst(f, &opts.subnet_lst),
-        sl2vl: want(opts.sl2vl).then(|| write_sl2vl(f, &r.sl2vl)),
-        psl: want(opts.psl).then(|| write_psl(f, &r.path_sl)),
+        sl2vl: want(opts.sl2vl)
+            .then(|| sl2vl::write_sl2vl_live(f, &r.sl2vl, opts.subnet_lst.dead.as_ref())),
+        psl: want(opts.psl).then(|| {
+            to_string(|sink| psl::write_psl_to(f, &r.path_sl, opts.subnet_lst.dead.as_ref(), sink))
+        }),
     }
 }
 
@@ -390,7 +393,9 @@ pub fn set_files<'a>(f: &'a Fabric, r: &'a Routing, opts: &'a SetOptions) -> Vec
         },
         SetFile {
             name: FDBS_FILE,
-            write: Box::new(move |sink| fdbs::write_fdbs_to(f, r, sink)),
+            write: Box::new(move |sink| {
+                fdbs::write_fdbs_to(f, r, opts.subnet_lst.dead.as_ref(), sink)
+            }),
         },
         SetFile {
             name: MCFDBS_FILE,
@@ -400,13 +405,18 @@ pub fn set_files<'a>(f: &'a Fabric, r: &'a Routing, opts: &'a SetOptions) -> Vec
     if want(opts.sl2vl) {
         v.push(SetFile {
             name: SL2VL_FILE,
-            write: Box::new(move |sink| sink.out.write_all(write_sl2vl(f, &r.sl2vl).as_bytes())),
+            write: Box::new(move |sink| {
+                let text = sl2vl::write_sl2vl_live(f, &r.sl2vl, opts.subnet_lst.dead.as_ref());
+                sink.out.write_all(text.as_bytes())
+            }),
         });
     }
     if want(opts.psl) {
         v.push(SetFile {
             name: PSL_FILE,
-            write: Box::new(move |sink| psl::write_psl_to(f, &r.path_sl, sink)),
+            write: Box::new(move |sink| {
+                psl::write_psl_to(f, &r.path_sl, opts.subnet_lst.dead.as_ref(), sink)
+            }),
         });
     }
     v

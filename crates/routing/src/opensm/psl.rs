@@ -309,20 +309,25 @@ pub fn collapse_path_sl(p: PathSl) -> PathSl {
 /// for a multi-port HCA only its first port (lowest port GUID) is written per DLID, since the
 /// format cannot tell the ports apart.
 pub fn write_psl(f: &Fabric, path_sl: &PathSl) -> String {
-    super::to_string(|sink| write_psl_to(f, path_sl, sink))
+    super::to_string(|sink| write_psl_to(f, path_sl, None, sink))
 }
 
-/// [`write_psl`], streamed source by source into `sink` (batches formatted in parallel).
+/// [`write_psl`], streamed source by source into `sink` (batches formatted in parallel). End
+/// ports cut off under `dead` (their cable or their switch failed) are left out, as
+/// `opensm-subnet.lst` leaves them out (ibdmchk refuses a GUID the subnet file does not list).
 pub fn write_psl_to(
     f: &Fabric,
     path_sl: &PathSl,
+    dead: Option<&fabric::FaultMask>,
     sink: &mut super::Sink<'_>,
 ) -> std::io::Result<()> {
+    let cut_off =
+        |p: PortId| dead.is_some_and(|m| f.out_channel(p).is_none_or(|c| !m.channel_alive(f, c)));
     let mut cas: Vec<(u64, usize, PortId)> = f
         .end_ports
         .iter()
         .enumerate()
-        .filter(|(_, &p)| f.node(f.port(p).node).kind == NodeKind::Ca)
+        .filter(|(_, &p)| f.node(f.port(p).node).kind == NodeKind::Ca && !cut_off(p))
         .map(|(i, &p)| (f.port(p).guid, i, p))
         .collect();
     cas.sort();

@@ -58,10 +58,21 @@ fn write_row(out: &mut String, t: &Sl2Vl, node: NodeId, inp: u8, out_p: u8, show
 
 /// Writes the SL2VL tables in OpenSM's layout.
 pub fn write_sl2vl(f: &Fabric, t: &Sl2Vl) -> String {
+    write_sl2vl_live(f, t, None)
+}
+
+/// [`write_sl2vl`] without the nodes dead under `dead` (as `opensm-subnet.lst` leaves them
+/// out: ibdmchk reports a GUID the subnet file does not list).
+pub fn write_sl2vl_live(f: &Fabric, t: &Sl2Vl, dead: Option<&fabric::FaultMask>) -> String {
     let mut out = String::new();
     for p in dump_ports(f) {
         let port = f.port(p);
         let n = port.node;
+        if dead.is_some_and(|m| {
+            m.node_dead(n) || f.out_channel(p).is_some_and(|c| !m.channel_alive(f, c))
+        }) {
+            continue;
+        }
         let node = f.node(n);
         let _ = writeln!(
             out,
