@@ -846,3 +846,69 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    /// The same completion over bases that keep their own VLs (dfsssp, lash, hopvl, and
+    /// ftree on a SuperPOD-style tree whose base changes VL itself): never a credit loop over
+    /// every (source, LID); every pair delivered whenever every phantom path was placed.
+    #[test]
+    fn tables_completed_for_checkers_over_vl_bases(
+        kind in 0usize..4,
+        engine in 0usize..3,
+        seed in 0u64..1000,
+        nfaults in 1usize..3,
+    ) {
+        let (spec, name) = match kind {
+            0 => ("torus 4x4 hcas=2 lmc=2".to_string(), ["dfsssp", "lash", "hopvl"][engine]),
+            1 => ("dragonfly 4 2 2 lmc=2".to_string(), ["dfsssp", "lash", "hopvl"][engine]),
+            2 => (format!("randreg 12 4 hcas=2 lmc=2 seed={seed}"), ["dfsssp", "lash", "hopvl"][engine]),
+            _ => ("superpod su=1 nodes=3 rails=2 spines=2 uplinks=4 cores=2 radix=41 lmc=2".to_string(), "ftree"),
+        };
+        let mut f = fabric(&spec);
+        f.hints = Default::default();
+        let e = by_name(name).unwrap();
+        let vls = 8u8;
+        let mut opts = e.pin_choices(&f, &RouteOptions::default()).unwrap();
+        let how0 = e.rftr_base(&f, &opts).unwrap();
+        if matches!(how0, routing::turn::Base::FreshVls) {
+            opts.budget.vls = vls - 2;
+        }
+        let Ok(base) = e.route(&f, &FaultMask::none(&f), &opts) else {
+            return Ok(());
+        };
+        let how = e.rftr_base(&f, &opts).unwrap();
+        let fresh = matches!(how, routing::turn::Base::FreshVls);
+        let cfg = RftrConfig { vls, ..Default::default() };
+        let Ok(mut r) = Rftr::new(&f, &base, how, cfg) else {
+            return Ok(());
+        };
+        let links = switch_links(&f);
+        let mut rng = fabric::rng::Rng::new(seed);
+        let mut used = std::collections::HashSet::new();
+        let mut n = 0;
+        while n < nfaults.min(links.len()) {
+            let l = links[rng.below(links.len() as u64) as usize];
+            if used.insert(l) {
+                r.apply(Fault::Link(l));
+                n += 1;
+            }
+        }
+        let before = selected_walks(&r, &r.mask.clone());
+        let mut t = r.routing.clone();
+        t.mirror_unrouted_lmc_lids(&f);
+        let c = r.complete_for_checkers(&mut t);
+        prop_assert!(c.applied);
+        let rep = routing::cdg::check(&f, &t, Some(&r.mask));
+        prop_assert!(rep.deadlock_free, "{name} on {spec} (fresh VLs: {fresh}): credit loops after completion ({:?})", c);
+        if c.uncovered == 0 {
+            prop_assert_eq!(rep.pairs.ok, rep.pairs.checked, "{} on {}: {:?}", name, spec, c);
+        }
+        for (s, d, w) in &before {
+            let dlid = r.dlid(*s, *d).unwrap();
+            let w2 = walk(&f, &t, &r.mask, *s as usize, *d as usize, dlid);
+            prop_assert!(w2.complete);
+            prop_assert_eq!(&w2.hops, &w.hops);
+        }
+    }
+}

@@ -7,25 +7,38 @@
 //! SL, so for them every (source, LID) must arrive, and the pairs no source uses ("phantom"
 //! pairs) must not close a credit loop with the real ones.
 //!
-//! [`Rftr::complete_for_checkers`] does that without touching any path in use (over a
-//! turn-rule base, where SL 0 is VL 0 everywhere and VL 0 carries only paths legal under the
-//! base's rule):
-//! - **Entries.** Per LID column, switches whose entry does not deliver (no entry, a dead
-//!   port, a loop) get one by a breadth-first search from the switches whose path delivers
-//!   and is legal under the base rule, taking only legal turns. No real path crosses such a
-//!   switch (every real path delivers), so real paths keep every hop.
-//! - **Path SLs of phantom pairs.** A source whose switch's path is legal gets SL 0: the
-//!   whole path is legal and on VL 0. Switches without any legal way get entries from a
-//!   second search that allows every turn; a phantom path that turns against the rule (its
-//!   own, or a repaired path's it joins) changes VL at each such turn (VL = illegal turns so
-//!   far, as RFTR's own paths) and gets an SL coloured like RFTR's ([`crate::vl::SlColouring`],
-//!   starting from RFTR's own colouring so that shared SL2VL entries agree). Within each VL
-//!   every dependency is then a legal turn and VLs never decrease along a path, so no cycle
-//!   can form; pairs that would need more VLs than the budget, or an SL beyond it, are left as
-//!   they are and counted.
+//! [`Rftr::complete_for_checkers`] does that without touching any entry a path in use
+//! crosses (every path in use delivers, so only switches whose entry does not deliver, or
+//! that no selected path crosses, ever change).
 //!
-//! Over a base that keeps its own VLs (`Base::FreshVls`) there is no single rule to extend
-//! the base's columns with, so nothing is done there (reported).
+//! **Over a turn-rule base** (SL 0 is VL 0 everywhere; on each VL every path in use turns
+//! only legally, and VLs never decrease along a path):
+//! - *Entries.* Per LID column, switches whose entry does not deliver (no entry, a dead port,
+//!   a loop) get one, level by level of illegal turns t = 0..=VLs-1: breadth-first by hops
+//!   from the switches whose path takes t illegal turns, through legal turns only; a switch
+//!   reached only through an illegal turn waits for level t + 1. Switches left over get no
+//!   entry, so no walk from them adds a dependency.
+//! - *Path SLs of phantom pairs.* A legal path gets SL 0 (VL 0 all the way). Any other
+//!   phantom path changes VL at each illegal turn of its own (VL = illegal turns so far, as
+//!   RFTR's paths) and gets an SL coloured like RFTR's ([`crate::vl::SlColouring`], starting
+//!   from RFTR's colouring so that shared SL2VL entries agree). Within each VL every
+//!   dependency is then a legal turn and VLs never decrease, so no cycle can form.
+//!
+//! **Over a base that keeps its own VLs** (`Base::FreshVls`: RFTR leaves base LIDs alone and
+//! puts each repaired path whole on one VL above the base's):
+//! - a phantom on a base LID (or a virtual LID nobody uses, which mirrors its base LID) at a
+//!   switch whose path delivers takes the base path with its base SL: dependencies the base
+//!   already has;
+//! - a phantom at a switch on a repaired path takes that path's SL (or another that agrees on
+//!   every hop) and its VL from the first hop: it follows the path's channels on its VL and
+//!   adds no dependency;
+//! - any other phantom path (from filled switches, or switches no selected path crosses)
+//!   goes whole on the first VL above the base's whose dependencies stay acyclic with it (the
+//!   same layers RFTR keeps), with a coloured SL.
+//!
+//! Phantom paths that fit no VL or SL are counted as uncovered; their switch loses its entry
+//! where no selected path crosses it (their walks then stop there, adding no dependency);
+//! `check` reports them.
 
 use super::{Rftr, NONE};
 use crate::forward::Hop;
@@ -55,14 +68,31 @@ const UNSEEN: u8 = 0;
 const ON_STACK: u8 = 1;
 const DONE: u8 = 2;
 
+/// A phantom path from one switch over a base that keeps its VLs: its channels, its hops
+/// (switch, input port — 0 on the first hop, where each source's own port counts — output
+/// port), and the sources at that switch that take it.
+struct FreshPhantom {
+    chans: Vec<u32>,
+    hops: Vec<(u32, u8, u8)>,
+    ends: Vec<(u32, u8)>,
+    /// The (SL, VL) of the repaired path it joins at its first switch, if any.
+    join: Option<(u8, u8)>,
+    sw: u32,
+    /// Whether its switch's entry may be removed when the path cannot be placed.
+    revertible: bool,
+}
+
 /// Per-column result, applied after the parallel part.
 #[derive(Default)]
 struct ColumnFix {
     lid: Lid,
     entries: Vec<(u32, u8)>,
     sls: Vec<(u32, u8)>,
-    /// Phantom pairs whose path turns against the rule: (source end, SL2VL needs).
-    pending: Vec<(u32, Vec<Need>)>,
+    /// Phantom pairs whose path turns against the rule: (source end, SL2VL needs, its
+    /// switch, whether that switch's entry may go: no selected path crosses it).
+    pending: Vec<(u32, Vec<Need>, u32, bool)>,
+    /// Over a base that keeps its VLs: phantom paths to place on a fresh VL.
+    fresh: Vec<FreshPhantom>,
     uncovered: u64,
 }
 
@@ -71,12 +101,20 @@ impl<'f> Rftr<'f> {
     /// from their base LID) so that every (source, LID) arrives and the phantom pairs add no
     /// dependency a credit loop can use (module docs).
     pub fn complete_for_checkers(&self, tables: &mut Routing) -> Completion {
-        if self.fresh.is_some() {
-            return Completion::default();
-        }
         let f = self.f;
         let ne = f.end_ports.len();
         let stride = tables.stride();
+        // (destination, LID) pairs some selected path uses.
+        let mut used: rustc_hash::FxHashSet<(u32, Lid)> = Default::default();
+        for slot in 0..self.slot_switch.len() {
+            for d in 0..ne {
+                let p = self.sel[slot * ne + d];
+                if p < super::DROPPED {
+                    let base = f.port(f.end_ports[d]).lid;
+                    used.insert((d as u32, base + self.paths.off[p as usize] as Lid));
+                }
+            }
+        }
         let columns: Vec<(u32, Lid)> = (0..ne as u32)
             .filter(|&d| self.end_sw[d as usize] != NONE && self.plane.attach(d).live)
             .flat_map(|d| {
@@ -92,7 +130,7 @@ impl<'f> Rftr<'f> {
             let tables = &*tables;
             columns
                 .par_iter()
-                .map(|&(d, lid)| self.complete_column(tables, d, lid))
+                .map(|&(d, lid)| self.complete_column(tables, d, lid, used.contains(&(d, lid))))
                 .collect()
         };
         let mut c = Completion {
@@ -100,9 +138,18 @@ impl<'f> Rftr<'f> {
             ..Completion::default()
         };
         let mut colours = self.colours.clone();
+        let mut layers = self
+            .fresh
+            .as_ref()
+            .map(|fr| (fr.base_vls, fr.layers.clone()));
         for fx in fixes {
-            for (e, needs) in &fx.pending {
+            let mut reverted: Vec<u32> = Vec::new();
+            for (e, needs, sw, revertible) in &fx.pending {
                 let Some(sl) = colours.find(needs).or_else(|| colours.fresh()) else {
+                    // No SL left: a filled switch loses its entry (walks stop there).
+                    if *revertible {
+                        reverted.push(*sw);
+                    }
                     c.uncovered += 1;
                     continue;
                 };
@@ -117,8 +164,77 @@ impl<'f> Rftr<'f> {
                 }
                 c.phantom_sls += 1;
             }
+            if let Some((base_vls, layers)) = &mut layers {
+                for ph in &fx.fresh {
+                    let needs_at = |vl: u8| {
+                        let mut needs: Vec<Need> = ph
+                            .ends
+                            .iter()
+                            .map(|&(_, port)| Need {
+                                sw: ph.hops[0].0,
+                                inp: port,
+                                out: ph.hops[0].2,
+                                vl,
+                            })
+                            .collect();
+                        needs.extend(ph.hops[1..].iter().map(|&(sw, inp, out)| Need {
+                            sw,
+                            inp,
+                            out,
+                            vl,
+                        }));
+                        needs
+                    };
+                    // A join: the repaired path's own VL (its SL first, then any that fits).
+                    let mut placed: Option<(u8, Vec<Need>)> = None;
+                    if let Some((jsl, jvl)) = ph.join {
+                        let needs = needs_at(jvl);
+                        let sl = if colours.fits(jsl, &needs) {
+                            Some(jsl)
+                        } else {
+                            colours.find(&needs).or_else(|| colours.fresh())
+                        };
+                        placed = sl.map(|sl| (sl, needs));
+                    }
+                    // Otherwise the whole path on the first fresh VL it keeps acyclic.
+                    if placed.is_none() {
+                        if let Some(layer) = layers.first_fit(0, &ph.chans) {
+                            let needs = needs_at(*base_vls + layer as u8);
+                            match colours.find(&needs).or_else(|| colours.fresh()) {
+                                Some(sl) => placed = Some((sl, needs)),
+                                None => layers.remove(layer, &ph.chans),
+                            }
+                        }
+                    }
+                    let Some((sl, needs)) = placed else {
+                        // No way without risk: a switch no selected path crosses loses its
+                        // entry (its walks stop there); others are only counted.
+                        if ph.revertible {
+                            reverted.push(ph.sw);
+                        }
+                        c.uncovered += ph.ends.len() as u64;
+                        continue;
+                    };
+                    colours.assign(sl, &needs, |n| {
+                        tables
+                            .sl2vl
+                            .set(f.switches[n.sw as usize], n.inp, n.out, sl, n.vl);
+                        c.sl2vl_entries += 1;
+                    });
+                    if let PathSl::PerPair { stride: st, sl: v } = &mut tables.path_sl {
+                        for &(e, _) in &ph.ends {
+                            v[e as usize * *st + fx.lid as usize] = sl;
+                        }
+                    }
+                    c.phantom_sls += ph.ends.len() as u64;
+                }
+            }
             for &(s, port) in &fx.entries {
                 tables.lft[s as usize * stride + fx.lid as usize] = port;
+            }
+            for &s in &reverted {
+                tables.lft[s as usize * stride + fx.lid as usize] = fabric::NO_PORT;
+                c.lft_entries += 1;
             }
             if let PathSl::PerPair { stride: st, sl } = &mut tables.path_sl {
                 for &(e, v) in &fx.sls {
@@ -133,7 +249,7 @@ impl<'f> Rftr<'f> {
     }
 
     /// One LID column of destination end `d`.
-    fn complete_column(&self, tables: &Routing, d: u32, lid: Lid) -> ColumnFix {
+    fn complete_column(&self, tables: &Routing, d: u32, lid: Lid, in_use: bool) -> ColumnFix {
         let f = self.f;
         let ns = f.num_switches();
         let stride = tables.stride();
@@ -291,7 +407,37 @@ impl<'f> Rftr<'f> {
                 fx.entries.push((x as u32, NO_PORT));
             }
         }
+        // Switches on selected paths toward this LID: the path's SL and (over a base that
+        // keeps its VLs, where a repaired path is on one VL) its VL.
+        let base = f.port(target).lid;
+        let mut hint: Vec<Option<(u8, u8)>> = vec![None; ns];
+        if in_use {
+            for (slot, &sw) in self.slot_switch.iter().enumerate() {
+                let _ = sw;
+                let p = self.sel[slot * f.end_ports.len() + d as usize];
+                if p >= super::DROPPED || base + self.paths.off[p as usize] as Lid != lid {
+                    continue;
+                }
+                let sl = self.paths.sl[p as usize];
+                // the VL each hop is on, from the SL2VL tables (the first hop from one of the
+                // slot's own ports)
+                let mut inp = self.slot_ends[slot]
+                    .first()
+                    .map_or(0, |&e| self.end_swport[e as usize]);
+                for &c in self.paths.hops_of(p) {
+                    let src = f.port(f.channel_src(c));
+                    let x = f.switch_index[src.node.idx()];
+                    let vl = tables.sl2vl.vl(src.node, inp, src.num, sl);
+                    if x != NONE && hint[x as usize].is_none() {
+                        hint[x as usize] = Some((sl, vl));
+                    }
+                    inp = f.port(f.channel_dst(c)).num;
+                }
+            }
+        }
         // Phantom pairs: sources that do not use this LID toward d.
+        let base_like = lid == base || !in_use;
+        let mut group_of: Vec<u32> = Vec::new();
         for e in 0..f.end_ports.len() as u32 {
             let s = self.end_sw[e as usize];
             if e == d || s == NONE || !self.plane.attach(e).live {
@@ -301,6 +447,57 @@ impl<'f> Rftr<'f> {
                 continue;
             }
             let s = s as usize;
+            if self.fresh.is_some() {
+                // Over a base that keeps its VLs: a base (or base-mirroring) column's entries
+                // are the base's, so a delivering switch's path is the base path with the
+                // base SL; any other phantom path goes whole on a fresh VL (placed below).
+                if s == ds || (base_like && deliv[s]) {
+                    continue;
+                }
+                if !(deliv[s] || filled[s]) {
+                    fx.uncovered += 1;
+                    continue;
+                }
+                if group_of.is_empty() {
+                    group_of = vec![u32::MAX; ns];
+                }
+                if group_of[s] == u32::MAX {
+                    let mut chans = Vec::new();
+                    let mut hops_at = Vec::new();
+                    let (mut x, mut inp) = (s, 0u8);
+                    while x != ds && chans.len() <= ns {
+                        let Hop::Switch { sw, inp: nin, ch } = self.plane.hop(x, entry[x]) else {
+                            break;
+                        };
+                        chans.push(ch.0);
+                        hops_at.push((x as u32, inp, entry[x]));
+                        inp = nin;
+                        x = sw as usize;
+                    }
+                    if x != ds {
+                        fx.uncovered += 1;
+                        continue;
+                    }
+                    group_of[s] = fx.fresh.len() as u32;
+                    // On a repaired path (a delivering switch some selected path crosses):
+                    // from here on the phantom takes that path's channels; on its VL it adds
+                    // no dependency at all.
+                    let join = if deliv[s] { hint[s] } else { None };
+                    fx.fresh.push(FreshPhantom {
+                        chans,
+                        hops: hops_at,
+                        ends: Vec::new(),
+                        join,
+                        sw: s as u32,
+                        // no selected path crosses it: its entry may go
+                        revertible: hint[s].is_none(),
+                    });
+                }
+                fx.fresh[group_of[s] as usize]
+                    .ends
+                    .push((e, self.end_swport[e as usize]));
+                continue;
+            }
             if s == ds || (legal[s] && (deliv[s] || filled[s])) {
                 // a legal path: SL 0, VL 0 all the way
                 if tables.path_sl.get(e as usize, lid) != 0 {
@@ -341,8 +538,14 @@ impl<'f> Rftr<'f> {
                 x = sw as usize;
             }
             if ok {
-                fx.pending.push((e, needs));
+                fx.pending.push((e, needs, s as u32, hint[s].is_none()));
             } else {
+                // more illegal turns than VLs: a switch no selected path crosses loses its
+                // entry (so no walk adds a dependency from there)
+                if hint[s].is_none() && entry[s] != NO_PORT {
+                    entry[s] = NO_PORT;
+                    fx.entries.push((s as u32, NO_PORT));
+                }
                 fx.uncovered += 1;
             }
         }
