@@ -975,6 +975,24 @@ fn pictures_of_loads_loops_and_fault_tolerance() {
         .contains("opensm-subnet.lst:1: not a line of `fabroute sweep` output"));
 }
 
+/// `fabroute check --json` on a table set `route` or `fault` wrote into `out` (its subnet
+/// file, LFTs, SL2VL and path SLs): the summary and the exit code.
+fn check_set(out: &std::path::Path) -> (serde_json::Value, Option<i32>) {
+    let p = |n: &str| out.join(n).to_str().unwrap().to_string();
+    let o = fr(&[
+        "check",
+        &p("opensm-subnet.lst"),
+        "--lfts",
+        &p("opensm-lfts.dump"),
+        "--sl2vl",
+        &p("opensm-sl2vl.dump"),
+        "--psl",
+        &p("opensm-path-sl.psl"),
+        "--json",
+    ]);
+    (serde_json::from_slice(&o.stdout).unwrap(), o.status.code())
+}
+
 /// What `fault` writes is a whole table set a subnet manager programs: `check` on it (LMC from
 /// its summary, with its SL2VL and path SLs) walks every LID of every LMC range. Virtual LIDs
 /// no repair uses follow their base LID, so a repair without virtual LIDs checks clean.
@@ -1001,20 +1019,8 @@ fn check_passes_on_what_fault_writes() {
     assert_eq!(s["rftr"]["max_virtual_lids_per_destination"], 0);
     // 32 end ports x 3 virtual LIDs each, all mirroring their base LID.
     assert_eq!(s["rftr"]["virtual_lids_mirroring_base"], 96);
-    let p = |n: &str| out.join(n).to_str().unwrap().to_string();
-    let o = fr(&[
-        "check",
-        &p("opensm-subnet.lst"),
-        "--lfts",
-        &p("opensm-lfts.dump"),
-        "--sl2vl",
-        &p("opensm-sl2vl.dump"),
-        "--psl",
-        &p("opensm-path-sl.psl"),
-        "--json",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(o.status.code(), Some(0), "{v}");
+    let (v, code) = check_set(&out);
+    assert_eq!(code, Some(0), "{v}");
     // Every (source, LID) pair of the LMC ranges: 32 sources x 31 destinations x 4 LIDs.
     assert_eq!(v["pairs"]["checked"], 32 * 31 * 4);
     assert_eq!(v["pairs"]["ok"], 32 * 31 * 4);
@@ -1047,20 +1053,8 @@ fn check_passes_on_fault_output_with_virtual_lids_in_use() {
         let r = fr(&args);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
         let s: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
-        let p = |n: &str| out.join(n).to_str().unwrap().to_string();
-        let c = fr(&[
-            "check",
-            &p("opensm-subnet.lst"),
-            "--lfts",
-            &p("opensm-lfts.dump"),
-            "--sl2vl",
-            &p("opensm-sl2vl.dump"),
-            "--psl",
-            &p("opensm-path-sl.psl"),
-            "--json",
-        ]);
-        let v: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
-        (s, v, c.status.code())
+        let (v, code) = check_set(&out);
+        (s, v, code)
     };
     let (s, v, code) = run("full", &[]);
     assert!(

@@ -270,6 +270,26 @@ fn switch_links(f: &Fabric) -> Vec<LinkId> {
         .collect()
 }
 
+/// `n` distinct random inter-switch link faults (fewer when the fabric has fewer links), then
+/// a random switch fault if `with_switch`, drawn from `seed`.
+fn random_faults(f: &Fabric, seed: u64, n: usize, with_switch: bool) -> Vec<Fault> {
+    let links = switch_links(f);
+    let mut rng = fabric::rng::Rng::new(seed);
+    let mut faults = Vec::new();
+    let mut used = std::collections::HashSet::new();
+    while faults.len() < n.min(links.len()) {
+        let l = links[rng.below(links.len() as u64) as usize];
+        if used.insert(l) {
+            faults.push(Fault::Link(l));
+        }
+    }
+    if with_switch {
+        let s = f.switches[rng.below(f.num_switches() as u64) as usize];
+        faults.push(Fault::Switch(NodeId(s.0)));
+    }
+    faults
+}
+
 #[test]
 fn every_single_link_fault_on_tori_is_supported() {
     for spec in [
@@ -434,20 +454,7 @@ proptest! {
             _ => "mesh 3x4 hcas=1 lmc=3".to_string(),
         };
         let f = fabric(&spec);
-        let links = switch_links(&f);
-        let mut rng = fabric::rng::Rng::new(seed);
-        let mut faults = Vec::new();
-        let mut used = std::collections::HashSet::new();
-        while faults.len() < nfaults.min(links.len()) {
-            let l = links[rng.below(links.len() as u64) as usize];
-            if used.insert(l) {
-                faults.push(Fault::Link(l));
-            }
-        }
-        if with_switch {
-            let s = f.switches[rng.below(f.num_switches() as u64) as usize];
-            faults.push(Fault::Switch(NodeId(s.0)));
-        }
+        let faults = random_faults(&f, seed, nfaults, with_switch);
         let cfg = RftrConfig { vls: 2, reuse_dead_base, prefer_base_lid, ..Default::default() };
         run_and_check_cfg(&f, &faults, cfg);
     }
@@ -487,20 +494,7 @@ proptest! {
         prop_assert!(matches!(how, routing::turn::Base::FreshVls));
         let cfg = RftrConfig { vls, ..Default::default() };
         let r = Rftr::new(&f, &base, how, cfg).unwrap();
-        let links = switch_links(&f);
-        let mut rng = fabric::rng::Rng::new(seed);
-        let mut faults = Vec::new();
-        let mut used = std::collections::HashSet::new();
-        while faults.len() < nfaults.min(links.len()) {
-            let l = links[rng.below(links.len() as u64) as usize];
-            if used.insert(l) {
-                faults.push(Fault::Link(l));
-            }
-        }
-        if with_switch {
-            let s = f.switches[rng.below(f.num_switches() as u64) as usize];
-            faults.push(Fault::Switch(NodeId(s.0)));
-        }
+        let faults = random_faults(&f, seed, nfaults, with_switch);
         let (_, r) = run_and_check_from(&f, r, &faults, vls);
         let chk = routing::fault::verify::check_state(&r, None);
         prop_assert!(chk.deadlock_free && chk.undelivered == 0, "{} on {}: {:?}", name, spec, chk);
@@ -774,16 +768,7 @@ proptest! {
         let vls = 8u8;
         let cfg = RftrConfig { vls, ..Default::default() };
         let r = Rftr::new(&f, &base, how, cfg).unwrap();
-        let links = switch_links(&f);
-        let mut rng = fabric::rng::Rng::new(seed);
-        let mut faults = Vec::new();
-        let mut used = std::collections::HashSet::new();
-        while faults.len() < nfaults.min(links.len()) {
-            let l = links[rng.below(links.len() as u64) as usize];
-            if used.insert(l) {
-                faults.push(Fault::Link(l));
-            }
-        }
+        let faults = random_faults(&f, seed, nfaults, false);
         let (_, r) = run_and_check_from(&f, r, &faults, vls);
         let chk = routing::fault::verify::check_state(&r, None);
         prop_assert!(chk.deadlock_free && chk.undelivered == 0, "{} on {}: {:?}", name, spec, chk);
@@ -811,21 +796,9 @@ proptest! {
             _ => "ktree 4 2 lmc=1".to_string(),
         };
         let f = fabric(&spec);
-        let links = switch_links(&f);
-        let mut rng = fabric::rng::Rng::new(seed);
         let mut r = start(&f, vls);
-        let mut used = std::collections::HashSet::new();
-        let mut n = 0;
-        while n < nfaults.min(links.len()) {
-            let l = links[rng.below(links.len() as u64) as usize];
-            if used.insert(l) {
-                r.apply(Fault::Link(l));
-                n += 1;
-            }
-        }
-        if with_switch {
-            let s = f.switches[rng.below(f.num_switches() as u64) as usize];
-            r.apply(Fault::Switch(NodeId(s.0)));
+        for fault in random_faults(&f, seed, nfaults, with_switch) {
+            r.apply(fault);
         }
         let before = selected_walks(&r, &r.mask.clone());
         let mut t = r.routing.clone();
@@ -883,16 +856,8 @@ proptest! {
         let Ok(mut r) = Rftr::new(&f, &base, how, cfg) else {
             return Ok(());
         };
-        let links = switch_links(&f);
-        let mut rng = fabric::rng::Rng::new(seed);
-        let mut used = std::collections::HashSet::new();
-        let mut n = 0;
-        while n < nfaults.min(links.len()) {
-            let l = links[rng.below(links.len() as u64) as usize];
-            if used.insert(l) {
-                r.apply(Fault::Link(l));
-                n += 1;
-            }
+        for fault in random_faults(&f, seed, nfaults, false) {
+            r.apply(fault);
         }
         let before = selected_walks(&r, &r.mask.clone());
         let mut t = r.routing.clone();
