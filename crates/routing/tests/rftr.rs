@@ -270,6 +270,25 @@ fn switch_links(f: &Fabric) -> Vec<LinkId> {
         .collect()
 }
 
+/// RFTR over engine `name`'s tables for `f` (the engine's choices pinned; over a base that
+/// keeps its own VLs the engine routes within `vls - 2` of the `vls` VLs), and whether the
+/// base keeps its own VLs. `None` when the engine declines the fabric.
+fn start_engine<'f>(f: &'f Fabric, name: &str, vls: u8) -> Option<(Rftr<'f>, bool)> {
+    let e = by_name(name).unwrap();
+    let mut opts = e.pin_choices(f, &RouteOptions::default()).ok()?;
+    if matches!(e.rftr_base(f, &opts).ok()?, routing::turn::Base::FreshVls) {
+        opts.budget.vls = vls - 2;
+    }
+    let base = e.route(f, &FaultMask::none(f), &opts).ok()?;
+    let how = e.rftr_base(f, &opts).ok()?;
+    let fresh = matches!(how, routing::turn::Base::FreshVls);
+    let cfg = RftrConfig {
+        vls,
+        ..Default::default()
+    };
+    Some((Rftr::new(f, &base, how, cfg).ok()?, fresh))
+}
+
 /// `n` distinct random inter-switch link faults (fewer when the fabric has fewer links), then
 /// a random switch fault if `with_switch`, drawn from `seed`.
 fn random_faults(f: &Fabric, seed: u64, n: usize, with_switch: bool) -> Vec<Fault> {
@@ -482,18 +501,12 @@ proptest! {
         };
         let name = ["dfsssp", "lash", "hopvl"][engine];
         let f = fabric(&spec);
-        let e = by_name(name).unwrap();
         let vls = 8u8;
-        let mut opts = RouteOptions::default();
-        opts.budget.vls = vls - 2;
-        let base = match e.route(&f, &FaultMask::none(&f), &opts) {
-            Ok(b) => b,
-            Err(_) => return Ok(()), // the engine declined (VLs); nothing to repair
+        // the engine may decline (VLs): nothing to repair then
+        let Some((r, fresh)) = start_engine(&f, name, vls) else {
+            return Ok(());
         };
-        let how = e.rftr_base(&f, &opts).unwrap();
-        prop_assert!(matches!(how, routing::turn::Base::FreshVls));
-        let cfg = RftrConfig { vls, ..Default::default() };
-        let r = Rftr::new(&f, &base, how, cfg).unwrap();
+        prop_assert!(fresh);
         let faults = random_faults(&f, seed, nfaults, with_switch);
         let (_, r) = run_and_check_from(&f, r, &faults, vls);
         let chk = routing::fault::verify::check_state(&r, None);
@@ -758,16 +771,11 @@ proptest! {
         let name = ["ftree", "updn", "dnup"][engine];
         let mut f = fabric(&spec);
         f.hints = Default::default();
-        let e = by_name(name).unwrap();
-        let opts = e.pin_choices(&f, &RouteOptions::default()).unwrap();
-        let base = e.route(&f, &FaultMask::none(&f), &opts).unwrap();
-        let how = e.rftr_base(&f, &opts).unwrap();
-        if kind == 0 {
-            prop_assert!(matches!(how, routing::turn::Base::Turns(_)), "{name} on {spec}");
-        }
         let vls = 8u8;
-        let cfg = RftrConfig { vls, ..Default::default() };
-        let r = Rftr::new(&f, &base, how, cfg).unwrap();
+        let (r, fresh) = start_engine(&f, name, vls).expect("the tree engines route these trees");
+        if kind == 0 {
+            prop_assert!(!fresh, "{name} on {spec}: a k-ary n-tree's base obeys its rule");
+        }
         let faults = random_faults(&f, seed, nfaults, false);
         let (_, r) = run_and_check_from(&f, r, &faults, vls);
         let chk = routing::fault::verify::check_state(&r, None);
@@ -840,20 +848,8 @@ proptest! {
         };
         let mut f = fabric(&spec);
         f.hints = Default::default();
-        let e = by_name(name).unwrap();
         let vls = 8u8;
-        let mut opts = e.pin_choices(&f, &RouteOptions::default()).unwrap();
-        let how0 = e.rftr_base(&f, &opts).unwrap();
-        if matches!(how0, routing::turn::Base::FreshVls) {
-            opts.budget.vls = vls - 2;
-        }
-        let Ok(base) = e.route(&f, &FaultMask::none(&f), &opts) else {
-            return Ok(());
-        };
-        let how = e.rftr_base(&f, &opts).unwrap();
-        let fresh = matches!(how, routing::turn::Base::FreshVls);
-        let cfg = RftrConfig { vls, ..Default::default() };
-        let Ok(mut r) = Rftr::new(&f, &base, how, cfg) else {
+        let Some((mut r, fresh)) = start_engine(&f, name, vls) else {
             return Ok(());
         };
         for fault in random_faults(&f, seed, nfaults, false) {
