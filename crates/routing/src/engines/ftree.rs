@@ -271,6 +271,66 @@ impl<'a> Ft<'a> {
         self.is_down[s] = down;
     }
 
+    /// True when every switch of a rank has the same number of up and of down groups, all
+    /// of one width per rank and direction, and every switch with compute nodes has as many
+    /// as the others and sits at the lowest rank: a tree the fat-tree pass balances itself.
+    fn is_regular(&self, rk: &UpDownRanking, is_cn: &[bool]) -> bool {
+        let t = self.t;
+        // per rank: (up groups, down groups, up width, down width)
+        let mut shape: Vec<Option<(u32, u32, u32, u32)>> = Vec::new();
+        let mut cn_per_leaf: Option<usize> = None;
+        let mut leaf_rank: Option<u32> = None;
+        for s in 0..t.n {
+            if !t.alive[s] {
+                continue;
+            }
+            let width = |g0: u32, g1: u32| -> Option<u32> {
+                let mut w = None;
+                for g in g0..g1 {
+                    let gr = self.groups[g as usize];
+                    let x = gr.end - gr.start;
+                    if w.is_some_and(|v| v != x) {
+                        return None;
+                    }
+                    w = Some(x);
+                }
+                Some(w.unwrap_or(0))
+            };
+            let (Some(uw), Some(dw)) = (
+                width(self.up[s], self.down[s]),
+                width(self.down[s], self.gend[s]),
+            ) else {
+                return false;
+            };
+            let me = (
+                self.down[s] - self.up[s],
+                self.gend[s] - self.down[s],
+                uw,
+                dw,
+            );
+            let r = rk.rank[s] as usize;
+            if shape.len() <= r {
+                shape.resize(r + 1, None);
+            }
+            match shape[r] {
+                None => shape[r] = Some(me),
+                Some(x) if x != me => return false,
+                Some(_) => {}
+            }
+            let cn = t.ends_on(s).iter().filter(|&&e| is_cn[e as usize]).count();
+            if cn > 0 {
+                if cn_per_leaf.is_some_and(|c| c != cn)
+                    || leaf_rank.is_some_and(|l| l != rk.rank[s])
+                {
+                    return false;
+                }
+                cn_per_leaf = Some(cn);
+                leaf_rank = Some(rk.rank[s]);
+            }
+        }
+        leaf_rank.is_some_and(|l| l as usize + 1 == shape.len())
+    }
+
     /// May `s` take a new entry with `hops`, labelled `down`? Never turns a down entry into an
     /// up entry (switches above may rely on it going down).
     #[inline]
@@ -866,6 +926,13 @@ impl Engine for FatTree {
                 if d == u32::MAX || done[lid] {
                     return (0usize, 0usize);
                 }
+                // A column the fat-tree pass filled at every live switch has nothing to
+                // complete (most end-port columns of an intact tree): every entry it sets
+                // points to a switch already set with fewer hops, so every chain ends at the
+                // target.
+                if col.iter().zip(&t.alive).all(|(&p, &a)| p != NO_PORT || !a) {
+                    return (0usize, 0usize);
+                }
                 let d = d as usize;
                 let row = &codes[d * n..(d + 1) * n];
                 let (fb, un) = complete_column(ft, &rk, row, d, col, sc);
@@ -874,10 +941,18 @@ impl Engine for FatTree {
             .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         let (fallbacks, unreached) = (fallbacks + fb2, unreached + un2);
         r.lft = transpose_rect(&cols, stride, n);
+        // The balance pass, unless the tree is regular (the fat-tree pass balances those
+        // itself, and the pass would only spend its time finding nothing to move).
+        let regular = bad == 0
+            && shape.upper_hosts.is_empty()
+            && shape.hostless_leaves.is_empty()
+            && ft.is_regular(&rk, &is_cn);
         let moves = super::rebalance::MOVE_BUDGET_PER_END * t.ends.len();
-        if let Some(b) = super::rebalance::rebalance(t, &rk, &mut r, Some(&is_cn), moves) {
-            if b.moved > 0 {
-                notes.push(b.note("compute-node "));
+        if !regular {
+            if let Some(b) = super::rebalance::rebalance(t, &rk, &mut r, Some(&is_cn), moves) {
+                if b.moved > 0 {
+                    notes.push(b.note("compute-node "));
+                }
             }
         }
         if bad > 0 {
