@@ -76,12 +76,24 @@ impl DorRule {
         if coords.len() != f.nodes.len() {
             return None;
         }
+        Some(Self::from_node_coords(f, |n| coords[n.idx()].as_slice()))
+    }
+
+    /// Builds the rule from coordinates per switch index (e.g. inferred from the graph).
+    pub fn from_switch_coords(f: &Fabric, coords: &[Vec<u32>]) -> Self {
+        Self::from_node_coords(f, |n| {
+            let s = f.switch_index[n.idx()];
+            coords.get(s as usize).map_or(&[][..], |c| c.as_slice())
+        })
+    }
+
+    fn from_node_coords<'c>(f: &Fabric, coords: impl Fn(fabric::NodeId) -> &'c [u32]) -> Self {
         let mut dim = vec![(u8::MAX, true); f.links.len() * 2];
         for (c, d) in dim.iter_mut().enumerate() {
             let ch = ChannelId(c as u32);
             let a = f.port(f.channel_src(ch)).node;
             let b = f.port(f.channel_dst(ch)).node;
-            let (ca, cb) = (&coords[a.idx()], &coords[b.idx()]);
+            let (ca, cb) = (coords(a), coords(b));
             if ca.is_empty() || cb.is_empty() || ca.len() != cb.len() {
                 continue;
             }
@@ -91,7 +103,7 @@ impl DorRule {
                 *d = (i as u8, cb[i] > ca[i]);
             }
         }
-        Some(DorRule { dim })
+        DorRule { dim }
     }
 }
 

@@ -873,3 +873,84 @@ proptest! {
         }
     }
 }
+
+/// A mesh read from a file carries no coordinates: `dor` infers them from the switch graph
+/// (the same inference for its tables and its RFTR turn rule), so `fault --engine dor` works
+/// on it; sides that do not divide evenly, 1-D and 3-D meshes included. A torus with sides
+/// above 4 or a mesh with a missing cable is not a mesh, and dor declines to be a base.
+#[test]
+fn dor_base_on_meshes_read_from_files_infers_coordinates() {
+    for spec in [
+        "mesh 4x4 hcas=1 lmc=2",
+        "mesh 3x5 hcas=1 lmc=2",
+        "mesh 2x3x4 hcas=1 lmc=2",
+        "mesh 7 hcas=2 lmc=2",
+    ] {
+        let mut f = fabric(spec);
+        f.hints = Default::default();
+        let opts = RouteOptions::default();
+        let routed = by_name("dor")
+            .unwrap()
+            .route_detailed(&f, &FaultMask::none(&f), &opts)
+            .unwrap();
+        assert!(
+            routed
+                .notes
+                .iter()
+                .any(|n| n.contains("coordinates inferred")),
+            "{spec}: {:?}",
+            routed.notes
+        );
+        let rep = routing::cdg::check(&f, &routed.routing, None);
+        assert!(
+            rep.deadlock_free && rep.pairs.ok == rep.pairs.checked,
+            "{spec}"
+        );
+        let rule = routing::fault::base_rule(&f, by_name("dor").unwrap().as_ref(), &opts)
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
+        for &l in &switch_links(&f) {
+            let mut r = Rftr::new(&f, &routed.routing, rule.clone(), RftrConfig::default())
+                .unwrap_or_else(|e| panic!("{spec}: {e}"));
+            let before = routing::fault::verify::Snapshot::of(&r);
+            r.apply(Fault::Link(l));
+            let chk = routing::fault::verify::check_state(&r, Some(&before));
+            assert!(
+                chk.deadlock_free && chk.undelivered == 0,
+                "{spec}: {l:?}: {chk:?}"
+            );
+        }
+    }
+    for spec in [
+        "torus 5x5 hcas=1",
+        "mesh 4x4 hcas=1 fail-links=1 fail-seed=3",
+    ] {
+        let mut f = fabric(spec);
+        f.hints = Default::default();
+        let e = by_name("dor").unwrap();
+        assert!(
+            routing::fault::base_rule(&f, e.as_ref(), &RouteOptions::default()).is_err(),
+            "{spec}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    /// Coordinates are inferred for every mesh shape (1 to 3 dimensions, sides 2 to 6), and
+    /// dor's tables on the file-read mesh are complete and deadlock-free.
+    #[test]
+    fn dor_infers_every_mesh_shape(a in 2u32..=6, b in 1u32..=6, c in 1u32..=4) {
+        let dims: Vec<String> = [a, b, c].iter().filter(|&&x| x > 1).map(|x| x.to_string()).collect();
+        let spec = format!("mesh {} hcas=1", dims.join("x"));
+        let mut f = fabric(&spec);
+        f.hints = Default::default();
+        let routed = by_name("dor")
+            .unwrap()
+            .route_detailed(&f, &FaultMask::none(&f), &RouteOptions::default())
+            .unwrap();
+        prop_assert!(routed.notes.iter().any(|n| n.contains("coordinates inferred")), "{}: {:?}", spec, routed.notes);
+        let rep = routing::cdg::check(&f, &routed.routing, None);
+        prop_assert!(rep.deadlock_free && rep.pairs.ok == rep.pairs.checked, "{}", spec);
+        prop_assert!(routing::fault::base_rule(&f, by_name("dor").unwrap().as_ref(), &RouteOptions::default()).is_ok());
+    }
+}

@@ -26,14 +26,19 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Dor;
 
-/// Coordinates of every switch (by switch index), when the hints give them consistently.
-/// Per-switch coordinates, dimensions and wrap flags.
-type Coords<'a> = (Vec<&'a [u32]>, &'a [u32], Vec<bool>);
+/// Per-switch coordinates (by switch index), dimensions and wrap flags.
+type Coords = (Vec<Vec<u32>>, Vec<u32>, Vec<bool>);
 
-fn switch_coords(f: &Fabric) -> Option<Coords<'_>> {
+/// Coordinates of every switch: from the generator's hints when they give them consistently,
+/// else inferred from the switch graph when it is exactly a mesh ([`infer_mesh`]), so that a
+/// mesh read from a file is routed, and given its RFTR turn rule, the same way.
+fn switch_coords(f: &Fabric) -> Option<Coords> {
     let h = &f.hints;
     if h.dims.is_empty() || h.coords.len() != f.nodes.len() {
-        return None;
+        return infer_mesh(f).map(|(c, d)| {
+            let w = vec![false; d.len()];
+            (c, d, w)
+        });
     }
     let nd = h.dims.len();
     let mut v = Vec::with_capacity(f.switches.len());
@@ -42,12 +47,135 @@ fn switch_coords(f: &Fabric) -> Option<Coords<'_>> {
         if c.len() != nd {
             return None;
         }
-        v.push(c);
+        v.push(c.to_vec());
     }
     let wrap = (0..nd)
         .map(|k| h.wrap.get(k).copied().unwrap_or(false))
         .collect();
-    Some((v, h.dims.as_slice(), wrap))
+    Some((v, h.dims.clone(), wrap))
+}
+
+/// Mesh coordinates from the switch graph alone (parallel links and end ports aside), when
+/// it is exactly a d-dimensional mesh of sides ≥ 2: a corner `c0` (a switch of least degree
+/// d), the d straight lines from it (each next switch shares only the current one with the
+/// switch before), their ends `c_k`; then coordinate k of a switch is
+/// (dist(c0) + n_k − 1 − dist(c_k)) / 2. The result is checked: distinct coordinates in
+/// range, every pair of neighbours one step apart in exactly one dimension, as many
+/// neighbour pairs as the mesh has. `None` otherwise (a torus, a damaged mesh, anything else).
+pub(crate) fn infer_mesh(f: &Fabric) -> Option<(Vec<Vec<u32>>, Vec<u32>)> {
+    let n = f.num_switches();
+    if n < 2 {
+        return None;
+    }
+    let peers: Vec<Vec<u32>> = (0..n)
+        .map(|s| {
+            let mut v: Vec<u32> = f
+                .switch_links(s)
+                .iter()
+                .filter_map(|&c| {
+                    let d = f.port(f.channel_dst(c)).node;
+                    let x = f.switch_index[d.idx()];
+                    (x != u32::MAX && x as usize != s).then_some(x)
+                })
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect();
+    let bfs = |src: usize| -> Vec<u32> {
+        let mut d = vec![u32::MAX; n];
+        d[src] = 0;
+        let mut q = std::collections::VecDeque::from([src]);
+        while let Some(u) = q.pop_front() {
+            for &w in &peers[u] {
+                if d[w as usize] == u32::MAX {
+                    d[w as usize] = d[u] + 1;
+                    q.push_back(w as usize);
+                }
+            }
+        }
+        d
+    };
+    let deg = |s: usize| peers[s].len();
+    let dmin = (0..n).map(deg).min()?;
+    if dmin == 0 || dmin > 6 {
+        return None;
+    }
+    let c0 = (0..n).find(|&s| deg(s) == dmin)?;
+    let d0 = bfs(c0);
+    if d0.contains(&u32::MAX) {
+        return None;
+    }
+    let common = |a: usize, b: usize| {
+        peers[a]
+            .iter()
+            .filter(|x| peers[b].binary_search(x).is_ok())
+            .count()
+    };
+    // the straight lines from c0
+    let mut ends = Vec::new();
+    let mut dims = Vec::new();
+    for &a in &peers[c0] {
+        let (mut prev, mut cur, mut len) = (c0, a as usize, 2u32);
+        loop {
+            let next: Vec<usize> = peers[cur]
+                .iter()
+                .map(|&w| w as usize)
+                .filter(|&w| d0[w] == d0[cur] + 1 && common(prev, w) == 1)
+                .collect();
+            match next.as_slice() {
+                [] => break,
+                [w] => {
+                    (prev, cur) = (cur, *w);
+                    len += 1;
+                }
+                _ => return None,
+            }
+        }
+        ends.push(cur);
+        dims.push(len);
+    }
+    if dims.iter().map(|&x| x as usize).product::<usize>() != n {
+        return None;
+    }
+    let dk: Vec<Vec<u32>> = ends.iter().map(|&e| bfs(e)).collect();
+    let mut coords = vec![vec![0u32; dims.len()]; n];
+    for (s, c) in coords.iter_mut().enumerate() {
+        for k in 0..dims.len() {
+            let twice = (d0[s] + dims[k] - 1).checked_sub(dk[k][s])?;
+            if twice % 2 != 0 || twice / 2 >= dims[k] {
+                return None;
+            }
+            c[k] = twice / 2;
+        }
+    }
+    // check: distinct coordinates, neighbours one step apart, the mesh's number of links
+    let mut seen = std::collections::HashSet::new();
+    if !coords.iter().all(|c| seen.insert(c.clone())) {
+        return None;
+    }
+    let mut pairs = 0usize;
+    for s in 0..n {
+        for &w in &peers[s] {
+            let (a, b) = (&coords[s], &coords[w as usize]);
+            let steps: u32 = (0..dims.len()).map(|k| a[k].abs_diff(b[k])).sum();
+            if steps != 1 {
+                return None;
+            }
+            pairs += 1;
+        }
+    }
+    let expect: usize = (0..dims.len())
+        .map(|k| {
+            (dims[k] as usize - 1)
+                * (0..dims.len())
+                    .filter(|&j| j != k)
+                    .map(|j| dims[j] as usize)
+                    .product::<usize>()
+        })
+        .sum();
+    (pairs == 2 * expect).then_some((coords, dims))
 }
 
 impl Engine for Dor {
@@ -62,13 +190,14 @@ impl Engine for Dor {
                 "dor is deadlock-free only on meshes; this fabric has wrap-around links (use updn as the base engine)".into(),
             ));
         }
-        DorRule::from_hints(f)
-            .map(|r| Base::Turns(Arc::new(r)))
-            .ok_or_else(|| {
-                EngineError::NotApplicable(
-                    "dor as an RFTR base needs mesh coordinates (a generated mesh)".into(),
-                )
-            })
+        match switch_coords(f) {
+            Some((coords, _, wrap)) if !wrap.iter().any(|&w| w) => Ok(Base::Turns(Arc::new(
+                DorRule::from_switch_coords(f, &coords),
+            ))),
+            _ => Err(EngineError::NotApplicable(
+                "dor as an RFTR base needs a mesh: no coordinates in the topology hints, and the switch graph is not a mesh".into(),
+            )),
+        }
     }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         Ok(dor_lfts(t, opts, true))
@@ -97,7 +226,7 @@ pub(crate) fn dor_lfts(t: &Topo, opts: &RouteOptions, coords: bool) -> Routed {
                 }
                 let mut next = u32::MAX;
                 if let Some((cs, dims, wrap)) = &coords {
-                    let (a, b) = (cs[s], cs[d]);
+                    let (a, b) = (&cs[s], &cs[d]);
                     if let Some(k) = (0..dims.len()).find(|&k| a[k] != b[k]) {
                         let size = dims[k].max(1);
                         let mut best = u32::MAX;
@@ -105,7 +234,7 @@ pub(crate) fn dor_lfts(t: &Topo, opts: &RouteOptions, coords: bool) -> Routed {
                             if row_d[l.peer as usize] != hs - 1 {
                                 continue;
                             }
-                            let c = cs[l.peer as usize];
+                            let c = &cs[l.peer as usize];
                             if (0..dims.len()).any(|j| j != k && c[j] != a[j]) || c[k] == a[k] {
                                 continue;
                             }
@@ -151,7 +280,15 @@ pub(crate) fn dor_lfts(t: &Topo, opts: &RouteOptions, coords: bool) -> Routed {
         );
         let mut notes = Vec::new();
         if coords.is_none() {
-            notes.push("no coordinates in the topology hints: dimension order = port order (OpenSM's DOR mode)".into());
+            notes.push("no coordinates in the topology hints and the switch graph is not a mesh: dimension order = port order (OpenSM's DOR mode)".into());
+        } else if f.hints.dims.is_empty() {
+            if let Some((_, dims, _)) = &coords {
+                let d: Vec<String> = dims.iter().map(|x| x.to_string()).collect();
+                notes.push(format!(
+                    "coordinates inferred from the switch graph: a {} mesh",
+                    d.join("x")
+                ));
+            }
         }
         let fb = fallbacks.load(Ordering::Relaxed);
         if fb > 0 {
