@@ -82,6 +82,19 @@ struct FreshPhantom {
     revertible: bool,
 }
 
+/// One LID column's state while it is completed: the entries, which switches deliver (or
+/// were filled), whether their path is legal, the channel each leaves on, hops and illegal
+/// turns to the destination.
+struct Col {
+    entry: Vec<u8>,
+    deliv: Vec<bool>,
+    legal: Vec<bool>,
+    filled: Vec<bool>,
+    out: Vec<ChannelId>,
+    hops: Vec<u32>,
+    turns: Vec<u8>,
+}
+
 /// Per-column result, applied after the parallel part.
 #[derive(Default)]
 struct ColumnFix {
@@ -259,22 +272,45 @@ impl<'f> Rftr<'f> {
             lid,
             ..ColumnFix::default()
         };
-        let mut entry: Vec<u8> = (0..ns)
+        let entry: Vec<u8> = (0..ns)
             .map(|s| tables.lft[s * stride + lid as usize])
             .collect();
+        let mut col = Col {
+            entry,
+            deliv: vec![false; ns],
+            legal: vec![false; ns],
+            filled: vec![false; ns],
+            out: vec![ChannelId(u32::MAX); ns],
+            hops: vec![u32::MAX; ns],
+            turns: vec![0u8; ns],
+        };
         // The destination's own switch hands the packet to it.
-        if !matches!(self.plane.hop(ds, entry[ds]), Hop::End { port, .. } if port == target) {
-            entry[ds] = self.end_swport[d as usize];
-            fx.entries.push((ds as u32, entry[ds]));
+        if !matches!(self.plane.hop(ds, col.entry[ds]), Hop::End { port, .. } if port == target) {
+            col.entry[ds] = self.end_swport[d as usize];
+            fx.entries.push((ds as u32, col.entry[ds]));
         }
-        // Which switches deliver, on which channel they leave, whether their path is legal.
+        self.resolve_column(&mut col, ds, target);
+        self.fill_column(&mut col, ds, &mut fx);
+        let hint = self.selected_hints(tables, d, lid, in_use);
+        self.phantom_pairs(tables, d, lid, in_use, &mut col, &hint, &mut fx);
+        fx
+    }
+
+    /// Which switches deliver to `target` (on `ds`), on which channel they leave, how many
+    /// hops and illegal turns their path takes, and whether it is legal.
+    fn resolve_column(&self, col: &mut Col, ds: usize, target: fabric::PortId) {
+        let f = self.f;
+        let ns = f.num_switches();
+        let Col {
+            entry,
+            deliv,
+            legal,
+            out,
+            hops,
+            turns,
+            ..
+        } = col;
         let mut state = vec![UNSEEN; ns];
-        let mut deliv = vec![false; ns];
-        let mut legal = vec![false; ns];
-        let mut out: Vec<ChannelId> = vec![ChannelId(u32::MAX); ns];
-        let mut hops = vec![u32::MAX; ns];
-        // illegal turns along the path from the switch (packets injected there)
-        let mut turns = vec![0u8; ns];
         let mut stack: Vec<usize> = Vec::new();
         for s0 in 0..ns {
             if state[s0] != UNSEEN || self.mask.node_dead(f.switches[s0]) {
@@ -322,12 +358,27 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
+    }
+
+    /// Entries for the switches that do not deliver (module docs: level by level of illegal
+    /// turns, legal turns within a level; none left: no entry).
+    fn fill_column(&self, col: &mut Col, ds: usize, fx: &mut ColumnFix) {
+        let f = self.f;
+        let ns = f.num_switches();
+        let Col {
+            entry,
+            deliv,
+            legal,
+            filled,
+            out,
+            hops,
+            turns,
+        } = col;
         // Fill, level by level of illegal turns t = 0..=max (VLs - 1): breadth-first by hops
         // from the switches whose path takes t illegal turns, through legal turns; a switch
         // reached only through an illegal turn waits for level t + 1. (Level 0 gives legal
         // paths on VL 0.)
         let max_vl = self.cfg.vls.saturating_sub(1);
-        let mut filled = vec![false; ns];
         // candidates for the next level: (switch, its next hop, entry port, channel)
         let mut next_level: Vec<(usize, usize, u8, ChannelId)> = Vec::new();
         for t in 0..=max_vl {
@@ -407,13 +458,24 @@ impl<'f> Rftr<'f> {
                 fx.entries.push((x as u32, NO_PORT));
             }
         }
-        // Switches on selected paths toward this LID: the path's SL and (over a base that
-        // keeps its VLs, where a repaired path is on one VL) its VL.
+    }
+
+    /// Per switch on a selected path toward (`d`, `lid`): that path's SL and the VL it is on
+    /// where it leaves the switch.
+    fn selected_hints(
+        &self,
+        tables: &Routing,
+        d: u32,
+        lid: Lid,
+        in_use: bool,
+    ) -> Vec<Option<(u8, u8)>> {
+        let f = self.f;
+        let ns = f.num_switches();
+        let target = f.end_ports[d as usize];
         let base = f.port(target).lid;
         let mut hint: Vec<Option<(u8, u8)>> = vec![None; ns];
         if in_use {
-            for (slot, &sw) in self.slot_switch.iter().enumerate() {
-                let _ = sw;
+            for slot in 0..self.slot_switch.len() {
                 let p = self.sel[slot * f.end_ports.len() + d as usize];
                 if p >= super::DROPPED || base + self.paths.off[p as usize] as Lid != lid {
                     continue;
@@ -435,7 +497,35 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
-        // Phantom pairs: sources that do not use this LID toward d.
+        hint
+    }
+
+    /// Path SLs (and, over a base that keeps its VLs, fresh-VL placements) for the pairs no
+    /// source uses toward (`d`, `lid`).
+    #[allow(clippy::too_many_arguments)]
+    fn phantom_pairs(
+        &self,
+        tables: &Routing,
+        d: u32,
+        lid: Lid,
+        in_use: bool,
+        col: &mut Col,
+        hint: &[Option<(u8, u8)>],
+        fx: &mut ColumnFix,
+    ) {
+        let f = self.f;
+        let ns = f.num_switches();
+        let target = f.end_ports[d as usize];
+        let ds = self.end_sw[d as usize] as usize;
+        let max_vl = self.cfg.vls.saturating_sub(1);
+        let Col {
+            entry,
+            deliv,
+            legal,
+            filled,
+            ..
+        } = col;
+        let base = f.port(target).lid;
         let base_like = lid == base || !in_use;
         let mut group_of: Vec<u32> = Vec::new();
         for e in 0..f.end_ports.len() as u32 {
@@ -549,6 +639,5 @@ impl<'f> Rftr<'f> {
                 fx.uncovered += 1;
             }
         }
-        fx
     }
 }
