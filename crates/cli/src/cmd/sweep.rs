@@ -169,6 +169,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
         summary.full_supported,
         summary.full_scenarios
     );
+    if summary.scenarios > 0 {
+        let full = if summary.full_scenarios > 0 {
+            format!(
+                "; full reconfiguration {:.1} blocks, {:.1} pairs changed",
+                summary.full_mean_lft_blocks, summary.full_mean_changed_pairs
+            )
+        } else {
+            String::new()
+        };
+        crate::say!(
+            "mean per scenario: RFTR {:.1} LFT blocks, {:.1} source updates{full}",
+            summary.mean_lft_blocks,
+            summary.mean_source_updates
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -75,6 +75,13 @@ pub struct ScenarioResult {
     pub transitions: u8,
     pub deadlock_free: bool,
     pub unsupported_pairs: u64,
+    /// What RFTR pushes for the whole scenario: sources given a new (DLID, SL) (a repaired
+    /// path that keeps its DLID and SL needs none), and the 64-LID LFT blocks it changes
+    /// (lines written before these existed read as 0).
+    #[serde(default)]
+    pub source_updates: u64,
+    #[serde(default)]
+    pub lft_blocks: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full: Option<FullVerdict>,
 }
@@ -397,6 +404,8 @@ fn finish(
         transitions: r.max_transitions(),
         deadlock_free: last.deadlock_free,
         unsupported_pairs: last.unsupported_pairs,
+        source_updates: r.delta.sources.len() as u64,
+        lft_blocks: r.delta.counts().lft_blocks as u64,
         full,
     }
 }
@@ -592,14 +601,22 @@ pub struct SweepSummary {
     pub full_supported: u64,
     pub full_deadlock_free: u64,
     pub full_mean_changed_pairs: f64,
+    /// RFTR's mean over the scenarios: sources given a new (DLID, SL), LFT blocks changed.
+    pub mean_source_updates: f64,
+    pub mean_lft_blocks: f64,
+    /// Full reconfiguration's mean LFT blocks changed.
+    pub full_mean_lft_blocks: f64,
 }
 
 impl SweepSummary {
     pub fn of<'a>(results: impl Iterator<Item = &'a ScenarioResult>) -> SweepSummary {
         let mut s = SweepSummary::default();
         let mut changed = 0u64;
+        let (mut rchanged, mut rblocks, mut fblocks) = (0u64, 0u64, 0u64);
         for r in results {
             s.scenarios += 1;
+            rchanged += r.source_updates;
+            rblocks += r.lft_blocks;
             s.supported += u64::from(r.supported);
             s.deadlock_free += u64::from(r.deadlock_free);
             s.max_sls = s.max_sls.max(r.sls);
@@ -610,13 +627,17 @@ impl SweepSummary {
                 s.full_supported += u64::from(fv.supported);
                 s.full_deadlock_free += u64::from(fv.deadlock_free);
                 changed += fv.changed_pairs;
+                fblocks += fv.lft_blocks;
             }
         }
         if s.scenarios > 0 {
             s.supported_pct = 100.0 * s.supported as f64 / s.scenarios as f64;
+            s.mean_source_updates = rchanged as f64 / s.scenarios as f64;
+            s.mean_lft_blocks = rblocks as f64 / s.scenarios as f64;
         }
         if s.full_scenarios > 0 {
             s.full_mean_changed_pairs = changed as f64 / s.full_scenarios as f64;
+            s.full_mean_lft_blocks = fblocks as f64 / s.full_scenarios as f64;
         }
         s
     }
