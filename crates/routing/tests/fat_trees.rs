@@ -325,28 +325,14 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> (u64, u64) {
             }
         }
     }
-    // switch-graph distances (BFS from every switch)
     let peer = |c: u32| {
         let d = f.port(f.channel_dst(fabric::ChannelId(c))).node;
         f.is_switch(d).then(|| f.switch_index[d.idx()] as usize)
     };
+    // switch-graph distances (BFS from every switch)
+    let topo = routing::engines::common::Topo::new(f, &FaultMask::none(f));
     let dist: Vec<Vec<u32>> = (0..n)
-        .map(|a| {
-            let mut d = vec![u32::MAX; n];
-            d[a] = 0;
-            let mut q = std::collections::VecDeque::from([a]);
-            while let Some(u) = q.pop_front() {
-                for c in f.switch_links(u) {
-                    if let Some(v) = peer(c.0) {
-                        if d[v] == u32::MAX {
-                            d[v] = d[u] + 1;
-                            q.push_back(v);
-                        }
-                    }
-                }
-            }
-            d
-        })
+        .map(|a| routing::engines::ranking::bfs_levels(&topo, &[a]))
         .collect();
     let mut bound = 0u64;
     let mut max = 0u64;

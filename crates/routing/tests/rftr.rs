@@ -289,6 +289,39 @@ fn start_engine<'f>(f: &'f Fabric, name: &str, vls: u8) -> Option<(Rftr<'f>, boo
     Some((Rftr::new(f, &base, how, cfg).ok()?, fresh))
 }
 
+/// What `fault` writes for checkers: RFTR's tables with unused virtual LIDs mirrored and the
+/// pairs no source uses completed. `cdg::check` over every (source, LID) finds no credit
+/// loop, and every pair delivered unless the completion counted pairs it could not cover;
+/// the pairs in use walk the same hops on the same VLs as before.
+fn assert_completion_for_checkers(
+    f: &Fabric,
+    r: &Rftr<'_>,
+    what: &str,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    let before = selected_walks(r, &r.mask.clone());
+    let mut t = r.routing.clone();
+    t.mirror_unrouted_lmc_lids(f);
+    let c = r.complete_for_checkers(&mut t);
+    prop_assert!(c.applied);
+    let rep = routing::cdg::check(f, &t, Some(&r.mask));
+    prop_assert!(
+        rep.deadlock_free,
+        "{what}: credit loops after completion ({:?}): {:?}",
+        c,
+        rep.cycles.first().map(|x| &x.witness[0])
+    );
+    if c.uncovered == 0 {
+        prop_assert_eq!(rep.pairs.ok, rep.pairs.checked, "{}: {:?}", what, c);
+    }
+    for (s, d, w) in &before {
+        let dlid = r.dlid(*s, *d).unwrap();
+        let w2 = walk(f, &t, &r.mask, *s as usize, *d as usize, dlid);
+        prop_assert!(w2.complete);
+        prop_assert_eq!(&w2.hops, &w.hops);
+    }
+    Ok(())
+}
+
 /// `n` distinct random inter-switch link faults (fewer when the fabric has fewer links), then
 /// a random switch fault if `with_switch`, drawn from `seed`.
 fn random_faults(f: &Fabric, seed: u64, n: usize, with_switch: bool) -> Vec<Fault> {
@@ -808,23 +841,7 @@ proptest! {
         for fault in random_faults(&f, seed, nfaults, with_switch) {
             r.apply(fault);
         }
-        let before = selected_walks(&r, &r.mask.clone());
-        let mut t = r.routing.clone();
-        t.mirror_unrouted_lmc_lids(&f);
-        let c = r.complete_for_checkers(&mut t);
-        prop_assert!(c.applied);
-        let rep = routing::cdg::check(&f, &t, Some(&r.mask));
-        prop_assert!(rep.deadlock_free, "{spec}: credit loops after completion ({:?}): {:?}", c, rep.cycles.first().map(|x| &x.witness[0]));
-        if c.uncovered == 0 {
-            prop_assert_eq!(rep.pairs.ok, rep.pairs.checked, "{}: {:?}", spec, c);
-        }
-        // the pairs in use walk the same hops on the same VLs
-        for (s, d, w) in &before {
-            let dlid = r.dlid(*s, *d).unwrap();
-            let w2 = walk(&f, &t, &r.mask, *s as usize, *d as usize, dlid);
-            prop_assert!(w2.complete);
-            prop_assert_eq!(&w2.hops, &w.hops);
-        }
+        assert_completion_for_checkers(&f, &r, &spec)?;
     }
 }
 
@@ -855,22 +872,7 @@ proptest! {
         for fault in random_faults(&f, seed, nfaults, false) {
             r.apply(fault);
         }
-        let before = selected_walks(&r, &r.mask.clone());
-        let mut t = r.routing.clone();
-        t.mirror_unrouted_lmc_lids(&f);
-        let c = r.complete_for_checkers(&mut t);
-        prop_assert!(c.applied);
-        let rep = routing::cdg::check(&f, &t, Some(&r.mask));
-        prop_assert!(rep.deadlock_free, "{name} on {spec} (fresh VLs: {fresh}): credit loops after completion ({:?})", c);
-        if c.uncovered == 0 {
-            prop_assert_eq!(rep.pairs.ok, rep.pairs.checked, "{} on {}: {:?}", name, spec, c);
-        }
-        for (s, d, w) in &before {
-            let dlid = r.dlid(*s, *d).unwrap();
-            let w2 = walk(&f, &t, &r.mask, *s as usize, *d as usize, dlid);
-            prop_assert!(w2.complete);
-            prop_assert_eq!(&w2.hops, &w.hops);
-        }
+        assert_completion_for_checkers(&f, &r, &format!("{name} on {spec} (fresh VLs: {fresh})"))?;
     }
 }
 

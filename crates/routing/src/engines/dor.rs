@@ -18,7 +18,7 @@ use super::common::{
 };
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::turn::{Base, DorRule};
-use fabric::Fabric;
+use fabric::{Fabric, FaultMask};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -67,36 +67,9 @@ pub(crate) fn infer_mesh(f: &Fabric) -> Option<(Vec<Vec<u32>>, Vec<u32>)> {
     if n < 2 {
         return None;
     }
-    let peers: Vec<Vec<u32>> = (0..n)
-        .map(|s| {
-            let mut v: Vec<u32> = f
-                .switch_links(s)
-                .iter()
-                .filter_map(|&c| {
-                    let d = f.port(f.channel_dst(c)).node;
-                    let x = f.switch_index[d.idx()];
-                    (x != u32::MAX && x as usize != s).then_some(x)
-                })
-                .collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        })
-        .collect();
-    let bfs = |src: usize| -> Vec<u32> {
-        let mut d = vec![u32::MAX; n];
-        d[src] = 0;
-        let mut q = std::collections::VecDeque::from([src]);
-        while let Some(u) = q.pop_front() {
-            for &w in &peers[u] {
-                if d[w as usize] == u32::MAX {
-                    d[w as usize] = d[u] + 1;
-                    q.push_back(w as usize);
-                }
-            }
-        }
-        d
-    };
+    let t = Topo::new(f, &FaultMask::none(f));
+    let peers: Vec<Vec<u32>> = (0..n).map(|s| super::tree::distinct_peers(&t, s)).collect();
+    let bfs = |src: usize| super::ranking::bfs_levels(&t, &[src]);
     let deg = |s: usize| peers[s].len();
     let dmin = (0..n).map(deg).min()?;
     if dmin == 0 || dmin > 6 {

@@ -30,8 +30,9 @@
 
 use super::common::Topo;
 use super::ranking::UpDownRanking;
+use crate::forward::{Hop, Plane};
 use crate::tables::Routing;
-use fabric::NO_PORT;
+use fabric::ChannelId;
 use rayon::prelude::*;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -54,8 +55,6 @@ const DOWN_ONLY: u8 = 2;
 /// Resolution state bits of the same array.
 const DONE: u8 = 4;
 const ON_STACK: u8 = 8;
-/// No adjacency (in the (switch, port) → adjacency map).
-const NONE: u32 = u32::MAX;
 
 /// What the pass did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,9 +81,8 @@ struct Pass<'t, 'a> {
     t: &'t Topo<'a>,
     n: usize,
     stride: usize,
-    /// (switch, port) → index into `t.adj`, at `port_base[switch] + port`.
-    port_adj: Vec<u32>,
-    port_base: Vec<u32>,
+    /// What leaving a switch on a port leads to, under the topology's faults.
+    plane: Plane,
     /// Counted destinations: (LID, switch).
     dests: Vec<(usize, usize)>,
     /// The LFTs destination-major (`col[lid * n + s]`, kept equal to the routing's): the
@@ -96,29 +94,19 @@ struct Pass<'t, 'a> {
 }
 
 impl Pass<'_, '_> {
-    /// Adjacency index of switch `s`'s entry for destination `i` (`None` at the
-    /// destination's switch, for a dead end, or an entry that leaves the switch graph).
+    /// The next switch and the channel to it of switch `s`'s entry for destination `i`
+    /// (`None` at the destination's switch, for a dead end, or an entry that leaves the
+    /// switch graph).
     #[inline]
-    fn next(&self, i: usize, s: usize) -> Option<usize> {
+    fn next(&self, i: usize, s: usize) -> Option<(usize, u32)> {
         let (lid, ds) = self.dests[i];
         if s == ds {
             return None;
         }
-        let p = self.col[lid * self.n + s];
-        if p == NO_PORT {
-            return None;
+        match self.plane.hop(s, self.col[lid * self.n + s]) {
+            Hop::Switch { sw, ch, .. } => Some((sw as usize, ch.0)),
+            _ => None,
         }
-        let idx = self.port_base[s] as usize + p as usize;
-        if idx >= self.port_base[s + 1] as usize {
-            return None;
-        }
-        let a = self.port_adj[idx];
-        (a != NONE).then_some(a as usize)
-    }
-
-    #[inline]
-    fn peer(&self, a: usize) -> usize {
-        self.t.adj[a].peer as usize
     }
 }
 
@@ -139,23 +127,6 @@ pub fn rebalance(
         return None;
     }
     let stride = r.stride();
-    // (switch, port) -> adjacency index, each switch's ports 0..=nports in one flat array
-    let mut port_base = Vec::with_capacity(n + 1);
-    let mut total = 0u32;
-    for s in 0..n {
-        port_base.push(total);
-        total += t.f.node(t.f.switches[s]).nports as u32 + 1;
-    }
-    port_base.push(total);
-    let mut port_adj = vec![NONE; total as usize];
-    for (s, &base) in port_base.iter().take(n).enumerate() {
-        for a in t.adj_start[s]..t.adj_start[s + 1] {
-            let p = base as usize + t.adj[a as usize].port as usize;
-            if port_adj[p] == NONE {
-                port_adj[p] = a;
-            }
-        }
-    }
     let hosts: Vec<u32> = (0..n)
         .map(|s| t.ends_on(s).iter().filter(|&&i| counts(i as usize)).count() as u32)
         .collect();
@@ -171,8 +142,7 @@ pub fn rebalance(
         t,
         n,
         stride,
-        port_adj,
-        port_base,
+        plane: Plane::new(t.f, Some(&t.mask)),
         dests,
         col: super::common::transpose_rect(&r.lft, n, stride),
         h: vec![UNKNOWN; d_n * n],
@@ -225,8 +195,8 @@ pub fn rebalance(
                         }
                     }
                     for &s in order.iter() {
-                        if let Some(a) = ps.next(i, s as usize) {
-                            w[ps.peer(a)] += w[s as usize];
+                        if let Some((q, _)) = ps.next(i, s as usize) {
+                            w[q] += w[s as usize];
                         }
                     }
                 },
@@ -242,8 +212,8 @@ pub fn rebalance(
             if ps.h[i * n + s] == UNKNOWN {
                 continue;
             }
-            if let Some(a) = ps.next(i, s) {
-                load[t.adj[a].ch as usize] += ps.w[i * n + s] as u64;
+            if let Some((_, ch)) = ps.next(i, s) {
+                load[ch as usize] += ps.w[i * n + s] as u64;
             }
         }
     }
@@ -254,14 +224,9 @@ pub fn rebalance(
         .map(|(c, &l)| (l, Reverse(c as u32)))
         .collect();
     let before = heap.peek().map(|x| x.0)?;
-    let mut ch_adj = vec![NONE; nch];
-    for (a, adj) in t.adj.iter().enumerate() {
-        ch_adj[adj.ch as usize] = a as u32;
-    }
     let mut sc = Scratch {
         stamp: vec![0; n],
         epoch: 0,
-        on_new: Vec::new(),
         alts: Vec::new(),
     };
     let mut moved = 0usize;
@@ -271,11 +236,11 @@ pub fn rebalance(
         let Some((le, Reverse(e))) = heap.pop() else {
             break;
         };
-        if load[e as usize] != le || frozen[e as usize] || ch_adj[e as usize] == NONE {
-            continue; // stale, known not to be relieved, or not between live switches
+        // (only channels between live switches carry load)
+        if load[e as usize] != le || frozen[e as usize] {
+            continue; // stale, or known not to be relieved
         }
-        let ea = ch_adj[e as usize] as usize;
-        match best_move(&ps, rk, &r.lft, &load, &mut sc, ea, le, &mut work) {
+        match best_move(&ps, rk, &r.lft, &load, &mut sc, e, le, &mut work) {
             Some(mv) => {
                 apply(&mut ps, &mut load, &mut heap, r, &mut sc, mv);
                 moved += 1;
@@ -291,11 +256,10 @@ pub fn rebalance(
     })
 }
 
-/// Reused buffers: switches of the old path (stamped), switches of the new one.
+/// Reused buffers: switches of one path (stamped), candidate channels.
 struct Scratch {
     stamp: Vec<u32>,
     epoch: u32,
-    on_new: Vec<usize>,
     /// Candidate channels of the switch being relieved: (load, adjacency index).
     alts: Vec<(u64, usize)>,
 }
@@ -335,18 +299,18 @@ fn resolve(
         stack.clear();
         let mut s = s0;
         while fl[s] & (DONE | ON_STACK) == 0 {
-            let Some(a) = ps.next(i, s) else {
+            let Some((q, _)) = ps.next(i, s) else {
                 fl[s] = DONE; // a dead end: h stays UNKNOWN
                 break;
             };
             fl[s] = ON_STACK;
             stack.push(s as u32);
-            s = ps.peer(a);
+            s = q;
         }
         // back along the walk: each switch from its next hop (resolved just before it)
         while let Some(x) = stack.pop() {
             let x = x as usize;
-            let q = ps.next(i, x).map(|a| ps.peer(a)).unwrap_or(x);
+            let q = ps.next(i, x).map_or(x, |(q, _)| q);
             if fl[q] & DONE == 0 || h[q] >= UNKNOWN - 1 {
                 fl[x] = DONE; // a loop, a dead end or a path too long to count
                 continue;
@@ -377,18 +341,25 @@ fn best_move(
     lft: &[u8],
     load: &[u64],
     sc: &mut Scratch,
-    ea: usize,
+    e: u32,
     le: u64,
     work: &mut usize,
 ) -> Option<Move> {
     let (t, n) = (ps.t, ps.n);
-    let s = tail_of(t, ea);
+    let f = t.f;
+    let (src, dst) = (
+        f.port(f.channel_src(ChannelId(e))),
+        f.port(f.channel_dst(ChannelId(e))),
+    );
+    let s = f.switch_index[src.node.idx()] as usize;
+    let p = f.switch_index[dst.node.idx()] as usize;
+    let port = src.num;
     *work += 1;
     // Only channels of the switch that can take at least one more pair are candidates.
     sc.alts.clear();
     for b in t.adj_start[s] as usize..t.adj_start[s + 1] as usize {
         let l = load[t.adj[b].ch as usize];
-        if b != ea && l + 1 < le {
+        if t.adj[b].ch != e && l + 1 < le {
             sc.alts.push((l, b));
         }
     }
@@ -396,8 +367,6 @@ fn best_move(
         return None;
     }
     let min_alt = sc.alts.iter().map(|a| a.0).min().unwrap_or(u64::MAX);
-    let p = ps.peer(ea);
-    let port = t.adj[ea].port;
     let row_s = &lft[s * ps.stride..(s + 1) * ps.stride];
     let mut best: Option<(u64, Move)> = None;
     *work += ps.dests.len();
@@ -424,7 +393,7 @@ fn best_move(
             if l + ws >= bound {
                 continue;
             }
-            let q = ps.peer(b);
+            let q = t.adj[b].peer as usize;
             if ps.h[row + q] != hp {
                 continue;
             }
@@ -442,7 +411,7 @@ fn best_move(
                     sc.stamp[x] = ep;
                     *work += 1;
                     match ps.next(i, x) {
-                        Some(a) => x = ps.peer(a),
+                        Some((q, _)) => x = q,
                         None => break,
                     }
                 }
@@ -452,11 +421,11 @@ fn best_move(
             *work += 1;
             while sc.stamp[y] != ep && m < bound {
                 *work += 1;
-                let Some(a) = ps.next(i, y) else {
+                let Some((ny, ch)) = ps.next(i, y) else {
                     break;
                 };
-                m = m.max(load[t.adj[a].ch as usize] + ws);
-                y = ps.peer(a);
+                m = m.max(load[ch as usize] + ws);
+                y = ny;
             }
             if m < bound {
                 best = Some((m, Move { i, s, to: b }));
@@ -464,12 +433,6 @@ fn best_move(
         }
     }
     best.map(|b| b.1)
-}
-
-/// The switch an adjacency entry leaves from.
-fn tail_of(t: &Topo, a: usize) -> usize {
-    // adj_start is sorted: the last switch whose start is <= a
-    t.adj_start.partition_point(|&x| x as usize <= a) - 1
 }
 
 /// Apply a move: the traffic on both paths up to where they meet, the loads, the LFT entry.
@@ -484,46 +447,44 @@ fn apply(
     let (t, n) = (ps.t, ps.n);
     let row = mv.i * n;
     let ws = ps.w[row + mv.s];
-    let old = ps.next(mv.i, mv.s).expect("a move leaves a routed entry");
-    // switches of the new path, to find where the paths meet
-    sc.on_new.clear();
-    let mut y = ps.peer(mv.to);
+    // stamp the switches of the new path, to find where the paths meet
+    let ep = sc.next_epoch();
+    let first = t.adj[mv.to].peer as usize;
+    let mut y = first;
     loop {
-        sc.on_new.push(y);
+        sc.stamp[y] = ep;
         match ps.next(mv.i, y) {
-            Some(a) => y = ps.peer(a),
+            Some((q, _)) => y = q,
             None => break,
         }
     }
     // the old path loses the traffic until it meets the new one
-    let mut a = old;
+    let mut hop = ps.next(mv.i, mv.s).expect("a move leaves a routed entry");
     let meet = loop {
-        let c = t.adj[a].ch as usize;
+        let (x, c) = (hop.0, hop.1 as usize);
         load[c] -= ws as u64;
         heap.push((load[c], Reverse(c as u32)));
-        let x = ps.peer(a);
-        if sc.on_new.contains(&x) {
+        if sc.stamp[x] == ep {
             break x;
         }
         ps.w[row + x] -= ws;
         match ps.next(mv.i, x) {
-            Some(na) => a = na,
+            Some(h) => hop = h,
             None => break x,
         }
     };
     // the new path gains it until the same switch
-    let mut a = mv.to;
+    let mut hop = (first, t.adj[mv.to].ch);
     loop {
-        let c = t.adj[a].ch as usize;
+        let (x, c) = (hop.0, hop.1 as usize);
         load[c] += ws as u64;
         heap.push((load[c], Reverse(c as u32)));
-        let x = ps.peer(a);
         if x == meet {
             break;
         }
         ps.w[row + x] += ws;
         match ps.next(mv.i, x) {
-            Some(na) => a = na,
+            Some(h) => hop = h,
             None => break,
         }
     }

@@ -163,9 +163,7 @@ fn hostless_leaves(t: &Topo, level: &[u32], hosts: &[u32], peers: &[Vec<u32>]) -
             mine.first().is_some_and(|&first| {
                 peers[first as usize].iter().any(|&l| {
                     let l = l as usize;
-                    level[l] == 0
-                        && hosts[l] > 0
-                        && mine.iter().all(|q| peers[l].binary_search(q).is_ok())
+                    level[l] == 0 && hosts[l] > 0 && covers(&peers[l], mine)
                 })
             })
         })
@@ -192,11 +190,7 @@ fn hostless_lower(t: &Topo, level: &mut [u32], hosts: &[u32], peers: &[Vec<u32>]
             peers[first]
                 .iter()
                 .map(|&u| u as usize)
-                .filter(|&u| {
-                    u != s
-                        && level[u] + 1 < ls
-                        && mine.iter().all(|q| peers[u].binary_search(q).is_ok())
-                })
+                .filter(|&u| u != s && level[u] + 1 < ls && covers(&peers[u], mine))
                 .map(|u| level[u])
                 .min()
                 .map(|l| (s, l))
@@ -205,6 +199,11 @@ fn hostless_lower(t: &Topo, level: &mut [u32], hosts: &[u32], peers: &[Vec<u32>]
     for (s, l) in moves {
         level[s] = l;
     }
+}
+
+/// Whether the sorted neighbour list `theirs` contains every switch of `mine`.
+fn covers(theirs: &[u32], mine: &[u32]) -> bool {
+    mine.iter().all(|q| theirs.binary_search(q).is_ok())
 }
 
 /// Host ports per switch (`is_host` per end of `t`).
@@ -219,7 +218,7 @@ fn hosts_per_switch(t: &Topo, is_host: &[bool]) -> Vec<u32> {
 }
 
 /// The neighbour switches of `s`, each once, sorted.
-fn distinct_peers(t: &Topo, s: usize) -> Vec<u32> {
+pub(crate) fn distinct_peers(t: &Topo, s: usize) -> Vec<u32> {
     let mut v: Vec<u32> = t
         .links(s)
         .iter()

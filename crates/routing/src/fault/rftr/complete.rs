@@ -95,6 +95,20 @@ struct Col {
     turns: Vec<u8>,
 }
 
+impl Col {
+    /// Switch `x` takes the entry toward `y` (port, channel), reached at level `t` of
+    /// illegal turns (legal when `t` = 0).
+    fn fill(&mut self, x: usize, y: usize, port: u8, ch: ChannelId, t: u8, fx: &mut ColumnFix) {
+        self.filled[x] = true;
+        self.entry[x] = port;
+        self.out[x] = ch;
+        self.hops[x] = self.hops[y] + 1;
+        self.turns[x] = t;
+        self.legal[x] = t == 0;
+        fx.entries.push((x as u32, port));
+    }
+}
+
 /// Per-column result, applied after the parallel part.
 #[derive(Default)]
 struct ColumnFix {
@@ -365,15 +379,6 @@ impl<'f> Rftr<'f> {
     fn fill_column(&self, col: &mut Col, ds: usize, fx: &mut ColumnFix) {
         let f = self.f;
         let ns = f.num_switches();
-        let Col {
-            entry,
-            deliv,
-            legal,
-            filled,
-            out,
-            hops,
-            turns,
-        } = col;
         // Fill, level by level of illegal turns t = 0..=max (VLs - 1): breadth-first by hops
         // from the switches whose path takes t illegal turns, through legal turns; a switch
         // reached only through an illegal turn waits for level t + 1. (Level 0 gives legal
@@ -383,28 +388,23 @@ impl<'f> Rftr<'f> {
         let mut next_level: Vec<(usize, usize, u8, ChannelId)> = Vec::new();
         for t in 0..=max_vl {
             let mut seeds: Vec<usize> = Vec::new();
-            next_level.sort_by_key(|&(x, y, _, _)| (x, hops[y], y));
+            next_level.sort_by_key(|&(x, y, _, _)| (x, col.hops[y], y));
             for &(x, y, port, ch) in &next_level {
-                if deliv[x] || filled[x] {
+                if col.deliv[x] || col.filled[x] {
                     continue;
                 }
-                filled[x] = true;
-                entry[x] = port;
-                out[x] = ch;
-                hops[x] = hops[y] + 1;
-                turns[x] = t;
-                fx.entries.push((x as u32, port));
+                col.fill(x, y, port, ch, t, fx);
                 seeds.push(x);
             }
             next_level.clear();
-            seeds.extend((0..ns).filter(|&s| deliv[s] && turns[s] == t));
-            seeds.sort_by_key(|&s| (hops[s], s));
+            seeds.extend((0..ns).filter(|&s| col.deliv[s] && col.turns[s] == t));
+            seeds.sort_by_key(|&s| (col.hops[s], s));
             seeds.dedup();
             let mut queue: Vec<usize> = Vec::new();
             let (mut ia, mut ib) = (0, 0);
             loop {
                 let y = match (seeds.get(ia), queue.get(ib)) {
-                    (Some(&a), Some(&b)) if hops[a] <= hops[b] => {
+                    (Some(&a), Some(&b)) if col.hops[a] <= col.hops[b] => {
                         ia += 1;
                         a
                     }
@@ -425,7 +425,7 @@ impl<'f> Rftr<'f> {
                         continue;
                     };
                     let x = sw as usize;
-                    if deliv[x] || filled[x] || self.mask.node_dead(f.switches[x]) {
+                    if col.deliv[x] || col.filled[x] || self.mask.node_dead(f.switches[x]) {
                         continue;
                     }
                     let into = ChannelId(c.0 ^ 1);
@@ -434,17 +434,11 @@ impl<'f> Rftr<'f> {
                     {
                         continue;
                     }
-                    if y != ds && !self.rule.legal(f, into, out[y]) {
+                    if y != ds && !self.rule.legal(f, into, col.out[y]) {
                         next_level.push((x, y, xport, into));
                         continue;
                     }
-                    filled[x] = true;
-                    entry[x] = xport;
-                    out[x] = into;
-                    hops[x] = hops[y] + 1;
-                    turns[x] = t;
-                    legal[x] = t == 0;
-                    fx.entries.push((x as u32, xport));
+                    col.fill(x, y, xport, into, t, fx);
                     queue.push(x);
                 }
             }
@@ -452,9 +446,12 @@ impl<'f> Rftr<'f> {
         // Switches left without a way within the VL budget: no entry, so that no walk from
         // them adds a dependency (no path in use crosses them: they did not deliver).
         for x in 0..ns {
-            if !deliv[x] && !filled[x] && !self.mask.node_dead(f.switches[x]) && entry[x] != NO_PORT
+            if !col.deliv[x]
+                && !col.filled[x]
+                && !self.mask.node_dead(f.switches[x])
+                && col.entry[x] != NO_PORT
             {
-                entry[x] = NO_PORT;
+                col.entry[x] = NO_PORT;
                 fx.entries.push((x as u32, NO_PORT));
             }
         }
