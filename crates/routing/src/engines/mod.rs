@@ -12,6 +12,7 @@
 //! | `dor` | [`dor`] | dimension-order routing on meshes/tori/hypercubes |
 //! | `ftree` | [`ftree`] | fat-tree routing with created-route-only counters, degraded trees routed |
 //! | `sssp` | [`sssp`] | globally balanced shortest paths (one Dijkstra per destination LID) |
+//! | `dfsssp`, `lash`, `hopvl`, `nue` | one file each | the VL engines: deadlock-free with VLs |
 //!
 //! Invariants shared by all engines:
 //! - a fault mask makes dead links, switches and end nodes absent; LIDs of dead or unreachable
@@ -31,6 +32,7 @@ pub mod ftree;
 pub mod hopvl;
 pub mod lash;
 pub mod minhop;
+pub mod nue;
 pub mod ranking;
 pub mod rebalance;
 pub mod roots;
@@ -229,6 +231,9 @@ registry! {
     HOPVL "hopvl" [] hopvl::HopVl,
         deadlock_free: true, rftr_base: true,
         "SSSP paths, VL = hop index (low-diameter networks; HOTI'16)";
+    NUE "nue" [] nue::Nue,
+        deadlock_free: true, rftr_base: true,
+        "routing in the complete CDG: deadlock-free on any fabric with any VL count";
 }
 
 /// The engine called `name` (its name or an alias; exact match).

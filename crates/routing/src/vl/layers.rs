@@ -243,6 +243,36 @@ impl Layers {
         true
     }
 
+    /// Adds one reference to the single dependency `u → v` in layer `l` if the layer stays
+    /// acyclic; otherwise changes nothing and returns false. A refusal is remembered until
+    /// an edge leaves the layer (while edges are only added, it stays a refusal). Unlike
+    /// [`Layers::try_add`] it counts no path.
+    pub fn try_add_edge(&mut self, l: usize, u: u32, v: u32) -> bool {
+        let n = self.n;
+        let layer = &mut self.layers[l];
+        layer.ensure(n);
+        layer.add_edge(u, v, true, &mut self.fwd, &mut self.back).0
+    }
+
+    /// True when `u → v` is remembered as closing a cycle in layer `l` (a refusal of
+    /// [`Layers::try_add_edge`] not forgotten since); false says nothing.
+    pub fn refused(&self, l: usize, u: u32, v: u32) -> bool {
+        self.layers[l]
+            .closes
+            .get(u as usize)
+            .is_some_and(|c| c.contains(&v))
+    }
+
+    /// Drops one reference to `u → v`, added by [`Layers::try_add_edge`]. Remembered
+    /// refusals stay (a refused edge may fit now, so later refusals may be too cautious, never
+    /// wrong) unless `forget`.
+    pub fn remove_edge(&mut self, l: usize, u: u32, v: u32, forget: bool) {
+        let layer = &mut self.layers[l];
+        if layer.remove_edge(u, v) && forget {
+            layer.forget_closing();
+        }
+    }
+
     /// Takes a path placed with [`Layers::try_add`] out of layer `l`.
     pub fn remove(&mut self, l: usize, chans: &[u32]) {
         let layer = &mut self.layers[l];

@@ -1,0 +1,821 @@
+//! `nue`: routing inside the complete channel dependency graph (Domke, Hoefler and Matsuoka,
+//! HPDC 2016; OpenSM's `nue`). Deadlock-free on every connected fabric within any VL budget,
+//! one VL included, and never a fallback to another engine.
+//!
+//! **Layers.** Destinations are split by their switch into as many layers as there are VLs
+//! (`Budget::vls`, at most the SLs from `start_vl`): the live switches in breadth-first order
+//! from a far switch of each component, cut into bands of equal destination LIDs, so a layer's
+//! destinations lie close together. A layer is one VL; the path SL is `start_vl + layer` for
+//! every source (SL depends on the destination only) and SL2VL is the identity. Each layer
+//! keeps its own channel dependency graph ([`Layers`], an incremental topological order), and
+//! the invariant is that it stays **acyclic**: every dependency any table of the layer creates
+//! is in it, and none is added that closes a cycle.
+//!
+//! **Escape paths.** Per layer a spanning tree from the layer's central switch (least
+//! eccentricity toward the layer's destination switches, then least total distance) by
+//! breadth first, each switch's parent the least-loaded one a level up. The dependencies of
+//! tree routing toward the layer's destinations (up→up, up→down turns at ancestors of
+//! destinations, down→down toward them) go into the layer's graph first; they are acyclic
+//! (up channels by depth, then down channels by depth), and any destination of the layer can
+//! always be routed along the tree with nothing new added.
+//!
+//! **Routing one destination LID.** A Dijkstra from the destination switch over switches, on
+//! channel costs that are one hop plus the routes the channel already carries (hop count
+//! first, so a path is as short as the dependencies allow; load second, balance as in SSSP).
+//! When switch `v` is reached from `u` over channel `v → u`, the dependency `(v → u) →
+//! (u → next(u))` must fit the layer's graph; if it would close a cycle, `v` is not reached
+//! that way. A switch's tentative dependency is taken out again when a cheaper way replaces
+//! it, so only the final tree's dependencies stay. Where the search leaves a switch of the
+//! component unreached (an impasse), the unreached switches follow the layer's escape tree,
+//! and so does every searched switch where the hand-over between tree and search would close
+//! a cycle (grown until every hand-over fits; at worst the whole destination follows the
+//! tree, whose dependencies are in the graph from the start). OpenSM's local backtracking and
+//! shortcut discovery are not reproduced: the partial escape takes their place. After each LID every channel on the path from switch `s`
+//! gains `s`'s sources (its end ports and itself).
+//!
+//! Switch LIDs are routed in their switch's layer like every other destination, so switch
+//! traffic is deadlock-free too (OpenSM routes them without the check unless
+//! `nue_include_switches`).
+
+use super::common::{transpose_rect, unreached_note, Topo};
+use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
+use crate::tables::PathSl;
+use crate::turn::Base;
+use crate::vl::layers::Layers;
+use fabric::{Fabric, NO_PORT};
+use rayon::prelude::*;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The `nue` engine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Nue;
+
+/// Cost of one hop, above any sum of route counts along a path (as in SSSP).
+const HOP: u64 = 1 << 42;
+/// "No channel".
+const NONE: u32 = u32::MAX;
+/// Whether taking a dependency out forgets the remembered refusals.
+const FORGET: bool = false;
+
+impl Engine for Nue {
+    fn info(&self) -> &'static EngineInfo {
+        &super::NUE
+    }
+    /// RFTR keeps Nue's layers and puts repaired paths on VLs above them.
+    fn rftr_base<'f>(&self, _f: &'f Fabric, _opts: &RouteOptions) -> Result<Base<'f>, EngineError> {
+        Ok(Base::FreshVls)
+    }
+    fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
+        let b = opts.budget;
+        b.validate()?;
+        let k = (b.vls as usize)
+            .min((b.sls as usize).saturating_sub(b.start_vl as usize))
+            .max(1);
+        Ok(route(t, k, b.start_vl))
+    }
+}
+
+/// Static facts of the live switch graph the routing reads in its inner loops.
+struct Net<'t> {
+    t: &'t Topo<'t>,
+    /// Per channel: the output port at its source switch, and the switch it leads to.
+    ch_port: Vec<u8>,
+    ch_dst: Vec<u32>,
+    /// Per switch: its component (by breadth first) and the size of each component.
+    comp: Vec<u32>,
+    comp_size: Vec<u32>,
+    /// Per component: its switches, ascending.
+    members: Vec<Vec<u32>>,
+}
+
+impl<'t> Net<'t> {
+    fn new(t: &'t Topo<'t>) -> Self {
+        let f = t.f;
+        let mut ch_port = vec![NO_PORT; f.links.len() * 2];
+        let mut ch_dst = vec![NONE; f.links.len() * 2];
+        for a in &t.adj {
+            ch_port[a.ch as usize] = a.port;
+            ch_dst[a.ch as usize] = a.peer;
+        }
+        let mut comp = vec![u32::MAX; t.n];
+        let mut comp_size = Vec::new();
+        for s in 0..t.n {
+            if !t.alive[s] || comp[s] != u32::MAX {
+                continue;
+            }
+            let c = comp_size.len() as u32;
+            let lv = super::ranking::bfs_levels(t, &[s]);
+            let mut size = 0;
+            for (x, &l) in lv.iter().enumerate() {
+                if l != u32::MAX {
+                    comp[x] = c;
+                    size += 1;
+                }
+            }
+            comp_size.push(size);
+        }
+        let mut members = vec![Vec::new(); comp_size.len()];
+        for s in 0..t.n {
+            if comp[s] != u32::MAX {
+                members[comp[s] as usize].push(s as u32);
+            }
+        }
+        Net {
+            t,
+            ch_port,
+            ch_dst,
+            comp,
+            comp_size,
+            members,
+        }
+    }
+}
+
+/// Layer of every switch, by recursive bisection: a set of switches is split into a ball
+/// grown breadth first from a far switch of the set (within the set) holding its share of
+/// destination LIDs, and the rest; each part is split again for its share of the `k` layers.
+/// Balls keep a layer's destinations together, so their routes agree on directions (a band
+/// of breadth-first levels would wrap around a torus).
+fn partition(net: &Net, k: usize, weight: &[u64]) -> Vec<u8> {
+    let t = net.t;
+    let mut layer = vec![0u8; t.n];
+    let all: Vec<u32> = (0..t.n as u32).filter(|&s| t.alive[s as usize]).collect();
+    let mut inset = vec![false; t.n];
+    let mut lv = vec![u32::MAX; t.n];
+    let mut stack = vec![(all, 0usize, k)];
+    while let Some((set, first, count)) = stack.pop() {
+        if count == 1 || set.len() <= 1 {
+            for &s in &set {
+                layer[s as usize] = first as u8;
+            }
+            continue;
+        }
+        let (k1, k2) = (count / 2, count - count / 2);
+        for &s in &set {
+            inset[s as usize] = true;
+        }
+        // breadth first within the set from `from`, restarting at the lowest switch not yet
+        // reached when the set is not connected; the visiting order
+        let bfs = |from: u32, lv: &mut Vec<u32>| -> Vec<u32> {
+            for &s in &set {
+                lv[s as usize] = u32::MAX;
+            }
+            let mut order = Vec::with_capacity(set.len());
+            let mut starts = std::iter::once(from).chain(set.iter().copied());
+            while order.len() < set.len() {
+                let Some(st) = starts.find(|&x| lv[x as usize] == u32::MAX) else {
+                    break;
+                };
+                lv[st as usize] = 0;
+                let mut h = order.len();
+                order.push(st);
+                while h < order.len() {
+                    let u = order[h] as usize;
+                    h += 1;
+                    for a in t.links(u) {
+                        let p = a.peer as usize;
+                        if inset[p] && lv[p] == u32::MAX {
+                            lv[p] = lv[u] + 1;
+                            order.push(p as u32);
+                        }
+                    }
+                }
+            }
+            order
+        };
+        let o = bfs(set[0], &mut lv);
+        let far = *o.last().unwrap_or(&set[0]);
+        let o = bfs(far, &mut lv);
+        for &s in &set {
+            inset[s as usize] = false;
+        }
+        let total: u64 = o.iter().map(|&s| weight[s as usize]).sum();
+        let want = total * k1 as u64 / count as u64;
+        let mut acc = 0u64;
+        let mut cut = 0;
+        while cut < o.len() && (acc < want || cut == 0) && cut + 1 < o.len() {
+            acc += weight[o[cut] as usize];
+            cut += 1;
+        }
+        let (a, b) = o.split_at(cut);
+        stack.push((b.to_vec(), first + k1, k2));
+        stack.push((a.to_vec(), first, k1));
+    }
+    layer
+}
+
+/// The escape tree of one layer: per switch its parent channel (switch → parent, `NONE` at a
+/// root), parent switch and children count.
+struct Tree {
+    up: Vec<u32>,
+    parent: Vec<u32>,
+}
+
+/// The layer's central switch per component: least eccentricity toward the layer's
+/// destination switches, then least total distance, then index; components without a
+/// destination of the layer get their first switch.
+fn centres(net: &Net, dests: &[usize]) -> Vec<usize> {
+    let t = net.t;
+    let n = t.n;
+    let (ecc, sum) = dests
+        .par_iter()
+        .fold(
+            || (vec![0u32; n], vec![0u64; n]),
+            |(mut e, mut s), &d| {
+                let lv = super::ranking::bfs_levels(t, &[d]);
+                for x in 0..n {
+                    if lv[x] != u32::MAX {
+                        e[x] = e[x].max(lv[x]);
+                        s[x] += lv[x] as u64;
+                    }
+                }
+                (e, s)
+            },
+        )
+        .reduce(
+            || (vec![0u32; n], vec![0u64; n]),
+            |(mut e, mut s), (e2, s2)| {
+                for x in 0..n {
+                    e[x] = e[x].max(e2[x]);
+                    s[x] += s2[x];
+                }
+                (e, s)
+            },
+        );
+    let mut best: Vec<Option<usize>> = vec![None; net.comp_size.len()];
+    for x in (0..n).filter(|&x| t.alive[x]) {
+        let c = net.comp[x] as usize;
+        let key = |y: usize| (ecc[y], sum[y], y);
+        if best[c].is_none_or(|b| key(x) < key(b)) {
+            best[c] = Some(x);
+        }
+    }
+    best.into_iter().flatten().collect()
+}
+
+/// Breadth-first spanning forest from `roots`; each switch's parent is the neighbour one level
+/// up whose channel toward it carries the least load (then the lower channel).
+fn escape_tree(net: &Net, roots: &[usize], load: &[u64]) -> Tree {
+    let t = net.t;
+    let lv = super::ranking::bfs_levels(t, roots);
+    let mut up = vec![NONE; t.n];
+    let mut parent = vec![NONE; t.n];
+    for s in 0..t.n {
+        if lv[s] == u32::MAX || lv[s] == 0 {
+            continue;
+        }
+        let best = t
+            .links(s)
+            .iter()
+            .filter(|a| lv[a.peer as usize] + 1 == lv[s])
+            .min_by_key(|a| (load[a.ch as usize], a.ch));
+        if let Some(a) = best {
+            up[s] = a.ch;
+            parent[s] = a.peer;
+        }
+    }
+    Tree { up, parent }
+}
+
+/// Puts the dependencies of tree routing toward `dests` into layer `l`: up→up everywhere;
+/// at every switch `y` on the way from a destination to its root, the turn from any child's
+/// up channel into the down channel toward a destination-side child, and down→down along
+/// those ways. All together acyclic, so every one fits.
+fn mark_escape(layers: &mut Layers, l: usize, tree: &Tree, dests: &[usize], n: usize) {
+    let mut on_way = vec![false; n];
+    for &d in dests {
+        let mut x = d;
+        while !on_way[x] {
+            on_way[x] = true;
+            if tree.parent[x] == NONE {
+                break;
+            }
+            x = tree.parent[x] as usize;
+        }
+    }
+    let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (s, &p) in tree.parent.iter().enumerate() {
+        if p != NONE {
+            children[p as usize].push(s as u32);
+        }
+    }
+    // the layer's graph is empty here, and these are acyclic: every one fits
+    let mut add = |u: u32, v: u32| {
+        let ok = layers.try_add_edge(l, u, v);
+        debug_assert!(ok, "escape dependencies are acyclic");
+    };
+    for (s, &p) in tree.parent.iter().enumerate() {
+        if p == NONE {
+            continue;
+        }
+        let p = p as usize;
+        // up → up
+        if tree.up[p] != NONE {
+            add(tree.up[s], tree.up[p]);
+        }
+        if !on_way[s] {
+            continue;
+        }
+        let down = tree.up[s] ^ 1; // p → s
+                                   // down → down: arriving at p from its parent, on toward s
+        if tree.up[p] != NONE {
+            add(tree.up[p] ^ 1, down);
+        }
+        // turns at p: up from another child, down toward s
+        for &c in &children[p] {
+            if c as usize != s {
+                add(tree.up[c as usize], down);
+            }
+        }
+    }
+}
+
+/// Reusable per-destination state.
+struct Work {
+    /// Per switch: the channel it forwards on (`NONE` = unreached or the destination).
+    out: Vec<u32>,
+    /// Per switch: the next switch's channel its dependency leads into (`NONE`: none added).
+    dep: Vec<u32>,
+    par: Vec<u32>,
+    done: Vec<bool>,
+    order: Vec<u32>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    dist: Vec<u64>,
+    cand: Vec<u32>,
+    touched: Vec<u32>,
+    acc: Vec<u64>,
+}
+
+/// What routing one layer's destinations came to.
+#[derive(Default)]
+struct Tally {
+    /// Destination LIDs whose search left switches unreached.
+    impasses: usize,
+    /// (switch, destination LID) pairs routed along the escape tree.
+    escaping: usize,
+    unreached: usize,
+}
+
+/// Orders of a layer's destinations tried, by name: the order of the fabric's end ports
+/// (then switch LIDs), nearest to the layer's central switch first, farthest first. Which
+/// one balances best depends on the fabric and the VL count; all are tried and the best kept.
+const ORDERS: [&str; 3] = ["fabric order", "nearest the centre first", "farthest first"];
+
+/// One destination LID: its switch, the LID, the port it leaves its switch by.
+type Dest = (u32, u32, u8);
+
+/// The tables of one order of destinations and how good they are.
+struct Attempt {
+    /// LID-major output ports (`cols[lid * n + s]`).
+    cols: Vec<u8>,
+    tally: Tally,
+    /// Routes of end-port pairs on the busiest channel, and over all channels (base LIDs).
+    score: (u64, u64),
+}
+
+fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
+    let n = t.n;
+    let net = Net::new(t);
+    let mut r = t.base_routing();
+    let stride = r.stride();
+    // destinations: every LID of every end port, then every switch LID; the base LIDs of end
+    // ports are what the score counts
+    let mut dests: Vec<Dest> = Vec::new();
+    let mut scored = vec![false; stride];
+    for e in &t.ends {
+        if let Some(x) = scored.get_mut(e.base as usize) {
+            *x = true;
+        }
+        for off in 0..e.nlids as u32 {
+            dests.push((e.sw, e.base as u32 + off, e.sw_port));
+        }
+    }
+    for s in 0..n {
+        if t.alive[s] && t.sw_lid[s] != 0 {
+            dests.push((s as u32, t.sw_lid[s] as u32, 0));
+        }
+    }
+    dests.retain(|d| (d.1 as usize) < stride);
+    let mut weight = vec![0u64; n];
+    for d in &dests {
+        weight[d.0 as usize] += 1;
+    }
+    let layer_of = partition(&net, k, &weight);
+    let per_layer: Vec<usize> = (0..k)
+        .map(|l| {
+            dests
+                .iter()
+                .filter(|d| layer_of[d.0 as usize] as usize == l)
+                .count()
+        })
+        .collect();
+    // An order whose busiest channel already carries more than a finished order's gives
+    // up: it could only end worse, so the choice does not depend on timing.
+    let bound = AtomicU64::new(u64::MAX);
+    let attempts: Vec<Option<Attempt>> = (0..ORDERS.len())
+        .into_par_iter()
+        .map(|o| route_order(&net, k, &dests, &layer_of, &scored, stride, o, &bound))
+        .collect();
+    let (best, a) = attempts
+        .into_iter()
+        .enumerate()
+        .filter_map(|(o, a)| a.map(|a| (o, a)))
+        .min_by_key(|(o, a)| (a.score, *o))
+        .expect("the first order to finish is kept");
+    // trivial entries (own switch LID, own end ports) are already in `r`; copy the rest
+    let lft = transpose_rect(&a.cols, stride, n);
+    for (i, &p) in lft.iter().enumerate() {
+        if p != NO_PORT {
+            r.lft[i] = p;
+        }
+    }
+    r.path_sl = if k == 1 {
+        PathSl::Uniform(start_vl)
+    } else {
+        let mut sl = vec![start_vl; stride];
+        for d in &dests {
+            sl[d.1 as usize] = start_vl + layer_of[d.0 as usize];
+        }
+        PathSl::PerDest(sl)
+    };
+    let used = per_layer.iter().filter(|&&c| c > 0).count();
+    let mut notes = vec![format!(
+        "nue: {used} of {k} layers hold destinations (VLs {start_vl}..{}, SL = VL); destination LIDs per layer {per_layer:?}; destinations in {} (the best of {} orders)",
+        start_vl as usize + k - 1,
+        ORDERS[best],
+        ORDERS.len()
+    )];
+    if a.tally.impasses > 0 {
+        notes.push(format!(
+            "nue: {} destination LIDs met an impasse; {} (switch, destination LID) entries follow the layer's escape tree",
+            a.tally.impasses, a.tally.escaping
+        ));
+    }
+    unreached_note(t, a.tally.unreached, &mut notes);
+    Routed { routing: r, notes }
+}
+
+/// Routes every layer with its destinations in order `o` of [`ORDERS`]; `None` when its
+/// busiest channel passes `bound` (the busiest of a finished order), which it lowers to its
+/// own when it finishes.
+#[allow(clippy::too_many_arguments)]
+fn route_order(
+    net: &Net,
+    k: usize,
+    dests: &[Dest],
+    layer_of: &[u8],
+    scored: &[bool],
+    stride: usize,
+    o: usize,
+    bound: &AtomicU64,
+) -> Option<Attempt> {
+    let t = net.t;
+    let n = t.n;
+    // sources per switch: its end ports
+    let src_w: Vec<u64> = (0..n).map(|s| t.ends_on(s).len() as u64).collect();
+    let nch = t.f.links.len() * 2;
+    let mut load = vec![0u64; nch];
+    let mut pair_load = vec![0u64; nch];
+    let mut layers = Layers::new(nch, k);
+    let mut cols = vec![NO_PORT; stride * n];
+    let mut w = Work {
+        out: vec![NONE; n],
+        dep: vec![NONE; n],
+        par: vec![NONE; n],
+        done: vec![false; n],
+        order: Vec::with_capacity(n),
+        heap: BinaryHeap::new(),
+        dist: vec![u64::MAX; n],
+        cand: vec![NONE; n],
+        touched: Vec::new(),
+        acc: vec![0; n],
+    };
+    let mut tally = Tally::default();
+    let alive = t.num_alive();
+    let mut busiest = 0u64;
+    for l in 0..k {
+        let mut mine: Vec<Dest> = dests
+            .iter()
+            .copied()
+            .filter(|d| layer_of[d.0 as usize] as usize == l)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut dsw: Vec<usize> = mine.iter().map(|d| d.0 as usize).collect();
+        dsw.sort_unstable();
+        dsw.dedup();
+        let roots = centres(net, &dsw);
+        let tree = escape_tree(net, &roots, &load);
+        if o > 0 {
+            let lv = super::ranking::bfs_levels(t, &roots);
+            if o == 1 {
+                mine.sort_by_key(|d| lv[d.0 as usize]);
+            } else {
+                mine.sort_by_key(|d| Reverse(lv[d.0 as usize]));
+            }
+        }
+        mark_escape(&mut layers, l, &tree, &dsw, n);
+        for &(ds, lid, port) in &mine {
+            route_one(
+                net,
+                &mut layers,
+                l,
+                &tree,
+                ds as usize,
+                &load,
+                &mut w,
+                &mut tally,
+            );
+            tally.unreached += alive - w.order.len();
+            // tables
+            let col = &mut cols[lid as usize * n..(lid as usize + 1) * n];
+            for &s in &w.order {
+                let s = s as usize;
+                col[s] = if s == ds as usize {
+                    port
+                } else {
+                    net.ch_port[w.out[s] as usize]
+                };
+            }
+            // loads: every channel on s's path gains s's sources
+            for &s in &w.order {
+                w.acc[s as usize] = src_w[s as usize];
+            }
+            let count = scored[lid as usize];
+            for &s in w.order.iter().rev() {
+                let s = s as usize;
+                if s == ds as usize {
+                    continue;
+                }
+                let a = w.acc[s];
+                load[w.out[s] as usize] += a;
+                if count {
+                    let x = &mut pair_load[w.out[s] as usize];
+                    *x += a;
+                    busiest = busiest.max(*x);
+                }
+                w.acc[w.par[s] as usize] += a;
+            }
+            if busiest > bound.load(Ordering::Relaxed) {
+                return None;
+            }
+        }
+    }
+    bound.fetch_min(busiest, Ordering::Relaxed);
+    let score = (busiest, pair_load.iter().sum());
+    Some(Attempt { cols, tally, score })
+}
+
+/// Routes destination switch `ds` (one LID) in layer `l`: fills `w.order` (switches reached,
+/// each after the one it forwards to), `w.out` and `w.par`, with every dependency in the
+/// layer's graph.
+#[allow(clippy::too_many_arguments)]
+fn route_one(
+    net: &Net,
+    layers: &mut Layers,
+    l: usize,
+    tree: &Tree,
+    ds: usize,
+    load: &[u64],
+    w: &mut Work,
+    tally: &mut Tally,
+) {
+    let t = net.t;
+    for &s in &w.order {
+        let s = s as usize;
+        w.out[s] = NONE;
+        w.dep[s] = NONE;
+        w.par[s] = NONE;
+        w.done[s] = false;
+    }
+    // every switch changed last time is in `order` (the escape lists the whole component)
+    w.order.clear();
+    w.heap.clear();
+    let mut touched = std::mem::take(&mut w.touched);
+    touched.clear();
+    // Dijkstra with each switch's cheapest hand-over (`cand`: channel v → u, u finished)
+    // checked only when the switch is popped; a refused one is replaced by the cheapest
+    // hand-over from its finished neighbours not known to be refused, and the switch goes
+    // back in the queue. No dependency is ever added tentatively.
+    w.dist[ds] = 0;
+    w.cand[ds] = NONE;
+    w.heap.push(Reverse((0, ds as u32)));
+    touched.push(ds as u32);
+    while let Some(Reverse((d, v))) = w.heap.pop() {
+        let v = v as usize;
+        if w.done[v] || d != w.dist[v] {
+            continue;
+        }
+        if v != ds {
+            let c = w.cand[v];
+            let u = net.ch_dst[c as usize] as usize;
+            let next = if u == ds { NONE } else { w.out[u] };
+            if next != NONE && !layers.try_add_edge(l, c, next) {
+                let mut best = (u64::MAX, NONE);
+                for a in t.links(v) {
+                    let u = a.peer as usize;
+                    if !w.done[u] {
+                        continue;
+                    }
+                    let next = if u == ds { NONE } else { w.out[u] };
+                    if next != NONE && layers.refused(l, a.ch, next) {
+                        continue;
+                    }
+                    best = best.min((w.dist[u] + HOP + load[a.ch as usize], a.ch));
+                }
+                w.dist[v] = best.0;
+                w.cand[v] = best.1;
+                if best.1 != NONE {
+                    w.heap.push(Reverse((best.0, v as u32)));
+                }
+                continue;
+            }
+            w.out[v] = c;
+            w.dep[v] = next;
+            w.par[v] = u as u32;
+        }
+        w.done[v] = true;
+        w.order.push(v as u32);
+        for a in t.links(v) {
+            let x = a.peer as usize;
+            if w.done[x] {
+                continue;
+            }
+            let c = a.ch ^ 1; // x → v
+            let cost = d + HOP + load[c as usize];
+            if cost < w.dist[x] {
+                if w.dist[x] == u64::MAX {
+                    touched.push(x as u32);
+                }
+                w.dist[x] = cost;
+                w.cand[x] = c;
+                w.heap.push(Reverse((cost, x as u32)));
+            }
+        }
+    }
+    for &s in &touched {
+        w.dist[s as usize] = u64::MAX;
+    }
+    w.touched = touched;
+    w.out[ds] = NONE;
+    w.par[ds] = NONE;
+    // `order` is what the search reached; an impasse leaves switches of the component out
+    let want = net.comp_size[net.comp[ds] as usize] as usize;
+    if w.order.len() < want {
+        tally.impasses += 1;
+        tally.escaping += escape(net, layers, l, tree, ds, w);
+    }
+}
+
+/// After an impasse: the switches `E` that follow the layer's escape tree toward `ds`,
+/// starting with the unreached ones; the others keep their search result. Where an escape
+/// switch hands over to a searched one, or the other way round, the dependency between the
+/// two must fit the layer's graph; where it does not, the searched switch joins `E` (the one
+/// handed over to, or the one handing over). `E` only grows, and with every switch in `E`
+/// only tree dependencies remain, which are in the graph from the start, so this ends.
+/// Work list: a switch joining `E` re-examines itself and the switches handing over to it.
+/// Returns how many switches follow the tree.
+fn escape(net: &Net, layers: &mut Layers, l: usize, tree: &Tree, ds: usize, w: &mut Work) -> usize {
+    let t = net.t;
+    let members = &net.members[net.comp[ds] as usize];
+    let m = members.len();
+    let pos = |s: usize| members.binary_search(&(s as u32)).unwrap_or(0);
+    // the tree's next hop toward ds: up, except on the way from ds to its root (down)
+    let mut esc: Vec<(u32, u32)> = members
+        .iter()
+        .map(|&s| (tree.up[s as usize], tree.parent[s as usize]))
+        .collect();
+    let d = pos(ds);
+    esc[d] = (NONE, NONE);
+    let mut x = ds;
+    while tree.parent[x] != NONE {
+        let p = tree.parent[x] as usize;
+        esc[pos(p)] = (tree.up[x] ^ 1, x as u32);
+        x = p;
+    }
+    let mut in_e: Vec<bool> = members.iter().map(|&s| !w.done[s as usize]).collect();
+    // per member, the members handing over to it by search and by tree (CSR)
+    let csr = |next: &dyn Fn(usize) -> u32| -> (Vec<u32>, Vec<u32>) {
+        let mut start = vec![0u32; m + 1];
+        for i in 0..m {
+            let nx = next(i);
+            if nx != NONE {
+                start[pos(nx as usize) + 1] += 1;
+            }
+        }
+        for i in 0..m {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut list = vec![0u32; start[m] as usize];
+        for i in 0..m {
+            let nx = next(i);
+            if nx != NONE {
+                let j = pos(nx as usize);
+                list[fill[j] as usize] = i as u32;
+                fill[j] += 1;
+            }
+        }
+        (start, list)
+    };
+    let (s_start, s_from) = csr(&|i| {
+        let s = members[i] as usize;
+        if in_e[i] || s == ds {
+            NONE
+        } else {
+            w.par[s]
+        }
+    });
+    let (e_start, e_from) = csr(&|i| esc[i].1);
+    // the edge each member holds in the graph for the hand-over at its next switch
+    let mut held: Vec<(u32, u32)> = members
+        .iter()
+        .map(|&s| (w.out[s as usize], w.dep[s as usize]))
+        .map(|(o, dp)| if dp == NONE { (NONE, NONE) } else { (o, dp) })
+        .collect();
+    let chan = |in_e: &[bool], i: usize| -> (u32, u32) {
+        if in_e[i] {
+            esc[i]
+        } else {
+            let s = members[i] as usize;
+            (w.out[s], w.par[s])
+        }
+    };
+    let mut joins: Vec<usize> = (0..m).filter(|&i| in_e[i]).collect();
+    let mut recheck: Vec<usize> = joins.clone();
+    loop {
+        // re-examine: release what is held, add what the hand-over needs now
+        while let Some(i) = recheck.pop() {
+            if held[i].0 != NONE {
+                layers.remove_edge(l, held[i].0, held[i].1, FORGET);
+                held[i] = (NONE, NONE);
+            }
+            if i == d {
+                continue;
+            }
+            let (ch, nx) = chan(&in_e, i);
+            if nx == NONE || nx as usize == ds {
+                continue;
+            }
+            let j = pos(nx as usize);
+            if in_e[i] && in_e[j] {
+                continue; // tree → tree: in the graph from the start
+            }
+            let need = chan(&in_e, j).0;
+            if layers.try_add_edge(l, ch, need) {
+                held[i] = (ch, need);
+            } else {
+                let culprit = if in_e[i] { j } else { i };
+                if !in_e[culprit] {
+                    in_e[culprit] = true;
+                    joins.push(culprit);
+                }
+            }
+        }
+        let Some(g) = joins.pop() else { break };
+        // g now follows the tree: it and everyone handing over to it look again
+        recheck.push(g);
+        for &k in &s_from[s_start[g] as usize..s_start[g + 1] as usize] {
+            if !in_e[k as usize] {
+                recheck.push(k as usize);
+            }
+        }
+        for &k in &e_from[e_start[g] as usize..e_start[g + 1] as usize] {
+            if in_e[k as usize] {
+                recheck.push(k as usize);
+            }
+        }
+    }
+    let mut count = 0;
+    for (i, &s) in members.iter().enumerate() {
+        let s = s as usize;
+        w.done[s] = false;
+        if in_e[i] && s != ds {
+            (w.out[s], w.par[s]) = esc[i];
+            count += 1;
+        }
+        // the held edges are this destination's now; nothing takes them out later
+        w.dep[s] = NONE;
+    }
+    // order: breadth first from ds against the forwarding direction
+    w.order.clear();
+    w.order.push(ds as u32);
+    w.done[ds] = true;
+    let mut h = 0;
+    while h < w.order.len() {
+        let u = w.order[h] as usize;
+        h += 1;
+        for a in t.links(u) {
+            let v = a.peer as usize;
+            if !w.done[v] && w.out[v] == a.ch ^ 1 {
+                w.done[v] = true;
+                w.order.push(v as u32);
+            }
+        }
+    }
+    debug_assert_eq!(w.order.len(), members.len());
+    count
+}
