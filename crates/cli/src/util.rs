@@ -584,6 +584,40 @@ pub fn write_tables(
     Ok(digests)
 }
 
+/// The torus-2QoS config for a run whose engines are `engines` (a comma list): FILE when
+/// given, else `FABRIC.t2q.conf` beside the fabric (what `fabroute gen` writes) when it
+/// exists and torus-2QoS is among the engines; errors name the file and line.
+pub fn torus_config(
+    fabric: &Path,
+    explicit: Option<&Path>,
+    engines: &str,
+) -> Result<Option<routing::engines::torus2qos::TorusConfig>> {
+    let wants = engines.split([',', ' ']).any(|e| {
+        routing::engines::lookup(e).is_some_and(|i| i.name == routing::engines::TORUS2QOS.name)
+    });
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let mut c = fabric.as_os_str().to_owned();
+            c.push(".t2q.conf");
+            let c = std::path::PathBuf::from(c);
+            if !wants || !c.is_file() {
+                return Ok(None);
+            }
+            eprintln!(
+                "fabroute: torus-2QoS reads {} (beside the fabric)",
+                c.display()
+            );
+            c
+        }
+    };
+    let bytes = read_input(&path)?;
+    let text = String::from_utf8_lossy(&bytes);
+    routing::engines::torus2qos::parse_config(&text)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("{}:{}: {}", path.display(), e.line, e.msg))
+}
+
 /// The VL/SL budget and the LASH option of the commands that route with an engine (`route`,
 /// `sim`).
 #[derive(clap::Args, Clone, Debug)]
@@ -602,6 +636,11 @@ pub struct BudgetArgs {
     /// coordinates.
     #[arg(long)]
     pub do_mesh_analysis: bool,
+    /// torus-2QoS.conf (OpenSM's syntax: radices, seed links, datelines). Default: FABRIC.t2q.conf
+    /// when it exists; without either, torus-2QoS uses the generator's coordinates or finds
+    /// the torus itself.
+    #[arg(long)]
+    pub torus_config: Option<PathBuf>,
 }
 
 impl BudgetArgs {

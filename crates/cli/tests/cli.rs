@@ -1079,3 +1079,73 @@ fn check_passes_on_fault_output_with_virtual_lids_in_use() {
     assert_eq!(code2, Some(1), "{v2}");
     assert!(v2["pairs"]["ok"].as_u64().unwrap() < 32 * 31 * 4);
 }
+
+/// torus-2QoS from the command line: the `torus-2QoS.conf` beside the fabric is read (and
+/// said so), a bad `--torus-config` is an error naming file and line, and `fault` with
+/// torus-2QoS or nue as the base writes a table set `check` accepts.
+#[test]
+fn torus2qos_reads_its_config_and_nue_and_torus2qos_are_rftr_bases() {
+    let d = tmp("t2q");
+    let fabric = example("torus2d_4x4_h2.net");
+    let o = fr(&[
+        "--json",
+        "route",
+        &fabric,
+        "-R",
+        "torus-2QoS",
+        "-o",
+        d.join("r").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("torus2d_4x4_h2.net.t2q.conf"));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["deadlock_free"], true);
+    assert_eq!(v["max_link_load"], 48, "OpenSM's torus-2QoS on this fabric");
+    let bad = d.join("bad.conf");
+    std::fs::write(&bad, "torus 4 4 1\nxp_link 0x200000 0x200004\nbogus 7\n").unwrap();
+    let o = fr(&[
+        "route",
+        &fabric,
+        "-R",
+        "torus-2QoS",
+        "--torus-config",
+        bad.to_str().unwrap(),
+        "-o",
+        d.join("b").to_str().unwrap(),
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bad.conf:3: unknown keyword \"bogus\""),
+        "{err}"
+    );
+    for (engine, extra) in [("torus-2QoS", "4"), ("nue", "4")] {
+        let out = d.join(format!("f-{engine}"));
+        let r = fr(&[
+            "fault",
+            "--json",
+            &fabric,
+            "--engine",
+            engine,
+            "--vls",
+            extra,
+            "--repair-vls",
+            "2",
+            "--fail",
+            "link:S_0_3/4",
+            "--fail",
+            "switch:S_2_2",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            r.status.success(),
+            "{engine}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let s: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+        assert_eq!(s["rftr"]["supported"], true, "{engine}: {s}");
+        let (v, _) = check_set(&out);
+        assert_eq!(v["deadlock_free"], true, "{engine}: {v}");
+    }
+}

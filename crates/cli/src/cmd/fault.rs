@@ -109,6 +109,9 @@ pub struct Args {
     /// Root switch GUID file for updn.
     #[arg(long)]
     pub roots: Option<PathBuf>,
+    /// torus-2QoS.conf for the torus-2QoS base (default: FABRIC.t2q.conf when it exists).
+    #[arg(long)]
+    pub torus_config: Option<PathBuf>,
     /// Write only what RFTR routes: no entries for the (source, LID) pairs no source uses,
     /// so `fabroute check` and ibdmchk -l report those as unreachable. By default they are
     /// completed (legal paths on VL 0, SLs that add no dependency a credit loop can use).
@@ -213,6 +216,7 @@ pub fn load_base(
     lmc: u8,
     engine: &str,
     roots: Option<&std::path::Path>,
+    torus: Option<&std::path::Path>,
 ) -> Result<(Fabric, Box<dyn routing::engines::Engine>, RouteOptions)> {
     let loaded = load_fabric(fabric, BuildOptions::default())?;
     let f = loaded
@@ -229,6 +233,7 @@ pub fn load_base(
     if let Some(r) = roots {
         opts.root_guids = read_guid_file(r, &f, GuidList::Roots)?;
     }
+    opts.engine.torus.config = crate::util::torus_config(fabric, torus, engine.name())?;
     Ok((f, engine, opts))
 }
 
@@ -239,7 +244,13 @@ pub fn session_error(e: SessionError) -> anyhow::Error {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let out = OutputDir::prepare(&a.output)?;
-    let (f, engine, opts) = load_base(&a.fabric, a.lmc, &a.engine, a.roots.as_deref())?;
+    let (f, engine, opts) = load_base(
+        &a.fabric,
+        a.lmc,
+        &a.engine,
+        a.roots.as_deref(),
+        a.torus_config.as_deref(),
+    )?;
     let faults = parse_faults(&f, &a.fail)?;
     let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts)?;
     let t0 = Instant::now();

@@ -3,7 +3,8 @@
 
 use crate::cmd::check::print_report;
 use crate::util::{
-    load_fabric, read_guid_file, spinner, write_tables, BudgetArgs, GuidList, OutputDir,
+    load_fabric, read_guid_file, spinner, torus_config, write_tables, BudgetArgs, GuidList,
+    OutputDir,
 };
 use anyhow::Result;
 use fabric::BuildOptions;
@@ -83,6 +84,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(p) = &a.roots {
         opts.root_guids = read_guid_file(p, &f, GuidList::Roots)?;
     }
+    opts.engine.torus.config =
+        torus_config(&a.fabric, a.budget.torus_config.as_deref(), &a.engine)?;
     if let Some(p) = &a.cn_guids {
         opts.cn_guids = read_guid_file(p, &f, GuidList::EndNodes)?;
     }

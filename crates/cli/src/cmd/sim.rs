@@ -277,6 +277,11 @@ fn route_opts(a: &Args, f: &fabric::Fabric) -> Result<RouteOptions> {
     if let Some(p) = &a.roots {
         opts.root_guids = read_guid_file(p, f, GuidList::Roots)?;
     }
+    opts.engine.torus.config = crate::util::torus_config(
+        &a.fabric,
+        a.budget.torus_config.as_deref(),
+        a.engine.as_deref().unwrap_or(""),
+    )?;
     Ok(opts)
 }
 

@@ -55,6 +55,9 @@ pub struct Args {
     /// Root switch GUID file for updn.
     #[arg(long)]
     pub roots: Option<PathBuf>,
+    /// torus-2QoS.conf for the torus-2QoS base (default: FABRIC.t2q.conf when it exists).
+    #[arg(long)]
+    pub torus_config: Option<PathBuf>,
     /// Output JSON-lines file (a summary goes to FILE.summary.json).
     #[arg(short, long)]
     pub output: PathBuf,
@@ -86,7 +89,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         },
         (false, None) => crate::usage_bail!("give --exhaustive or --samples K"),
     };
-    let (f, engine, opts) = load_base(&a.fabric, a.lmc, &a.engine, a.roots.as_deref())?;
+    let (f, engine, opts) = load_base(
+        &a.fabric,
+        a.lmc,
+        &a.engine,
+        a.roots.as_deref(),
+        a.torus_config.as_deref(),
+    )?;
     let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts)?;
     let cfg = a.repair.config(vls, RftrConfig::default().max_sls);
     let session = Session::start(&f, engine.as_ref(), &opts, cfg).map_err(session_error)?;

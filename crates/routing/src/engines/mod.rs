@@ -13,6 +13,7 @@
 //! | `ftree` | [`ftree`] | fat-tree routing with created-route-only counters, degraded trees routed |
 //! | `sssp` | [`sssp`] | globally balanced shortest paths (one Dijkstra per destination LID) |
 //! | `dfsssp`, `lash`, `hopvl`, `nue` | one file each | the VL engines: deadlock-free with VLs |
+//! | `torus-2QoS` | [`torus2qos`] | DOR on tori and meshes with a loop VL per ring, fault tolerant |
 //!
 //! Invariants shared by all engines:
 //! - a fault mask makes dead links, switches and end nodes absent; LIDs of dead or unreachable
@@ -37,6 +38,7 @@ pub mod ranking;
 pub mod rebalance;
 pub mod roots;
 pub mod sssp;
+pub mod torus2qos;
 pub(crate) mod transition;
 pub(crate) mod tree;
 pub mod updn;
@@ -82,6 +84,7 @@ pub struct RouteOptions {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineSettings {
     pub lash: lash::LashSettings,
+    pub torus: torus2qos::TorusSettings,
 }
 
 /// The virtual lanes and service levels an engine may use: data VLs `start_vl..start_vl +
@@ -234,6 +237,9 @@ registry! {
     NUE "nue" [] nue::Nue,
         deadlock_free: true, rftr_base: true,
         "routing in the complete CDG: deadlock-free on any fabric with any VL count";
+    TORUS2QOS "torus-2QoS" ["torus2qos", "torus-2qos"] torus2qos::Torus2Qos,
+        deadlock_free: true, rftr_base: true,
+        "DOR on 2D/3D tori and meshes, dateline VLs, around one failed switch, SLs fixed";
 }
 
 /// The engine called `name` (its name or an alias; exact match).

@@ -355,13 +355,59 @@ struct Tally {
     impasses: usize,
     /// (switch, destination LID) pairs routed along the escape tree.
     escaping: usize,
+    /// Destination LIDs whose impasse moving switches solved (at least in part).
+    backtracked: usize,
     unreached: usize,
 }
 
-/// Orders of a layer's destinations tried, by name: the order of the fabric's end ports
-/// (then switch LIDs), nearest to the layer's central switch first, farthest first. Which
-/// one balances best depends on the fabric and the VL count; all are tried and the best kept.
-const ORDERS: [&str; 3] = ["fabric order", "nearest the centre first", "farthest first"];
+/// Orders of a layer's destinations tried, by name. Which one balances best depends on the
+/// fabric and the VL count (measured over the shared fabrics at 1, 2 and 8 VLs: each of the
+/// four is the best somewhere); all are tried, in parallel, and the best kept. Four cost
+/// the time of three on two cores.
+const ORDERS: [&str; 4] = [
+    "nearest the centre first",
+    "farthest from the centre first",
+    "one LID of every switch in turn",
+    "OpenSM's order (port GUIDs, byte-swapped)",
+];
+
+/// Puts a layer's destinations (in the fabric's order: end-port LIDs, then switch LIDs) in
+/// order `o` of [`ORDERS`]; stable, so ties keep the fabric's order.
+fn order_destinations(t: &Topo, roots: &[usize], o: usize, mine: &mut Vec<Dest>) {
+    match o {
+        0 | 1 => {
+            let lv = super::ranking::bfs_levels(t, roots);
+            if o == 0 {
+                mine.sort_by_key(|d| lv[d.0 as usize]);
+            } else {
+                mine.sort_by_key(|d| Reverse(lv[d.0 as usize]));
+            }
+        }
+        2 => {
+            // the k-th LID of each switch, for k = 0, 1, ...
+            let mut seen = vec![0u32; t.n];
+            let mut keyed: Vec<(u32, Dest)> = mine
+                .iter()
+                .map(|&d| {
+                    let k = seen[d.0 as usize];
+                    seen[d.0 as usize] += 1;
+                    (k, d)
+                })
+                .collect();
+            keyed.sort_by_key(|x| x.0);
+            *mine = keyed.into_iter().map(|x| x.1).collect();
+        }
+        _ => {
+            // end-port LIDs by their port GUID as OpenSM's map orders it, switch LIDs after
+            let guid = |d: &Dest| {
+                t.f.lid_port(d.1 as u16)
+                    .map_or(0, |p| t.f.port(p).guid.swap_bytes())
+            };
+            let is_switch = |d: &Dest| d.2 == 0 && t.sw_lid[d.0 as usize] as u32 == d.1;
+            mine.sort_by_key(|d| (is_switch(d), guid(d)));
+        }
+    }
+}
 
 /// One destination LID: its switch, the LID, the port it leaves its switch by.
 type Dest = (u32, u32, u8);
@@ -509,14 +555,7 @@ fn route_order(
         dsw.dedup();
         let roots = centres(net, &dsw);
         let tree = escape_tree(net, &roots, &load);
-        if o > 0 {
-            let lv = super::ranking::bfs_levels(t, &roots);
-            if o == 1 {
-                mine.sort_by_key(|d| lv[d.0 as usize]);
-            } else {
-                mine.sort_by_key(|d| Reverse(lv[d.0 as usize]));
-            }
-        }
+        order_destinations(t, &roots, o, &mut mine);
         mark_escape(&mut layers, l, &tree, &dsw, n);
         for &(ds, lid, port) in &mine {
             route_one(
@@ -604,56 +643,57 @@ fn route_one(
     w.cand[ds] = NONE;
     w.heap.push(Reverse((0, ds as u32)));
     touched.push(ds as u32);
-    while let Some(Reverse((d, v))) = w.heap.pop() {
-        let v = v as usize;
-        if w.done[v] || d != w.dist[v] {
-            continue;
-        }
-        if v != ds {
-            let c = w.cand[v];
-            let u = net.ch_dst[c as usize] as usize;
-            let next = if u == ds { NONE } else { w.out[u] };
-            if next != NONE && !layers.try_add_edge(l, c, next) {
-                let mut best = (u64::MAX, NONE);
-                for a in t.links(v) {
-                    let u = a.peer as usize;
-                    if !w.done[u] {
-                        continue;
-                    }
-                    let next = if u == ds { NONE } else { w.out[u] };
-                    if next != NONE && layers.refused(l, a.ch, next) {
-                        continue;
-                    }
-                    best = best.min((w.dist[u] + HOP + load[a.ch as usize], a.ch));
-                }
-                w.dist[v] = best.0;
-                w.cand[v] = best.1;
-                if best.1 != NONE {
-                    w.heap.push(Reverse((best.0, v as u32)));
-                }
+    let want = net.comp_size[net.comp[ds] as usize] as usize;
+    let mut moved = false;
+    loop {
+        while let Some(Reverse((d, v))) = w.heap.pop() {
+            let v = v as usize;
+            if w.done[v] || d != w.dist[v] {
                 continue;
             }
-            w.out[v] = c;
-            w.dep[v] = next;
-            w.par[v] = u as u32;
-        }
-        w.done[v] = true;
-        w.order.push(v as u32);
-        for a in t.links(v) {
-            let x = a.peer as usize;
-            if w.done[x] {
-                continue;
-            }
-            let c = a.ch ^ 1; // x → v
-            let cost = d + HOP + load[c as usize];
-            if cost < w.dist[x] {
-                if w.dist[x] == u64::MAX {
-                    touched.push(x as u32);
+            if v != ds {
+                let c = w.cand[v];
+                let u = net.ch_dst[c as usize] as usize;
+                let next = if u == ds { NONE } else { w.out[u] };
+                if next != NONE && !layers.try_add_edge(l, c, next) {
+                    let mut best = (u64::MAX, NONE);
+                    for a in t.links(v) {
+                        let u = a.peer as usize;
+                        if !w.done[u] {
+                            continue;
+                        }
+                        let next = if u == ds { NONE } else { w.out[u] };
+                        if next != NONE && layers.refused(l, a.ch, next) {
+                            continue;
+                        }
+                        best = best.min((w.dist[u] + HOP + load[a.ch as usize], a.ch));
+                    }
+                    w.dist[v] = best.0;
+                    w.cand[v] = best.1;
+                    if best.1 != NONE {
+                        w.heap.push(Reverse((best.0, v as u32)));
+                    }
+                    continue;
                 }
-                w.dist[x] = cost;
-                w.cand[x] = c;
-                w.heap.push(Reverse((cost, x as u32)));
+                w.out[v] = c;
+                w.dep[v] = next;
+                w.par[v] = u as u32;
             }
+            w.done[v] = true;
+            w.order.push(v as u32);
+            relax(t, w, load, v, d, &mut touched);
+        }
+        if w.order.len() >= want {
+            break;
+        }
+        // an impasse: re-hang a reached neighbour of an unreached switch, then go on
+        match backtrack(net, layers, l, ds, w) {
+            Some(v) => {
+                moved = true;
+                let d = w.dist[v];
+                relax(t, w, load, v, d, &mut touched);
+            }
+            None => break,
         }
     }
     for &s in &touched {
@@ -662,11 +702,151 @@ fn route_one(
     w.touched = touched;
     w.out[ds] = NONE;
     w.par[ds] = NONE;
-    // `order` is what the search reached; an impasse leaves switches of the component out
-    let want = net.comp_size[net.comp[ds] as usize] as usize;
+    // `order` is what the search reached; an impasse it could not get out of by moving
+    // switches leaves switches of the component out
+    if moved {
+        tally.backtracked += 1;
+        rebuild_order(t, ds, w);
+    }
     if w.order.len() < want {
         tally.impasses += 1;
         tally.escaping += escape(net, layers, l, tree, ds, w);
+    }
+}
+
+/// Offers every unreached neighbour of `v` (finished at cost `d`) the hand-over to `v`.
+fn relax(t: &Topo, w: &mut Work, load: &[u64], v: usize, d: u64, touched: &mut Vec<u32>) {
+    for a in t.links(v) {
+        let x = a.peer as usize;
+        if w.done[x] {
+            continue;
+        }
+        let c = a.ch ^ 1; // x → v
+        let cost = d + HOP + load[c as usize];
+        if cost < w.dist[x] {
+            if w.dist[x] == u64::MAX {
+                touched.push(x as u32);
+            }
+            w.dist[x] = cost;
+            w.cand[x] = c;
+            w.heap.push(Reverse((cost, x as u32)));
+        }
+    }
+}
+
+/// Local backtracking after an impasse: for an unreached switch `x` and a reached neighbour
+/// `a`, another way out of `a` (to a reached switch `b` not below `a`) such that `a`'s new
+/// dependency, its children's dependencies on the new channel and `x`'s on it all fit the
+/// graph; then `a` is moved there (its old dependencies leave the graph) and `x` hangs off
+/// `a`. Returns `x`, or `None` when no move helps.
+fn backtrack(net: &Net, layers: &mut Layers, l: usize, ds: usize, w: &mut Work) -> Option<usize> {
+    let t = net.t;
+    let members = &net.members[net.comp[ds] as usize];
+    let mut added: Vec<(u32, u32)> = Vec::new();
+    for &x in members {
+        let x = x as usize;
+        if w.done[x] {
+            continue;
+        }
+        for xa in t.links(x) {
+            let a = xa.peer as usize;
+            if !w.done[a] || a == ds {
+                continue;
+            }
+            let children: Vec<usize> = t
+                .links(a)
+                .iter()
+                .filter(|c| w.done[c.peer as usize] && w.out[c.peer as usize] == c.ch ^ 1)
+                .map(|c| c.peer as usize)
+                .collect();
+            for ab in t.links(a) {
+                let b = ab.peer as usize;
+                if !w.done[b] || ab.ch == w.out[a] || below(w, b, a, ds) {
+                    continue;
+                }
+                let lch = ab.ch;
+                let need = if b == ds { NONE } else { w.out[b] };
+                added.clear();
+                let mut ok = need == NONE || layers.try_add_edge(l, lch, need);
+                if ok && need != NONE {
+                    added.push((lch, need));
+                }
+                for &c in children.iter().chain(std::iter::once(&x)) {
+                    if !ok {
+                        break;
+                    }
+                    let cin = if c == x { xa.ch } else { w.out[c] };
+                    ok = layers.try_add_edge(l, cin, lch);
+                    if ok {
+                        added.push((cin, lch));
+                    }
+                }
+                if !ok {
+                    for &(u, v) in &added {
+                        layers.remove_edge(l, u, v, FORGET);
+                    }
+                    continue;
+                }
+                // move a: its old dependency and its children's on its old channel go
+                if w.dep[a] != NONE {
+                    layers.remove_edge(l, w.out[a], w.dep[a], FORGET);
+                }
+                for &c in &children {
+                    if w.dep[c] != NONE {
+                        layers.remove_edge(l, w.out[c], w.dep[c], FORGET);
+                    }
+                    w.dep[c] = lch;
+                }
+                w.out[a] = lch;
+                w.par[a] = b as u32;
+                w.dep[a] = need;
+                w.done[x] = true;
+                w.out[x] = xa.ch;
+                w.par[x] = a as u32;
+                w.dep[x] = lch;
+                w.dist[x] = w.dist[a] + HOP;
+                w.order.push(x as u32);
+                return Some(x);
+            }
+        }
+    }
+    None
+}
+
+/// True when `b`'s way to `ds` passes `a` (so `a` may not forward to `b`).
+fn below(w: &Work, b: usize, a: usize, ds: usize) -> bool {
+    let mut y = b;
+    let mut steps = 0;
+    while y != ds && steps <= w.par.len() {
+        if y == a {
+            return true;
+        }
+        y = w.par[y] as usize;
+        steps += 1;
+    }
+    y == a
+}
+
+/// `order` again after switches moved: breadth first from `ds` against the forwarding
+/// direction, so every switch comes after the one it forwards to.
+fn rebuild_order(t: &Topo, ds: usize, w: &mut Work) {
+    for &s in &w.order {
+        w.done[s as usize] = false;
+    }
+    w.order.clear();
+    w.order.push(ds as u32);
+    w.done[ds] = true;
+    let mut h = 0;
+    while h < w.order.len() {
+        let u = w.order[h] as usize;
+        h += 1;
+        for a in t.links(u) {
+            let v = a.peer as usize;
+            if !w.done[v] && w.out[v] == a.ch ^ 1 {
+                w.done[v] = true;
+                w.order.push(v as u32);
+            }
+        }
     }
 }
 
