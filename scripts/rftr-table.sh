@@ -2,6 +2,9 @@
 # The RFTR fault-tolerance table: tori with 2 HCAs per switch, Up*/Down* base, 2 VLs,
 # n = 1..MAXN link faults applied in sequence; exhaustive where the space is at most EXH
 # scenarios, otherwise SAMPLES seeded samples. Prints a markdown table; keeps the JSONL.
+# ENGINE=name sets another base (e.g. torus-2QoS, nue), VLS the VLs in all (default 2) and
+# REPAIR_VLS the VLs kept for repaired paths over a VL base (e.g. ENGINE=nue VLS=3
+# REPAIR_VLS=2: nue on 1 VL, 2 extra VLs).
 #
 #   scripts/rftr-table.sh OUTDIR [MAXN=8] [EXH=10000000] [SAMPLES=100000] [TORI="4x4 8x8 3x3x3 4x4x4"]
 #
@@ -17,15 +20,16 @@ echo "| torus | n | scenarios | mode | % supported (RFTR) | max SLs | max virtua
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for t in $tori; do
   net="$out/torus_$t.net"
-  $fr gen torus "$t" hcas=2 -o "$net" --no-companions 2>/dev/null
+  $fr gen torus "$t" hcas=2 -o "$net" 2>/dev/null
   links=$($fr info "$net" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["switch_links"])')
   for n in $(seq 1 "$maxn"); do
     space=$(python3 -c "import math; print(math.comb($links, $n))")
     if [ "$space" -le "$exh" ]; then mode=(--exhaustive); m=exhaustive; else mode=(--samples "$samples" --seed 1); m="sampled (seed 1)"; fi
-    f="$out/torus_${t}_n$n.jsonl"
+    f="$out/torus_${t}_${ENGINE:-updn}_n$n.jsonl"
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    $fr sweep "$net" --engine updn --vls 2 --lmc 2 --faults "$n" "${mode[@]}" ${EXTRA:-} -o "$f" > "$f.log" 2>&1
+    rv=(); [ -n "${REPAIR_VLS:-}" ] && rv=(--repair-vls "$REPAIR_VLS")
+    $fr sweep "$net" --engine "${ENGINE:-updn}" --vls "${VLS:-2}" "${rv[@]}" --lmc 2 --faults "$n" "${mode[@]}" ${EXTRA:-} -o "$f" > "$f.log" 2>&1
     wall=$(python3 -c "import time; print(f'{time.time() - $t0:.0f}')")
     python3 - "$f.summary.json" "$t" "$n" "$m" "$wall" <<'EOF'
 import json, sys
