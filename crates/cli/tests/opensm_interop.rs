@@ -296,31 +296,50 @@ fn ibdmchk_finds_our_vl_engines_deadlock_free() {
     if !tools_present() {
         return;
     }
-    let cases: &[(&[&str], &str, bool)] = &[
-        (&["torus", "4x4", "hcas=2"], "minhop", false),
-        (&["torus", "4x4", "hcas=2"], "dfsssp", true),
-        (&["torus", "4x4", "hcas=2"], "lash", true),
-        (&["torus", "4x4", "hcas=2"], "hopvl", true),
-        (&["dragonfly", "4", "2", "2"], "hopvl", true),
+    // (generator spec, engine, deadlock-free, more route options)
+    let cases: &[(&[&str], &str, bool, &[&str])] = &[
+        (&["torus", "4x4", "hcas=2"], "minhop", false, &[]),
+        (&["torus", "4x4", "hcas=2"], "dfsssp", true, &[]),
+        (&["torus", "4x4", "hcas=2"], "lash", true, &[]),
+        (&["torus", "4x4", "hcas=2"], "hopvl", true, &[]),
+        (&["dragonfly", "4", "2", "2"], "hopvl", true, &[]),
         (
             &["dragonfly", "4", "2", "2", "fail-links=3"],
             "dfsssp",
             true,
+            &[],
         ),
-        (&["slimfly", "5"], "hopvl", true),
-        (&["slimfly", "5", "fail-links=5"], "lash", true),
-        (&["ktree", "4", "3"], "hopvl", true),
-        (&["hyperx", "4x4x4", "hcas=1"], "hopvl", true),
-        (&["torus", "4x4x4", "hcas=1"], "lash", true),
+        (&["slimfly", "5"], "hopvl", true, &[]),
+        (&["slimfly", "5", "fail-links=5"], "lash", true, &[]),
+        (&["ktree", "4", "3"], "hopvl", true, &[]),
+        (&["hyperx", "4x4x4", "hcas=1"], "hopvl", true, &[]),
+        (&["torus", "4x4x4", "hcas=1"], "lash", true, &[]),
+        (&["torus", "4x4", "hcas=2"], "nue", true, &[]),
+        (
+            &["torus", "6x6", "hcas=1"],
+            "nue",
+            true,
+            &["--max-vls", "2"],
+        ),
+        (
+            &["dragonfly", "4", "2", "2", "fail-links=3"],
+            "nue",
+            true,
+            &["--max-vls", "4"],
+        ),
+        (&["torus", "4x4x4", "hcas=1"], "torus-2QoS", true, &[]),
+        (&["mesh", "4x4", "hcas=2"], "torus-2QoS", true, &[]),
     ];
-    for (i, &(spec, engine, free)) in cases.iter().enumerate() {
+    for (i, &(spec, engine, free, extra)) in cases.iter().enumerate() {
         let dir = tmpdir(&format!("vl-{i}"));
         let net = gen(&dir, spec);
         let out = dir.join("ours");
         let o = Command::new(bin())
             .arg("route")
             .arg(&net)
-            .args(["-R", engine, "-o"])
+            .args(["-R", engine])
+            .args(extra)
+            .arg("-o")
             .arg(&out)
             .output()
             .unwrap();

@@ -3,13 +3,13 @@
 //! one VL included, and never a fallback to another engine.
 //!
 //! **Layers.** Destinations are split by their switch into as many layers as there are VLs
-//! (`Budget::vls`, at most the SLs from `start_vl`): the live switches in breadth-first order
-//! from a far switch of each component, cut into bands of equal destination LIDs, so a layer's
-//! destinations lie close together. A layer is one VL; the path SL is `start_vl + layer` for
-//! every source (SL depends on the destination only) and SL2VL is the identity. Each layer
-//! keeps its own channel dependency graph ([`Layers`], an incremental topological order), and
-//! the invariant is that it stays **acyclic**: every dependency any table of the layer creates
-//! is in it, and none is added that closes a cycle.
+//! (`Budget::vls`, at most the SLs from `start_vl`) by recursive bisection of the live switch
+//! graph (a ball grown breadth first from a far switch holding its share of destination LIDs,
+//! and the rest), so a layer's destinations lie close together. A layer is one VL; the path
+//! SL is `start_vl + layer` for every source (it depends on the destination only) and SL2VL
+//! is the identity. Each layer keeps its own channel dependency graph ([`Layers`], an
+//! incremental topological order), and the invariant is that it stays **acyclic**: every
+//! dependency any table of the layer creates is in it, and none is added that closes a cycle.
 //!
 //! **Escape paths.** Per layer a spanning tree from the layer's central switch (least
 //! eccentricity toward the layer's destination switches, then least total distance) by
@@ -22,16 +22,23 @@
 //! **Routing one destination LID.** A Dijkstra from the destination switch over switches, on
 //! channel costs that are one hop plus the routes the channel already carries (hop count
 //! first, so a path is as short as the dependencies allow; load second, balance as in SSSP).
-//! When switch `v` is reached from `u` over channel `v → u`, the dependency `(v → u) →
-//! (u → next(u))` must fit the layer's graph; if it would close a cycle, `v` is not reached
-//! that way. A switch's tentative dependency is taken out again when a cheaper way replaces
-//! it, so only the final tree's dependencies stay. Where the search leaves a switch of the
-//! component unreached (an impasse), the unreached switches follow the layer's escape tree,
-//! and so does every searched switch where the hand-over between tree and search would close
-//! a cycle (grown until every hand-over fits; at worst the whole destination follows the
-//! tree, whose dependencies are in the graph from the start). OpenSM's local backtracking and
-//! shortcut discovery are not reproduced: the partial escape takes their place. After each LID every channel on the path from switch `s`
-//! gains `s`'s sources (its end ports and itself).
+//! A switch `v` popped with its cheapest hand-over `v → u` needs the dependency
+//! `(v → u) → (u → next(u))` in the layer's graph; if it would close a cycle, the next-best
+//! hand-over from `v`'s finished neighbours is queued instead. Dependencies are added only
+//! for switches that are final (only a backtracking move or an escape takes some out, and a
+//! graph minus edges stays acyclic). Where the search leaves a
+//! switch of the component unreached (an impasse), local backtracking moves a reached
+//! neighbour of it to another way out (its new dependency, its children's on the new channel
+//! and the stuck switch's must all fit) and the search goes on; what that does not solve
+//! follows the layer's escape tree: the stuck switches, and every searched switch where the
+//! hand-over between tree and search would close a cycle (grown until every hand-over fits;
+//! at worst the whole destination follows the tree). After each LID every channel on the
+//! path from switch `s` gains `s`'s sources (its end ports).
+//!
+//! **Orders.** Which order of destinations balances best depends on the fabric; four are
+//! routed in parallel and the one with the least loaded busiest channel (then the fewest
+//! hops) kept. An order whose busiest channel passes a finished order's gives up, which
+//! cannot change the choice, so the result does not depend on timing or thread count.
 //!
 //! Switch LIDs are routed in their switch's layer like every other destination, so switch
 //! traffic is deadlock-free too (OpenSM routes them without the check unless
@@ -355,7 +362,7 @@ struct Tally {
     impasses: usize,
     /// (switch, destination LID) pairs routed along the escape tree.
     escaping: usize,
-    /// Destination LIDs whose impasse moving switches solved (at least in part).
+    /// Destination LIDs whose impasse moving switches solved.
     backtracked: usize,
     unreached: usize,
 }
@@ -457,12 +464,39 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
                 .count()
         })
         .collect();
+    // per layer: its destination switches and central switches (the same for every order)
+    let layer_roots: Vec<(Vec<usize>, Vec<usize>)> = (0..k)
+        .map(|l| {
+            let mut dsw: Vec<usize> = dests
+                .iter()
+                .filter(|d| layer_of[d.0 as usize] as usize == l)
+                .map(|d| d.0 as usize)
+                .collect();
+            dsw.sort_unstable();
+            dsw.dedup();
+            let roots = if dsw.is_empty() {
+                Vec::new()
+            } else {
+                centres(&net, &dsw)
+            };
+            (dsw, roots)
+        })
+        .collect();
     // An order whose busiest channel already carries more than a finished order's gives
     // up: it could only end worse, so the choice does not depend on timing.
     let bound = AtomicU64::new(u64::MAX);
     let attempts: Vec<Option<Attempt>> = (0..ORDERS.len())
         .into_par_iter()
-        .map(|o| route_order(&net, k, &dests, &layer_of, &scored, stride, o, &bound))
+        .map(|o| {
+            let c = Common {
+                dests: &dests,
+                layer_of: &layer_of,
+                layer_roots: &layer_roots,
+                scored: &scored,
+                stride,
+            };
+            route_order(&net, k, &c, o, &bound)
+        })
         .collect();
     let (best, a) = attempts
         .into_iter()
@@ -493,6 +527,12 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
         ORDERS[best],
         ORDERS.len()
     )];
+    if a.tally.backtracked > 0 {
+        notes.push(format!(
+            "nue: {} destination LIDs met an impasse that moving switches solved",
+            a.tally.backtracked
+        ));
+    }
     if a.tally.impasses > 0 {
         notes.push(format!(
             "nue: {} destination LIDs met an impasse; {} (switch, destination LID) entries follow the layer's escape tree",
@@ -503,20 +543,27 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
     Routed { routing: r, notes }
 }
 
+/// What every order shares: the destinations, their layers, each layer's destination and
+/// central switches, which LIDs the score counts, the LFT stride.
+struct Common<'a> {
+    dests: &'a [Dest],
+    layer_of: &'a [u8],
+    layer_roots: &'a [(Vec<usize>, Vec<usize>)],
+    scored: &'a [bool],
+    stride: usize,
+}
+
 /// Routes every layer with its destinations in order `o` of [`ORDERS`]; `None` when its
 /// busiest channel passes `bound` (the busiest of a finished order), which it lowers to its
 /// own when it finishes.
-#[allow(clippy::too_many_arguments)]
-fn route_order(
-    net: &Net,
-    k: usize,
-    dests: &[Dest],
-    layer_of: &[u8],
-    scored: &[bool],
-    stride: usize,
-    o: usize,
-    bound: &AtomicU64,
-) -> Option<Attempt> {
+fn route_order(net: &Net, k: usize, c: &Common, o: usize, bound: &AtomicU64) -> Option<Attempt> {
+    let Common {
+        dests,
+        layer_of,
+        layer_roots,
+        scored,
+        stride,
+    } = *c;
     let t = net.t;
     let n = t.n;
     // sources per switch: its end ports
@@ -541,7 +588,7 @@ fn route_order(
     let mut tally = Tally::default();
     let alive = t.num_alive();
     let mut busiest = 0u64;
-    for l in 0..k {
+    for (l, (dsw, roots)) in layer_roots.iter().enumerate().take(k) {
         let mut mine: Vec<Dest> = dests
             .iter()
             .copied()
@@ -550,13 +597,9 @@ fn route_order(
         if mine.is_empty() {
             continue;
         }
-        let mut dsw: Vec<usize> = mine.iter().map(|d| d.0 as usize).collect();
-        dsw.sort_unstable();
-        dsw.dedup();
-        let roots = centres(net, &dsw);
-        let tree = escape_tree(net, &roots, &load);
-        order_destinations(t, &roots, o, &mut mine);
-        mark_escape(&mut layers, l, &tree, &dsw, n);
+        let tree = escape_tree(net, roots, &load);
+        order_destinations(t, roots, o, &mut mine);
+        mark_escape(&mut layers, l, &tree, dsw, n);
         for &(ds, lid, port) in &mine {
             route_one(
                 net,
@@ -705,8 +748,10 @@ fn route_one(
     // `order` is what the search reached; an impasse it could not get out of by moving
     // switches leaves switches of the component out
     if moved {
-        tally.backtracked += 1;
         rebuild_order(t, ds, w);
+        if w.order.len() >= want {
+            tally.backtracked += 1;
+        }
     }
     if w.order.len() < want {
         tally.impasses += 1;
