@@ -289,3 +289,54 @@ fn torus2qos_refuses_clearly() {
         .to_string();
     assert!(err.contains("broken in 2 places"), "{err}");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// Random 2D/3D tori and meshes (radices 2..=6, so radix 2, 3 and 4 too), with the
+    /// generator's config or its coordinates, and up to one failed switch and two failed links
+    /// at run time: either routed (complete, deadlock-free, fault-free path SLs) or refused by
+    /// one of the stated rules; never another error.
+    #[test]
+    fn torus2qos_routes_random_tori_or_refuses_by_rule(
+        x in 2u32..=6, y in 2u32..=6, z in 1u32..=4, mesh in proptest::prelude::any::<bool>(),
+        use_conf in proptest::prelude::any::<bool>(), sw in 0usize..2, links in 0usize..3,
+        seed in 0u64..100_000,
+    ) {
+        let dims = if z == 1 { format!("{x}x{y}") } else { format!("{x}x{y}x{z}") };
+        let spec = format!("{} {dims} hcas=1", if mesh { "mesh" } else { "torus" });
+        let f: Fabric = spec.parse::<fabric::gen::TopoSpec>().unwrap().generate().unwrap();
+        let mut o = RouteOptions::default();
+        if use_conf {
+            let conf = fabric::gen::torus2qos_conf(&f).expect("the generator's config");
+            o.engine.torus.config = Some(parse_config(&conf).unwrap());
+        }
+        let base = routed(&f, &FaultMask::none(&f), &o, &spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let mut rng = fabric::rng::Rng::new(seed);
+        let mut mask = FaultMask::none(&f);
+        let sw_links: Vec<LinkId> = (0..f.links.len() as u32)
+            .map(LinkId)
+            .filter(|&l| {
+                let k = f.link(l);
+                f.is_switch(f.port(k.a).node) && f.is_switch(f.port(k.b).node)
+            })
+            .collect();
+        for _ in 0..links {
+            mask.fail_link(sw_links[rng.below(sw_links.len() as u64) as usize]);
+        }
+        for _ in 0..sw {
+            mask.fail_node(f.switches[rng.below(f.num_switches() as u64) as usize]);
+        }
+        let what = format!("{spec} ({} config), {links} links and {sw} switches failed, seed {seed}", if use_conf { "with" } else { "no" });
+        match routed(&f, &mask, &o, &what) {
+            Ok(r) => proptest::prop_assert!(same_sls(&f, &base, &r, &mask), "{}: path SLs changed", what),
+            Err(EngineError::NotApplicable(why)) => proptest::prop_assert!(
+                ["broken in", "strange failures", "missing switch", "no route", "turns early", "not next to"]
+                    .iter()
+                    .any(|k| why.contains(k)),
+                "{}: {}", what, why
+            ),
+            Err(e) => proptest::prop_assert!(false, "{}: {}", what, e),
+        }
+    }
+}

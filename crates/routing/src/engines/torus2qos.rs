@@ -481,9 +481,18 @@ fn from_config(t: &Topo, c: &TorusConfig) -> Result<Geo, EngineError> {
                     continue 'seeds;
                 };
                 // the link itself may be missing (as in OpenSM): the config says where b is
-                let Some(cb) = g.step(origin, d, m == 0) else {
+                // one step round the ring (OpenSM places seed neighbours modulo the radix,
+                // mesh or not: in a radix-2 dimension + and - are the same switch)
+                let r = c.radix[d];
+                if r <= 1 {
                     why.push(format!("seed {k}: dimension {d} has radix 1"));
                     continue 'seeds;
+                }
+                let mut cb = origin;
+                cb[d] = if m == 0 {
+                    (origin[d] + 1) % r
+                } else {
+                    (origin[d] + r - 1) % r
                 };
                 if let Err(e) = g.put(sb, cb) {
                     why.push(format!("seed {k}: {e}"));
