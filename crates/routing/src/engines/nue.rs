@@ -20,8 +20,10 @@
 //! always be routed along the tree with nothing new added.
 //!
 //! **Routing one destination LID.** A Dijkstra from the destination switch over switches, on
-//! channel costs that are one hop plus the routes the channel already carries (hop count
-//! first, so a path is as short as the dependencies allow; load second, balance as in SSSP).
+//! channel costs that are the routes the channel already carries plus one hop, a hop costing
+//! as many routes as there are end ports (so a path takes a hop more only to avoid channels
+//! that carry that many more routes; measured over the shared fabrics this balances better
+//! than hop count first, with paths still shorter than OpenSM's Nue's).
 //! A switch `v` popped with its cheapest hand-over `v → u` needs the dependency
 //! `(v → u) → (u → next(u))` in the layer's graph; if it would close a cycle, the next-best
 //! hand-over from `v`'s finished neighbours is queued instead. Dependencies are added only
@@ -59,8 +61,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Nue;
 
-/// Cost of one hop, above any sum of route counts along a path (as in SSSP).
-const HOP: u64 = 1 << 42;
 /// "No channel".
 const NONE: u32 = u32::MAX;
 /// Whether taking a dependency out forgets the remembered refusals.
@@ -95,6 +95,9 @@ struct Net<'t> {
     comp_size: Vec<u32>,
     /// Per component: its switches, ascending.
     members: Vec<Vec<u32>>,
+    /// The cost of one hop in route counts: the number of end ports (a path may take one
+    /// hop more to avoid channels that carry that many more routes).
+    hop: u64,
 }
 
 impl<'t> Net<'t> {
@@ -136,6 +139,7 @@ impl<'t> Net<'t> {
             comp,
             comp_size,
             members,
+            hop: t.ends.len().max(1) as u64,
         }
     }
 }
@@ -709,7 +713,7 @@ fn route_one(
                         if next != NONE && layers.refused(l, a.ch, next) {
                             continue;
                         }
-                        best = best.min((w.dist[u] + HOP + load[a.ch as usize], a.ch));
+                        best = best.min((w.dist[u] + net.hop + load[a.ch as usize], a.ch));
                     }
                     w.dist[v] = best.0;
                     w.cand[v] = best.1;
@@ -724,7 +728,7 @@ fn route_one(
             }
             w.done[v] = true;
             w.order.push(v as u32);
-            relax(t, w, load, v, d, &mut touched);
+            relax(t, net.hop, w, load, v, d, &mut touched);
         }
         if w.order.len() >= want {
             break;
@@ -734,7 +738,7 @@ fn route_one(
             Some(v) => {
                 moved = true;
                 let d = w.dist[v];
-                relax(t, w, load, v, d, &mut touched);
+                relax(t, net.hop, w, load, v, d, &mut touched);
             }
             None => break,
         }
@@ -760,14 +764,14 @@ fn route_one(
 }
 
 /// Offers every unreached neighbour of `v` (finished at cost `d`) the hand-over to `v`.
-fn relax(t: &Topo, w: &mut Work, load: &[u64], v: usize, d: u64, touched: &mut Vec<u32>) {
+fn relax(t: &Topo, hop: u64, w: &mut Work, load: &[u64], v: usize, d: u64, touched: &mut Vec<u32>) {
     for a in t.links(v) {
         let x = a.peer as usize;
         if w.done[x] {
             continue;
         }
         let c = a.ch ^ 1; // x → v
-        let cost = d + HOP + load[c as usize];
+        let cost = d + hop + load[c as usize];
         if cost < w.dist[x] {
             if w.dist[x] == u64::MAX {
                 touched.push(x as u32);
@@ -849,7 +853,7 @@ fn backtrack(net: &Net, layers: &mut Layers, l: usize, ds: usize, w: &mut Work) 
                 w.out[x] = xa.ch;
                 w.par[x] = a as u32;
                 w.dep[x] = lch;
-                w.dist[x] = w.dist[a] + HOP;
+                w.dist[x] = w.dist[a] + net.hop;
                 w.order.push(x as u32);
                 return Some(x);
             }
