@@ -1029,22 +1029,7 @@ fn escape(net: &Net, layers: &mut Layers, l: usize, tree: &Tree, ds: usize, w: &
         // the held edges are this destination's now; nothing takes them out later
         w.dep[s] = NONE;
     }
-    // order: breadth first from ds against the forwarding direction
-    w.order.clear();
-    w.order.push(ds as u32);
-    w.done[ds] = true;
-    let mut h = 0;
-    while h < w.order.len() {
-        let u = w.order[h] as usize;
-        h += 1;
-        for a in t.links(u) {
-            let v = a.peer as usize;
-            if !w.done[v] && w.out[v] == a.ch ^ 1 {
-                w.done[v] = true;
-                w.order.push(v as u32);
-            }
-        }
-    }
+    rebuild_order(t, ds, w);
     debug_assert_eq!(w.order.len(), members.len());
     count
 }
