@@ -629,7 +629,8 @@ pub struct BudgetArgs {
     /// Service levels the engines may use. 1..=16.
     #[arg(long, default_value_t = 16)]
     pub sls: u8,
-    /// The lowest VL the VL engines use (OpenSM's lash_start_vl; dfsssp, lash, hopvl, nue).
+    /// The lowest VL the VL engines use (OpenSM's lash_start_vl; dfsssp, lash, hopvl, nue,
+    /// torus-2QoS).
     #[arg(long, alias = "start-vl", default_value_t = 0)]
     pub lash_start_vl: u8,
     /// do_mesh_analysis (lash): dimension-ordered shortest paths on meshes and tori with

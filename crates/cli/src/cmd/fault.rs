@@ -25,9 +25,10 @@ pub enum TieBreak {
 /// RFTR's choices that `fault` and `sweep` share.
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct RepairArgs {
-    /// Data VLs available in all. Over a turn-rule base (updn, dor) repaired paths change VL
-    /// at forbidden turns (transitions allowed = VLs - 1; default 2); over a VL engine
-    /// (dfsssp, lash, hopvl) they go on VLs above the base's (default 8).
+    /// Data VLs available in all. Over a turn-rule base (updn, dnup, ftree, dor) repaired
+    /// paths change VL at forbidden turns (transitions allowed = VLs - 1; default 2); over a
+    /// VL engine (dfsssp, lash, hopvl, nue, torus-2QoS) they go on VLs above the base's
+    /// (default 8).
     #[arg(long)]
     pub vls: Option<u8>,
     /// Over a VL engine: VLs kept free for repaired paths; the base engine routes within
