@@ -19,6 +19,8 @@ use routing::engines::{
 use routing::Routing;
 use std::collections::HashMap;
 
+mod common;
+
 // ---------------------------------------------------------------------------------------------
 // fabric builders
 
@@ -716,13 +718,7 @@ fn updown_engines_are_deadlock_free_on_tori_and_trees() {
 fn fail_random_links(f: &Fabric, k: usize, seed: u64) -> FaultMask {
     let mut rng = Rng::new(seed);
     let mut mask = FaultMask::none(f);
-    let sw_links: Vec<LinkId> = (0..f.links.len() as u32)
-        .map(LinkId)
-        .filter(|&l| {
-            let link = f.link(l);
-            f.is_switch(f.port(link.a).node) && f.is_switch(f.port(link.b).node)
-        })
-        .collect();
+    let sw_links = common::switch_links(f);
     for _ in 0..k {
         let l = sw_links[rng.below(sw_links.len() as u64) as usize];
         mask.fail_link(l);
@@ -1485,25 +1481,11 @@ fn vl_engines_fit_where_they_should() {
 /// or declines with the count.
 #[test]
 fn vl_engines_on_every_reference_and_real_fabric() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
-    let mut files: Vec<std::path::PathBuf> = ["topologies", "real"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().flatten())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "net" || x == "ibnd"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 20, "{} fabrics", files.len());
+    let files = common::vendored_fabrics();
     let mut routed = 0;
-    for p in &files {
-        let bytes = std::fs::read(p).unwrap();
-        let name = p.display().to_string();
-        let mut none = |n: &str| -> Result<(String, Vec<u8>), String> { Err(n.to_string()) };
-        let f = fabric::io::read(&bytes, &name, &mut none, fabric::BuildOptions::default())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .fabric;
+    for (name, f) in &files {
         for name_e in ["hopvl", "dfsssp", "lash"] {
-            if vl_engine_verdict(name_e, &f, &FaultMask::none(&f), &name).is_some() {
+            if vl_engine_verdict(name_e, f, &FaultMask::none(f), name).is_some() {
                 routed += 1;
             }
         }

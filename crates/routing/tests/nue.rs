@@ -4,7 +4,9 @@
 //! searched for cycles), with SSSP's tables as the independent count of reachable pairs.
 
 use fabric::rng::Rng;
-use fabric::{Fabric, FaultMask, LinkId};
+use fabric::{Fabric, FaultMask};
+
+mod common;
 use proptest::prelude::*;
 use routing::engines::{by_name, Budget, RouteOptions};
 use routing::Routing;
@@ -66,13 +68,7 @@ fn nue_verdict(
 fn fail_random(f: &Fabric, links: usize, switches: usize, seed: u64) -> FaultMask {
     let mut rng = Rng::new(seed);
     let mut mask = FaultMask::none(f);
-    let sw_links: Vec<LinkId> = (0..f.links.len() as u32)
-        .map(LinkId)
-        .filter(|&l| {
-            let link = f.link(l);
-            f.is_switch(f.port(link.a).node) && f.is_switch(f.port(link.b).node)
-        })
-        .collect();
+    let sw_links = common::switch_links(f);
     for _ in 0..links.min(sw_links.len()) {
         mask.fail_link(sw_links[rng.below(sw_links.len() as u64) as usize]);
     }
@@ -116,22 +112,7 @@ proptest! {
 /// real dumps) at 1, 2 and 8 VLs: routed, complete, deadlock-free.
 #[test]
 fn nue_routes_every_reference_and_real_fabric() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
-    let mut files: Vec<std::path::PathBuf> = ["topologies", "real"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().flatten())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "net" || x == "ibnd"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 20, "{} fabrics", files.len());
-    for p in &files {
-        let bytes = std::fs::read(p).unwrap();
-        let name = p.display().to_string();
-        let mut none = |n: &str| -> Result<(String, Vec<u8>), String> { Err(n.to_string()) };
-        let f = fabric::io::read(&bytes, &name, &mut none, fabric::BuildOptions::default())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .fabric;
+    for (name, f) in common::vendored_fabrics() {
         for vls in [1u8, 2, 8] {
             nue_verdict(&f, &FaultMask::none(&f), vls, &name);
         }
@@ -174,8 +155,8 @@ fn nue_sls_are_layers_of_destinations() {
     }
 }
 
-/// Nue against OpenSM's Nue on the same fabrics (OpenSM 3.3.23 through
-/// `../shared/tools/opensm_route.sh`, figures in docs/vl-engines.md): lower max link load
+/// Nue against OpenSM's Nue on the same fabrics (OpenSM 3.3.23 on ibsim, figures recorded in
+/// docs/vl-engines.md by scripts/vl-table.sh): lower max link load
 /// and no more hops on average at the same VL count where that holds (tori, Slim Fly, the
 /// large Dragonfly), within 5 % on the 8-ary 3-tree where OpenSM's is better; and close to
 /// SSSP's max link load with 8 VLs.

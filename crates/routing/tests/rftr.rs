@@ -4,11 +4,14 @@
 //! those reported. Checked from the tables alone, independently of RFTR's own path store.
 
 use fabric::gen::{generate, TopoSpec};
-use fabric::{ChannelId, Fabric, FaultMask, Lid, LinkId, NodeId, NO_PORT};
+use fabric::{ChannelId, Fabric, FaultMask, Lid, NodeId, NO_PORT};
 use proptest::prelude::*;
 use routing::engines::{by_name, Dir, RouteOptions, UpDownRanking};
 use routing::fault::{Fault, Rftr, RftrConfig, UpDownRule};
 use routing::{PathSl, Routing};
+
+mod common;
+use common::switch_links;
 
 fn fabric(spec: &str) -> Fabric {
     generate(&spec.parse::<TopoSpec>().unwrap()).unwrap()
@@ -258,16 +261,6 @@ fn run_and_check_from<'f>(
         assert!(r.routing.validate(f).is_ok());
     }
     (all_supported, r)
-}
-
-fn switch_links(f: &Fabric) -> Vec<LinkId> {
-    (0..f.links.len() as u32)
-        .map(LinkId)
-        .filter(|&l| {
-            let k = f.link(l);
-            f.is_switch(f.port(k.a).node) && f.is_switch(f.port(k.b).node)
-        })
-        .collect()
 }
 
 /// RFTR over engine `name`'s tables for `f` (the engine's choices pinned; over a base that

@@ -4,11 +4,13 @@
 //! (or refused by OpenSM's rules, with the reason), and refused clearly where the fabric is
 //! not a torus.
 
-use fabric::{Fabric, FaultMask, LinkId};
+use fabric::{Fabric, FaultMask};
 use routing::engines::torus2qos::{parse_config, TorusConfig};
 use routing::engines::{by_name, EngineError, RouteOptions};
 use routing::Routing;
 use std::path::{Path, PathBuf};
+
+mod common;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -17,12 +19,7 @@ fn data(name: &str) -> PathBuf {
 }
 
 fn read(name: &str) -> (Fabric, TorusConfig) {
-    let p = data(name);
-    let bytes = std::fs::read(&p).unwrap();
-    let mut none = |n: &str| -> Result<(String, Vec<u8>), String> { Err(n.to_string()) };
-    let f = fabric::io::read(&bytes, name, &mut none, fabric::BuildOptions::default())
-        .unwrap()
-        .fabric;
+    let f = common::read_fabric(&data(name));
     let conf = std::fs::read_to_string(data(&format!("{name}.t2q.conf"))).unwrap();
     (f, parse_config(&conf).unwrap())
 }
@@ -70,7 +67,8 @@ fn torus2qos_routes_every_vendored_torus_and_mesh() {
         let r = routed(&f, &mask, &opts(&c), name).unwrap_or_else(|e| panic!("{name}: {e}"));
         let rep = routing::cdg::check(&f, &r, Some(&mask));
         assert_eq!(rep.cdg.vls_used, vec![0, 1], "{name}: the two loop VLs");
-        // OpenSM's torus-2QoS on the same file (shared/tools/opensm_route.sh, 2026-12-01):
+        // OpenSM's torus-2QoS on the same file (OpenSM 3.3.23 on ibsim, 2026-12-01, recorded in
+        // docs/vl-engines.md):
         // max link load and average switch hops
         let (osm_max, osm_hops) = match name {
             "torus2d_4x4_h2.net" => (48, 2.0645),
@@ -104,15 +102,7 @@ fn torus2qos_writes_what_opensm_writes() {
             .join("../../tests/data/opensm")
             .join(format!("{name}.torus-2QoS"));
         let file = |x: &str| std::fs::read_to_string(dir.join(x)).unwrap();
-        let mut none = |n: &str| -> Result<(String, Vec<u8>), String> { Err(n.to_string()) };
-        let f = fabric::io::read(
-            file("opensm-subnet.lst").as_bytes(),
-            name,
-            &mut none,
-            fabric::BuildOptions::default(),
-        )
-        .unwrap()
-        .fabric;
+        let f = common::read_fabric(&dir.join("opensm-subnet.lst"));
         let conf = std::fs::read_to_string(data(&format!("{name}.net.t2q.conf"))).unwrap();
         let o = opts(&parse_config(&conf).unwrap());
         let r = routed(&f, &FaultMask::none(&f), &o, name).unwrap();
@@ -206,13 +196,7 @@ fn torus2qos_routes_every_double_link_failure_or_says_which_ring_broke() {
     let (f, c) = read("torus3d_4x4x4_h2.net");
     let o = opts(&c);
     let base = routed(&f, &FaultMask::none(&f), &o, "intact").unwrap();
-    let sw: Vec<LinkId> = (0..f.links.len() as u32)
-        .map(LinkId)
-        .filter(|&l| {
-            let k = f.link(l);
-            f.is_switch(f.port(k.a).node) && f.is_switch(f.port(k.b).node)
-        })
-        .collect();
+    let sw = common::switch_links(&f);
     assert_eq!(sw.len(), 192);
     use rayon::prelude::*;
     let (ok, refused) = (0..sw.len())
@@ -268,17 +252,15 @@ fn torus2qos_refuses_clearly() {
     // a mesh whose middle link failed: its row is broken in two places
     let (f, c) = read("mesh2d_4x4_h2.net");
     let mut mask = FaultMask::none(&f);
-    let mid = (0..f.links.len() as u32)
-        .map(LinkId)
+    let mid = common::switch_links(&f)
+        .into_iter()
         .find(|&l| {
             let k = f.link(l);
             let (a, b) = (f.port(k.a).node, f.port(k.b).node);
-            f.is_switch(a)
-                && f.is_switch(b)
-                && [a, b].iter().all(|&n| {
-                    let s = f.switch_index[n.idx()] as usize;
-                    f.switch_links(s).len() == 4
-                })
+            [a, b].iter().all(|&n| {
+                let s = f.switch_index[n.idx()] as usize;
+                f.switch_links(s).len() == 4
+            })
         })
         .expect("a link between two inner switches");
     mask.fail_link(mid);
@@ -314,13 +296,7 @@ proptest::proptest! {
         let base = routed(&f, &FaultMask::none(&f), &o, &spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
         let mut rng = fabric::rng::Rng::new(seed);
         let mut mask = FaultMask::none(&f);
-        let sw_links: Vec<LinkId> = (0..f.links.len() as u32)
-            .map(LinkId)
-            .filter(|&l| {
-                let k = f.link(l);
-                f.is_switch(f.port(k.a).node) && f.is_switch(f.port(k.b).node)
-            })
-            .collect();
+        let sw_links = common::switch_links(&f);
         for _ in 0..links {
             mask.fail_link(sw_links[rng.below(sw_links.len() as u64) as usize]);
         }

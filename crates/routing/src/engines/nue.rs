@@ -63,8 +63,6 @@ pub struct Nue;
 
 /// "No channel".
 const NONE: u32 = u32::MAX;
-/// Whether taking a dependency out forgets the remembered refusals.
-const FORGET: bool = false;
 
 impl Engine for Nue {
     fn info(&self) -> &'static EngineInfo {
@@ -90,9 +88,8 @@ struct Net<'t> {
     /// Per channel: the output port at its source switch, and the switch it leads to.
     ch_port: Vec<u8>,
     ch_dst: Vec<u32>,
-    /// Per switch: its component (by breadth first) and the size of each component.
+    /// Per switch: its component.
     comp: Vec<u32>,
-    comp_size: Vec<u32>,
     /// Per component: its switches, ascending.
     members: Vec<Vec<u32>>,
     /// The cost of one hop in route counts: the number of end ports (a path may take one
@@ -109,35 +106,35 @@ impl<'t> Net<'t> {
             ch_port[a.ch as usize] = a.port;
             ch_dst[a.ch as usize] = a.peer;
         }
+        // components by one breadth-first labelling; each component's switches ascending
         let mut comp = vec![u32::MAX; t.n];
-        let mut comp_size = Vec::new();
+        let mut members: Vec<Vec<u32>> = Vec::new();
         for s in 0..t.n {
             if !t.alive[s] || comp[s] != u32::MAX {
                 continue;
             }
-            let c = comp_size.len() as u32;
-            let lv = super::ranking::bfs_levels(t, &[s]);
-            let mut size = 0;
-            for (x, &l) in lv.iter().enumerate() {
-                if l != u32::MAX {
-                    comp[x] = c;
-                    size += 1;
+            let c = members.len() as u32;
+            comp[s] = c;
+            let mut m = vec![s as u32];
+            let mut h = 0;
+            while h < m.len() {
+                let u = m[h] as usize;
+                h += 1;
+                for a in t.links(u) {
+                    if comp[a.peer as usize] == u32::MAX {
+                        comp[a.peer as usize] = c;
+                        m.push(a.peer);
+                    }
                 }
             }
-            comp_size.push(size);
-        }
-        let mut members = vec![Vec::new(); comp_size.len()];
-        for s in 0..t.n {
-            if comp[s] != u32::MAX {
-                members[comp[s] as usize].push(s as u32);
-            }
+            m.sort_unstable();
+            members.push(m);
         }
         Net {
             t,
             ch_port,
             ch_dst,
             comp,
-            comp_size,
             members,
             hop: t.ends.len().max(1) as u64,
         }
@@ -255,7 +252,7 @@ fn centres(net: &Net, dests: &[usize]) -> Vec<usize> {
                 (e, s)
             },
         );
-    let mut best: Vec<Option<usize>> = vec![None; net.comp_size.len()];
+    let mut best: Vec<Option<usize>> = vec![None; net.members.len()];
     for x in (0..n).filter(|&x| t.alive[x]) {
         let c = net.comp[x] as usize;
         let key = |y: usize| (ecc[y], sum[y], y);
@@ -349,13 +346,19 @@ struct Work {
     out: Vec<u32>,
     /// Per switch: the next switch's channel its dependency leads into (`NONE`: none added).
     dep: Vec<u32>,
+    /// Per switch: the switch it forwards to.
     par: Vec<u32>,
     done: Vec<bool>,
+    /// Switches reached, each after the one it forwards to.
     order: Vec<u32>,
+    /// Queued (cost, switch); entries whose cost is no longer the switch's are stale.
     heap: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Per switch: the cost of its cheapest hand-over so far, and that hand-over's channel.
     dist: Vec<u64>,
     cand: Vec<u32>,
+    /// Switches given a cost for this destination (reset when it is done).
     touched: Vec<u32>,
+    /// Per switch: sources whose routes cross it (the load accumulation).
     acc: Vec<u64>,
 }
 
@@ -460,32 +463,27 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
         weight[d.0 as usize] += 1;
     }
     let layer_of = partition(&net, k, &weight);
-    let per_layer: Vec<usize> = (0..k)
-        .map(|l| {
-            dests
-                .iter()
-                .filter(|d| layer_of[d.0 as usize] as usize == l)
-                .count()
+    // per layer: its destinations (fabric order), destination switches and central switches,
+    // the same for every order
+    let mut plans: Vec<Layer> = (0..k)
+        .map(|_| Layer {
+            dests: Vec::new(),
+            switches: Vec::new(),
+            roots: Vec::new(),
         })
         .collect();
-    // per layer: its destination switches and central switches (the same for every order)
-    let layer_roots: Vec<(Vec<usize>, Vec<usize>)> = (0..k)
-        .map(|l| {
-            let mut dsw: Vec<usize> = dests
-                .iter()
-                .filter(|d| layer_of[d.0 as usize] as usize == l)
-                .map(|d| d.0 as usize)
-                .collect();
-            dsw.sort_unstable();
-            dsw.dedup();
-            let roots = if dsw.is_empty() {
-                Vec::new()
-            } else {
-                centres(&net, &dsw)
-            };
-            (dsw, roots)
-        })
-        .collect();
+    for &d in &dests {
+        plans[layer_of[d.0 as usize] as usize].dests.push(d);
+    }
+    for p in &mut plans {
+        p.switches = p.dests.iter().map(|d| d.0 as usize).collect();
+        p.switches.sort_unstable();
+        p.switches.dedup();
+        if !p.switches.is_empty() {
+            p.roots = centres(&net, &p.switches);
+        }
+    }
+    let per_layer: Vec<usize> = plans.iter().map(|p| p.dests.len()).collect();
     // An order whose busiest channel already carries more than a finished order's gives
     // up: it could only end worse, so the choice does not depend on timing.
     let bound = AtomicU64::new(u64::MAX);
@@ -493,13 +491,11 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
         .into_par_iter()
         .map(|o| {
             let c = Common {
-                dests: &dests,
-                layer_of: &layer_of,
-                layer_roots: &layer_roots,
+                plans: &plans,
                 scored: &scored,
                 stride,
             };
-            route_order(&net, k, &c, o, &bound)
+            route_order(&net, &c, o, &bound)
         })
         .collect();
     let (best, a) = attempts
@@ -547,12 +543,17 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
     Routed { routing: r, notes }
 }
 
-/// What every order shares: the destinations, their layers, each layer's destination and
-/// central switches, which LIDs the score counts, the LFT stride.
+/// One layer's destinations (in the fabric's order), their switches (ascending) and the
+/// layer's central switches.
+struct Layer {
+    dests: Vec<Dest>,
+    switches: Vec<usize>,
+    roots: Vec<usize>,
+}
+
+/// What every order shares: the layers, which LIDs the score counts, the LFT stride.
 struct Common<'a> {
-    dests: &'a [Dest],
-    layer_of: &'a [u8],
-    layer_roots: &'a [(Vec<usize>, Vec<usize>)],
+    plans: &'a [Layer],
     scored: &'a [bool],
     stride: usize,
 }
@@ -560,11 +561,9 @@ struct Common<'a> {
 /// Routes every layer with its destinations in order `o` of [`ORDERS`]; `None` when its
 /// busiest channel passes `bound` (the busiest of a finished order), which it lowers to its
 /// own when it finishes.
-fn route_order(net: &Net, k: usize, c: &Common, o: usize, bound: &AtomicU64) -> Option<Attempt> {
+fn route_order(net: &Net, c: &Common, o: usize, bound: &AtomicU64) -> Option<Attempt> {
     let Common {
-        dests,
-        layer_of,
-        layer_roots,
+        plans,
         scored,
         stride,
     } = *c;
@@ -575,7 +574,7 @@ fn route_order(net: &Net, k: usize, c: &Common, o: usize, bound: &AtomicU64) -> 
     let nch = t.f.links.len() * 2;
     let mut load = vec![0u64; nch];
     let mut pair_load = vec![0u64; nch];
-    let mut layers = Layers::new(nch, k);
+    let mut layers = Layers::new(nch, plans.len());
     let mut cols = vec![NO_PORT; stride * n];
     let mut w = Work {
         out: vec![NONE; n],
@@ -592,18 +591,14 @@ fn route_order(net: &Net, k: usize, c: &Common, o: usize, bound: &AtomicU64) -> 
     let mut tally = Tally::default();
     let alive = t.num_alive();
     let mut busiest = 0u64;
-    for (l, (dsw, roots)) in layer_roots.iter().enumerate().take(k) {
-        let mut mine: Vec<Dest> = dests
-            .iter()
-            .copied()
-            .filter(|d| layer_of[d.0 as usize] as usize == l)
-            .collect();
-        if mine.is_empty() {
+    for (l, plan) in plans.iter().enumerate() {
+        if plan.dests.is_empty() {
             continue;
         }
-        let tree = escape_tree(net, roots, &load);
-        order_destinations(t, roots, o, &mut mine);
-        mark_escape(&mut layers, l, &tree, dsw, n);
+        let mut mine = plan.dests.clone();
+        let tree = escape_tree(net, &plan.roots, &load);
+        order_destinations(t, &plan.roots, o, &mut mine);
+        mark_escape(&mut layers, l, &tree, &plan.switches, n);
         for &(ds, lid, port) in &mine {
             route_one(
                 net,
@@ -680,8 +675,7 @@ fn route_one(
     // every switch changed last time is in `order` (the escape lists the whole component)
     w.order.clear();
     w.heap.clear();
-    let mut touched = std::mem::take(&mut w.touched);
-    touched.clear();
+    w.touched.clear();
     // Dijkstra with each switch's cheapest hand-over (`cand`: channel v → u, u finished)
     // checked only when the switch is popped; a refused one is replaced by the cheapest
     // hand-over from its finished neighbours not known to be refused, and the switch goes
@@ -689,8 +683,8 @@ fn route_one(
     w.dist[ds] = 0;
     w.cand[ds] = NONE;
     w.heap.push(Reverse((0, ds as u32)));
-    touched.push(ds as u32);
-    let want = net.comp_size[net.comp[ds] as usize] as usize;
+    w.touched.push(ds as u32);
+    let want = net.members[net.comp[ds] as usize].len();
     let mut moved = false;
     loop {
         while let Some(Reverse((d, v))) = w.heap.pop() {
@@ -728,7 +722,7 @@ fn route_one(
             }
             w.done[v] = true;
             w.order.push(v as u32);
-            relax(t, net.hop, w, load, v, d, &mut touched);
+            relax(t, net.hop, w, load, v, d);
         }
         if w.order.len() >= want {
             break;
@@ -738,15 +732,14 @@ fn route_one(
             Some(v) => {
                 moved = true;
                 let d = w.dist[v];
-                relax(t, net.hop, w, load, v, d, &mut touched);
+                relax(t, net.hop, w, load, v, d);
             }
             None => break,
         }
     }
-    for &s in &touched {
+    for &s in &w.touched {
         w.dist[s as usize] = u64::MAX;
     }
-    w.touched = touched;
     w.out[ds] = NONE;
     w.par[ds] = NONE;
     // `order` is what the search reached; an impasse it could not get out of by moving
@@ -764,7 +757,7 @@ fn route_one(
 }
 
 /// Offers every unreached neighbour of `v` (finished at cost `d`) the hand-over to `v`.
-fn relax(t: &Topo, hop: u64, w: &mut Work, load: &[u64], v: usize, d: u64, touched: &mut Vec<u32>) {
+fn relax(t: &Topo, hop: u64, w: &mut Work, load: &[u64], v: usize, d: u64) {
     for a in t.links(v) {
         let x = a.peer as usize;
         if w.done[x] {
@@ -774,7 +767,7 @@ fn relax(t: &Topo, hop: u64, w: &mut Work, load: &[u64], v: usize, d: u64, touch
         let cost = d + hop + load[c as usize];
         if cost < w.dist[x] {
             if w.dist[x] == u64::MAX {
-                touched.push(x as u32);
+                w.touched.push(x as u32);
             }
             w.dist[x] = cost;
             w.cand[x] = c;
@@ -832,17 +825,17 @@ fn backtrack(net: &Net, layers: &mut Layers, l: usize, ds: usize, w: &mut Work) 
                 }
                 if !ok {
                     for &(u, v) in &added {
-                        layers.remove_edge(l, u, v, FORGET);
+                        layers.remove_edge(l, u, v);
                     }
                     continue;
                 }
                 // move a: its old dependency and its children's on its old channel go
                 if w.dep[a] != NONE {
-                    layers.remove_edge(l, w.out[a], w.dep[a], FORGET);
+                    layers.remove_edge(l, w.out[a], w.dep[a]);
                 }
                 for &c in &children {
                     if w.dep[c] != NONE {
-                        layers.remove_edge(l, w.out[c], w.dep[c], FORGET);
+                        layers.remove_edge(l, w.out[c], w.dep[c]);
                     }
                     w.dep[c] = lch;
                 }
@@ -979,7 +972,7 @@ fn escape(net: &Net, layers: &mut Layers, l: usize, tree: &Tree, ds: usize, w: &
         // re-examine: release what is held, add what the hand-over needs now
         while let Some(i) = recheck.pop() {
             if held[i].0 != NONE {
-                layers.remove_edge(l, held[i].0, held[i].1, FORGET);
+                layers.remove_edge(l, held[i].0, held[i].1);
                 held[i] = (NONE, NONE);
             }
             if i == d {

@@ -364,8 +364,9 @@ fn options(g: &Geo, peers: &[Vec<u32>], a: usize) -> (Vec<u32>, Vec<[u32; 3]>, V
 /// Places every switch it can from what is placed: an unplaced neighbour consistent with
 /// exactly one free position goes there, unless another is decided for the same one (then
 /// the fabric is not this torus there). One placement per look, since it changes what the
-/// others are consistent with.
-fn propagate(t: &Topo, g: &mut Geo, peers: &[Vec<u32>]) {
+/// others are consistent with. Ends: switches are queued again only after a placement, and
+/// there are at most as many placements as switches.
+fn propagate(g: &mut Geo, peers: &[Vec<u32>]) {
     let mut queue: Vec<u32> = g.order.clone();
     let mut qi = 0;
     while qi < queue.len() {
@@ -389,9 +390,6 @@ fn propagate(t: &Topo, g: &mut Geo, peers: &[Vec<u32>]) {
                 queue.push(a as u32);
             }
         }
-        if queue.len() > 64 * t.n + 64 {
-            break; // cannot happen: every push follows a placement
-        }
     }
 }
 
@@ -410,7 +408,7 @@ fn complete_and_consistent(t: &Topo, g: &Geo) -> bool {
 /// fits, as in a radix-4 ring), each of the places tried in turn, a few levels deep; the
 /// first placement that is complete with every link between neighbours is kept.
 fn place(t: &Topo, g: &mut Geo, peers: &[Vec<u32>], depth: usize) {
-    propagate(t, g, peers);
+    propagate(g, peers);
     if depth == 0 || g.order.len() == t.n {
         return;
     }
@@ -1103,46 +1101,34 @@ impl Engine for Torus2Qos {
             }
         });
         r.path_sl = PathSl::PerPair { stride, sl };
-        // SL2VL
+        // SL2VL, one table per node: row (input port, output port), column SL
         for s in 0..t.n {
             if g.at[s].is_none() {
                 continue;
             }
-            let node = f.switches[s];
-            let np = f.node(node).nports as usize;
             let pd = &gr.port_dim[s];
-            for inp in 0..=np {
-                for out in 0..=np {
-                    let (id, od) = (pd[inp] as usize, pd[out] as usize);
-                    for q in 0..NUM_SLS as u8 {
-                        let mut vl = 0u8;
-                        if od < 3 {
-                            vl |= (q >> od) & 1;
-                            if v >= 4 && id < 3 && id > od {
-                                vl |= 2;
-                            }
-                            if v >= 8 {
-                                vl |= ((q >> 3) & 1) << 2;
-                            }
-                        } else {
-                            vl = (q >> 3) & 1;
-                        }
-                        r.sl2vl.set(node, inp as u8, out as u8, q, start + vl);
-                    }
+            let tab = r.sl2vl.table_mut(f.switches[s]);
+            for (row, cell) in tab.chunks_exact_mut(NUM_SLS).enumerate() {
+                let (id, od) = (pd[row / pd.len()] as usize, pd[row % pd.len()] as usize);
+                for (q, x) in cell.iter_mut().enumerate() {
+                    let q = q as u8;
+                    let vl = if od < 3 {
+                        let turn = v >= 4 && id < 3 && id > od;
+                        let qos = if v >= 8 { ((q >> 3) & 1) << 2 } else { 0 };
+                        ((q >> od) & 1) | (u8::from(turn) << 1) | qos
+                    } else {
+                        (q >> 3) & 1
+                    };
+                    *x = start + vl;
                 }
             }
         }
         for e in &t.ends {
             let node = f.port(e.port).node;
-            if !r.sl2vl.is_identity(node) {
-                continue;
-            }
-            let np = f.node(node).nports as usize;
-            for inp in 0..=np {
-                for out in 0..=np {
-                    for q in 0..NUM_SLS as u8 {
-                        r.sl2vl
-                            .set(node, inp as u8, out as u8, q, start + ((q >> 3) & 1));
+            if r.sl2vl.is_identity(node) {
+                for cell in r.sl2vl.table_mut(node).chunks_exact_mut(NUM_SLS) {
+                    for (q, x) in cell.iter_mut().enumerate() {
+                        *x = start + ((q as u8 >> 3) & 1);
                     }
                 }
             }

@@ -264,13 +264,10 @@ impl Layers {
     }
 
     /// Drops one reference to `u → v`, added by [`Layers::try_add_edge`]. Remembered
-    /// refusals stay (a refused edge may fit now, so later refusals may be too cautious, never
-    /// wrong) unless `forget`.
-    pub fn remove_edge(&mut self, l: usize, u: u32, v: u32, forget: bool) {
-        let layer = &mut self.layers[l];
-        if layer.remove_edge(u, v) && forget {
-            layer.forget_closing();
-        }
+    /// refusals stay: a refused edge may fit now, so later refusals may be too cautious, never
+    /// wrong.
+    pub fn remove_edge(&mut self, l: usize, u: u32, v: u32) {
+        self.layers[l].remove_edge(u, v);
     }
 
     /// Takes a path placed with [`Layers::try_add`] out of layer `l`.
