@@ -1,0 +1,471 @@
+//! An in-process fabric that answers SMPs the way ibsim does, built from a fabroute
+//! [`Fabric`]: directed routes over physically up links, NodeInfo / NodeDescription /
+//! PortInfo (with ibsim's port state machine: INIT → ARMED → ACTIVE one step at a time,
+//! the peer within one step) / SwitchInfo (LinearFDBTop, PortStateChange) /
+//! LinearForwardingTable / SLtoVLMappingTable, and trap 128 on [`FakeFabric::unlink`],
+//! LID-routed to the SM through the programmed tables, and lost when that route is broken,
+//! as in ibsim. Its clock is virtual: each answered SMP takes `smp_time`, a `recv` that
+//! finds nothing waits out its timeout. So tests of discovery, programming and repair run
+//! without ibsim and give the same result every time.
+
+use fabric::{Fabric, LinkId, NodeId, NodeKind, PortId};
+use mad::attr::{self, phys_state, port_state, NodeInfo, Notice, PortInfo, SwitchInfo, LFT_BLOCK};
+use mad::{attr_id, status, Address, Method, Route, Smp, Transport, MAD_SIZE, SMP_DATA};
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+/// LinearFDBCap of every fake switch (ibsim's default).
+pub const FDB_CAP: usize = 30720;
+
+#[derive(Clone, Debug)]
+struct SwState {
+    info: SwitchInfo,
+    lft: Vec<u8>,
+}
+
+/// Counters of what the fake was asked, per attribute and method.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FakeStats {
+    pub gets: u64,
+    pub sets: u64,
+    /// LinearForwardingTable Sets, and SLtoVLMappingTable Sets.
+    pub lft_sets: u64,
+    pub sl2vl_sets: u64,
+    /// SMPs dropped (a directed route over a link that is not up, a bad path).
+    pub dropped: u64,
+    pub traps_sent: u64,
+    pub traps_lost: u64,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct FakeFabric {
+    f: Fabric,
+    sm_port: PortId,
+    port: Vec<PortInfo>,
+    link_up: Vec<bool>,
+    sw: Vec<Option<SwState>>,
+    sl2vl: BTreeMap<(u32, u8, u8), [u8; 16]>,
+    queue: VecDeque<[u8; MAD_SIZE]>,
+    clock: Duration,
+    /// Virtual time one answered SMP takes (default 15 µs, ibsim's pipelined rate).
+    pub smp_time: Duration,
+    pub stats: FakeStats,
+    next_trap_tid: u64,
+}
+
+impl FakeFabric {
+    /// A fabric whose SM attaches at end port `sm_port` of `f`. Every port starts as
+    /// ibsim starts it: cabled ports physically up in INIT, LID 0, no SM LID.
+    pub fn new(f: &Fabric, sm_port: PortId) -> FakeFabric {
+        let mut port = vec![PortInfo::default(); f.ports.len()];
+        for (i, p) in f.ports.iter().enumerate() {
+            let pi = &mut port[i];
+            pi.set_local_port(p.num);
+            pi.set_vl_cap(5);
+            pi.set_oper_vls(1);
+            pi.set_link_width_supported(0x03);
+            pi.set_link_speed_supported(1);
+            pi.set_cap_mask(if f.node(p.node).kind == NodeKind::Switch {
+                0x0008
+            } else {
+                0
+            });
+            if p.num == 0 {
+                pi.set_port_state(port_state::ACTIVE);
+                pi.set_phys_state(phys_state::LINK_UP);
+            } else if let Some(l) = p.link {
+                pi.set_port_state(port_state::INIT);
+                pi.set_phys_state(phys_state::LINK_UP);
+                let link = f.link(l);
+                pi.set_link_width_active(match link.width.lanes() {
+                    1 => 1,
+                    8 => 4,
+                    12 => 8,
+                    2 => 16,
+                    _ => 2,
+                });
+                pi.set_link_speed_active(match link.speed {
+                    fabric::Speed::Ddr => 2,
+                    fabric::Speed::Qdr => 4,
+                    _ => 1,
+                });
+            } else {
+                pi.set_port_state(port_state::DOWN);
+                pi.set_phys_state(phys_state::POLLING);
+            }
+        }
+        let sw = f
+            .nodes
+            .iter()
+            .map(|n| {
+                (n.kind == NodeKind::Switch).then(|| {
+                    let mut info = SwitchInfo::default();
+                    info.set_linear_fdb_cap(FDB_CAP as u16);
+                    SwState {
+                        info,
+                        lft: vec![0xff; FDB_CAP],
+                    }
+                })
+            })
+            .collect();
+        FakeFabric {
+            f: f.clone(),
+            sm_port,
+            port,
+            link_up: vec![true; f.links.len()],
+            sw,
+            sl2vl: BTreeMap::new(),
+            queue: VecDeque::new(),
+            clock: Duration::ZERO,
+            smp_time: Duration::from_micros(15),
+            stats: FakeStats::default(),
+            next_trap_tid: 1 << 40,
+        }
+    }
+
+    /// The fabric the fake was built from.
+    pub fn fabric(&self) -> &Fabric {
+        &self.f
+    }
+
+    /// The LFT entry a switch holds for `lid`.
+    pub fn lft(&self, sw: NodeId, lid: u16) -> u8 {
+        self.sw[sw.idx()]
+            .as_ref()
+            .map_or(0xff, |s| s.lft[lid as usize])
+    }
+    /// A switch's LinearFDBTop.
+    pub fn fdb_top(&self, sw: NodeId) -> u16 {
+        self.sw[sw.idx()]
+            .as_ref()
+            .map_or(0, |s| s.info.linear_fdb_top())
+    }
+    /// The SL2VL row a node holds for (input port, output port), if one was written.
+    pub fn sl2vl(&self, n: NodeId, inp: u8, out: u8) -> Option<[u8; 16]> {
+        self.sl2vl.get(&(n.0, inp, out)).copied()
+    }
+    /// The PortInfo a port holds.
+    pub fn port_info(&self, p: PortId) -> PortInfo {
+        self.port[p.idx()]
+    }
+
+    /// Pulls the cable of `l`, as ibsim's `Unlink`: both ends go DOWN / POLLING, each
+    /// switch end sets PortStateChange and sends trap 128 to its SM (LID-routed through its
+    /// tables; lost when that route is broken or the switch has no LID / SM LID yet).
+    pub fn unlink(&mut self, l: LinkId) {
+        if !self.link_up[l.idx()] {
+            return;
+        }
+        self.link_up[l.idx()] = false;
+        let link = self.f.link(l).clone();
+        for p in [link.a, link.b] {
+            let pi = &mut self.port[p.idx()];
+            pi.set_port_state(port_state::DOWN);
+            pi.set_phys_state(phys_state::POLLING);
+        }
+        for p in [link.a, link.b] {
+            let n = self.f.port(p).node;
+            if let Some(s) = self.sw[n.idx()].as_mut() {
+                s.info.set_port_state_change(1);
+                self.trap_128(n);
+            }
+        }
+    }
+
+    /// Unlinks every cable of switch `n` (ibsim's `Unlink "node"`).
+    pub fn unlink_node(&mut self, n: NodeId) {
+        let links: Vec<LinkId> = self
+            .f
+            .node_ports(n)
+            .filter_map(|p| self.f.port(p).link)
+            .collect();
+        for l in links {
+            self.unlink(l);
+        }
+    }
+
+    fn trap_128(&mut self, n: NodeId) {
+        let p0 = self.f.port_id(n, 0);
+        let (lid, smlid) = (
+            self.port[p0.idx()].lid(),
+            self.port[p0.idx()].master_sm_lid(),
+        );
+        if lid == 0 || smlid == 0 {
+            self.stats.traps_lost += 1;
+            return;
+        }
+        if !self.lid_route_reaches(n, smlid) {
+            self.stats.traps_lost += 1;
+            return;
+        }
+        let notice = Notice {
+            generic: true,
+            kind: 1,
+            producer: 2,
+            trap_number: Notice::TRAP_LINK_STATE,
+            issuer_lid: lid,
+            data_lid: lid,
+            ..Default::default()
+        };
+        let mut s = Smp::request(
+            Method::Trap,
+            Route::Lid(smlid),
+            self.next_trap_tid,
+            attr_id::NOTICE,
+            0,
+        );
+        self.next_trap_tid += 1;
+        s.data = notice.encode();
+        self.queue.push_back(s.encode());
+        self.stats.traps_sent += 1;
+    }
+
+    fn active(&self, p: PortId) -> bool {
+        let pi = &self.port[p.idx()];
+        pi.phys_state() == phys_state::LINK_UP && pi.port_state() == port_state::ACTIVE
+    }
+
+    /// ibsim's LID routing from switch `n`: every hop needs LID ≤ LinearFDBTop, an entry,
+    /// and both ends of each crossed link ACTIVE.
+    fn lid_route_reaches(&self, mut n: NodeId, lid: u16) -> bool {
+        for _ in 0..64 {
+            let Some(s) = self.sw[n.idx()].as_ref() else {
+                return false;
+            };
+            if self.port[self.f.port_id(n, 0).idx()].lid() == lid {
+                return true;
+            }
+            if lid > s.info.linear_fdb_top() {
+                return false;
+            }
+            let out = s.lft[lid as usize];
+            if out == 0xff || out == 0 || out > self.f.node(n).nports {
+                return false;
+            }
+            let p = self.f.port_id(n, out);
+            let Some(r) = self.f.remote(p) else {
+                return false;
+            };
+            if !self.active(p) || !self.active(r) {
+                return false;
+            }
+            let rn = self.f.port(r).node;
+            if self.f.node(rn).kind != NodeKind::Switch {
+                let pi = &self.port[r.idx()];
+                let (base, lmc) = (pi.lid(), pi.lmc());
+                return lid >= base && (lid as u32) < base as u32 + (1u32 << lmc);
+            }
+            n = rn;
+        }
+        false
+    }
+
+    /// Follows a directed route from the SM's port: the port the SMP arrives at, or `None`
+    /// when a link on the way is not physically up or the path is bad.
+    fn follow(&self, path: &[u8]) -> Option<PortId> {
+        let mut at = self.sm_port;
+        for (i, &out) in path.iter().enumerate() {
+            let n = self.f.port(at).node;
+            if i > 0 && self.f.node(n).kind != NodeKind::Switch {
+                return None;
+            }
+            if out == 0 || out > self.f.node(n).nports {
+                return None;
+            }
+            let p = self.f.port_id(n, out);
+            let l = self.f.port(p).link?;
+            if !self.link_up[l.idx()] {
+                return None;
+            }
+            at = self.f.remote(p)?;
+        }
+        Some(at)
+    }
+
+    fn handle(&mut self, s: &Smp, at: PortId) -> (u16, [u8; SMP_DATA]) {
+        let n = self.f.port(at).node;
+        let node = self.f.node(n).clone();
+        let is_sw = node.kind == NodeKind::Switch;
+        let set = s.method == Method::Set;
+        if set {
+            self.stats.sets += 1;
+        } else {
+            self.stats.gets += 1;
+        }
+        let bad = (status::BAD_PARAM, s.data);
+        match s.attr {
+            attr_id::NODE_INFO => {
+                let ni = NodeInfo {
+                    node_type: match node.kind {
+                        NodeKind::Switch => attr::NODE_SWITCH,
+                        NodeKind::Ca => attr::NODE_CA,
+                        NodeKind::Router => attr::NODE_ROUTER,
+                    },
+                    nports: node.nports,
+                    sys_guid: node.sys_guid,
+                    node_guid: node.guid,
+                    port_guid: if is_sw {
+                        self.f.ports[self.f.port_id(n, 0).idx()].guid
+                    } else {
+                        self.f.port(at).guid
+                    },
+                    partition_cap: 8,
+                    device_id: node.device_id as u16,
+                    revision: 0,
+                    local_port: self.f.port(at).num,
+                    vendor_id: node.vendor_id,
+                };
+                (0, ni.encode())
+            }
+            attr_id::NODE_DESC => {
+                let d = if node.desc.is_empty() {
+                    &node.name
+                } else {
+                    &node.desc
+                };
+                (0, attr::node_desc_encode(d))
+            }
+            attr_id::PORT_INFO => {
+                let num = s.modifier & 0xff;
+                let num = if !is_sw && num == 0 {
+                    self.f.port(at).num as u32
+                } else {
+                    num
+                };
+                if num > node.nports as u32 {
+                    return bad;
+                }
+                let p = self.f.port_id(n, num as u8);
+                if set {
+                    if !is_sw && p != at {
+                        return bad;
+                    }
+                    let req = PortInfo(s.data);
+                    if req.oper_vls() > self.port[p.idx()].vl_cap() {
+                        return bad;
+                    }
+                    let want = req.port_state();
+                    let cur = self.port[p.idx()].port_state();
+                    let peer = self
+                        .f
+                        .remote(p)
+                        .filter(|_| self.f.port(p).link.is_some_and(|l| self.link_up[l.idx()]));
+                    if want > port_state::INIT {
+                        let Some(r) = peer else { return bad };
+                        let rs = self.port[r.idx()].port_state();
+                        if (rs as i32 - want as i32).abs() > 1
+                            || (cur as i32 - want as i32).abs() != 1
+                        {
+                            return bad;
+                        }
+                    }
+                    let pi = &mut self.port[p.idx()];
+                    pi.set_lid(req.lid());
+                    pi.set_master_sm_lid(req.master_sm_lid());
+                    pi.set_lmc(req.lmc());
+                    pi.set_oper_vls(req.oper_vls());
+                    if want > port_state::INIT {
+                        pi.set_port_state(want);
+                    }
+                }
+                (0, self.port[p.idx()].0)
+            }
+            attr_id::SWITCH_INFO => {
+                let Some(sw) = self.sw[n.idx()].as_mut() else {
+                    return (status::ATTR_UNSUPPORTED, s.data);
+                };
+                if set {
+                    let req = SwitchInfo(s.data);
+                    if req.port_state_change() == 1 {
+                        sw.info.set_port_state_change(0);
+                    }
+                    sw.info.set_linear_fdb_top(req.linear_fdb_top());
+                    sw.info.set_life_time(req.life_time());
+                }
+                (0, sw.info.0)
+            }
+            attr_id::LFT => {
+                let Some(sw) = self.sw[n.idx()].as_mut() else {
+                    return (status::ATTR_UNSUPPORTED, s.data);
+                };
+                let block = s.modifier as usize;
+                if (block + 1) * LFT_BLOCK > FDB_CAP {
+                    return bad;
+                }
+                let r = block * LFT_BLOCK..(block + 1) * LFT_BLOCK;
+                if set {
+                    sw.lft[r.clone()].copy_from_slice(&s.data);
+                    self.stats.lft_sets += 1;
+                }
+                let mut d = [0u8; SMP_DATA];
+                d.copy_from_slice(&sw.lft[r]);
+                (0, d)
+            }
+            attr_id::SL2VL => {
+                let (inp, out) = if is_sw {
+                    ((s.modifier >> 8) as u8, s.modifier as u8)
+                } else {
+                    (0, self.f.port(at).num)
+                };
+                if inp > node.nports || out > node.nports {
+                    return bad;
+                }
+                if set {
+                    self.sl2vl
+                        .insert((n.0, inp, out), attr::sl2vl_decode(&s.data));
+                    self.stats.sl2vl_sets += 1;
+                }
+                let v = self
+                    .sl2vl
+                    .get(&(n.0, inp, out))
+                    .copied()
+                    .unwrap_or(std::array::from_fn(|sl| if sl < 15 { sl as u8 } else { 7 }));
+                (0, attr::sl2vl_encode(&v))
+            }
+            _ => (status::ATTR_UNSUPPORTED, s.data),
+        }
+    }
+}
+
+impl Transport for FakeFabric {
+    fn send(&mut self, m: &[u8; MAD_SIZE], _to: Address) -> std::io::Result<()> {
+        let Ok(s) = Smp::decode(m) else {
+            self.stats.dropped += 1;
+            return Ok(());
+        };
+        let Route::Direct(path) = &s.route else {
+            // LID-routed requests (TrapRepress) are dropped, as ibsim drops them.
+            self.stats.dropped += 1;
+            return Ok(());
+        };
+        if !matches!(s.method, Method::Get | Method::Set) {
+            self.stats.dropped += 1;
+            return Ok(());
+        }
+        let Some(at) = self.follow(path) else {
+            self.stats.dropped += 1;
+            return Ok(());
+        };
+        let (st, data) = self.handle(&s, at);
+        self.queue.push_back(s.response(st, data).encode());
+        Ok(())
+    }
+
+    fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<[u8; MAD_SIZE]>> {
+        match self.queue.pop_front() {
+            Some(m) => {
+                self.clock += self.smp_time;
+                Ok(Some(m))
+            }
+            None => {
+                self.clock += timeout;
+                Ok(None)
+            }
+        }
+    }
+
+    fn now(&self) -> Duration {
+        self.clock
+    }
+}

@@ -1,0 +1,773 @@
+//! Bring-up and the repair loop over a discovered fabric.
+
+use crate::discover::Discovery;
+use crate::pipe::{Pipe, Req, ReqError};
+use crate::{Session, SmError};
+use fabric::{Fabric, FaultMask, LinkId, NodeId, NodeKind, PortId};
+use mad::attr::{self, port_state, Notice, PortInfo, SwitchInfo, LFT_BLOCK};
+use mad::{attr_id, Method, Route, Smp, Transport};
+use routing::cdg;
+use routing::engines::{Engine, RouteOptions};
+use routing::fault::{Fault, RftrConfig};
+use routing::tables::NUM_SLS;
+use routing::Routing;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// How a failure is repaired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Repair {
+    /// RFTR: new paths for the affected pairs only, from the engine's base tables.
+    Rftr,
+    /// The engine run again on the fabric without the failed links (the baseline).
+    Full,
+}
+
+/// The SM's settings.
+#[derive(Clone, Debug)]
+pub struct SmConfig {
+    pub repair: Repair,
+    /// RFTR's settings (VLs in all, SLs, tie-break).
+    pub rftr: RftrConfig,
+    /// The engine's options (its VL budget already leaving RFTR's VLs free).
+    pub opts: RouteOptions,
+    /// Light sweep period: SwitchInfo.PortStateChange of every switch (`None`: traps only).
+    pub sweep_interval: Option<Duration>,
+}
+
+/// What the SM reports, one JSON object per line in `fabroute sm --events`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The fabric is discovered, routed and programmed.
+    SubnetUp {
+        switches: usize,
+        cas: usize,
+        links: usize,
+        engine: &'static str,
+        /// Transport time from the first SMP to the last confirmation, and its parts.
+        seconds: f64,
+        discovery_seconds: f64,
+        compute_seconds: f64,
+        smps: u64,
+        discovery_smps: u64,
+        lft_blocks: u64,
+        sl2vl_entries: u64,
+        /// SMPs that got no good answer after retries (0 on a healthy fabric).
+        failed_smps: u64,
+        deadlock_free: bool,
+        unreachable_pairs: u64,
+    },
+    /// A trap arrived.
+    Trap {
+        trap: u16,
+        lid: u16,
+        node: String,
+        /// Ports of that switch found down whose links the SM had as up.
+        ports_down: Vec<u8>,
+    },
+    /// A light sweep found switches whose PortStateChange was set.
+    Sweep {
+        switches_read: usize,
+        changed: Vec<String>,
+        /// Links found down that the SM had as up.
+        links_down: usize,
+    },
+    /// Failed links repaired and the changed tables confirmed by every switch.
+    Repaired {
+        repair: Repair,
+        faults: Vec<String>,
+        /// Trap received (or sweep started) → last changed block confirmed.
+        seconds: f64,
+        compute_seconds: f64,
+        lft_blocks: u64,
+        sl2vl_entries: u64,
+        smps: u64,
+        failed_smps: u64,
+        affected_pairs: u64,
+        repaired_pairs: u64,
+        unsupported_pairs: u64,
+        /// Sources told a new (DLID, SL) since the fabric came up.
+        source_updates: usize,
+        /// The tables now in the switches, walked and checked (every pair, CDG over
+        /// (channel, VL)); with RFTR also the union with the tables before the repair.
+        deadlock_free: bool,
+        unreachable_pairs: u64,
+    },
+}
+
+enum Rep<'f> {
+    Rftr(Box<Session<'f>>),
+    Full(Box<FullState<'f>>),
+}
+
+struct FullState<'f> {
+    engine: &'f dyn Engine,
+    opts: RouteOptions,
+    routing: Routing,
+}
+
+/// The SM over one discovered fabric.
+pub struct Live<'f, T: Transport> {
+    f: &'f Fabric,
+    pub pipe: Pipe<T>,
+    cfg: SmConfig,
+    sm_port: PortId,
+    sm_lid: u16,
+    port_info: Vec<PortInfo>,
+    switch_info: Vec<SwitchInfo>,
+    mask: FaultMask,
+    rep: Rep<'f>,
+    /// What the switches hold now (complete tables, LMC LIDs included).
+    current: Routing,
+    next_sweep: Option<Duration>,
+    /// Traps waiting behind the one being handled (issuer switch, arrival time).
+    pending: VecDeque<(NodeId, Duration)>,
+}
+
+impl<T: Transport> std::fmt::Debug for Live<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("sm_lid", &self.sm_lid)
+            .field("dead_links", &self.mask.dead_links().count())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counts of one push.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pushed {
+    lft_blocks: u64,
+    sl2vl_entries: u64,
+    failed: u64,
+}
+
+impl<'f, T: Transport> Live<'f, T> {
+    /// Routes the discovered fabric with `engine` and programs it; returns the SM and its
+    /// `SubnetUp` event.
+    pub fn bring_up(
+        d: &'f Discovery,
+        pipe: Pipe<T>,
+        engine: &'f dyn Engine,
+        cfg: SmConfig,
+    ) -> Result<(Self, Event), SmError> {
+        let f = &d.fabric;
+        let t0 = pipe.now();
+        let sent0 = pipe.stats.sent;
+        let mask = FaultMask::none(f);
+        let rep = match cfg.repair {
+            Repair::Rftr => {
+                let s = Session::start(f, engine, &cfg.opts, cfg.rftr)
+                    .map_err(|e| SmError::Routing(e.reason()))?;
+                Rep::Rftr(Box::new(s))
+            }
+            Repair::Full => {
+                let opts = engine
+                    .pin_choices(f, &cfg.opts)
+                    .map_err(|e| SmError::Routing(e.to_string()))?;
+                let routing = engine
+                    .route(f, &mask, &opts)
+                    .map_err(|e| SmError::Routing(e.to_string()))?;
+                Rep::Full(Box::new(FullState {
+                    engine,
+                    opts,
+                    routing,
+                }))
+            }
+        };
+        let t_routed = pipe.now();
+        let sm_lid = f.port(d.sm_port).lid;
+        let next_sweep = cfg.sweep_interval.map(|i| pipe.now() + i);
+        let mut live = Live {
+            f,
+            pipe,
+            cfg,
+            sm_port: d.sm_port,
+            sm_lid,
+            port_info: d.port_info.clone(),
+            switch_info: d.switch_info.clone(),
+            mask,
+            rep,
+            current: Routing::empty(f),
+            next_sweep,
+            pending: VecDeque::new(),
+        };
+        let tables = live.complete();
+        let mut failed = live.program_lids()?;
+        let pushed = live.push(&tables, true)?;
+        failed += pushed.failed + live.activate()? + live.set_switch_info(None)?;
+        live.current = tables;
+        let report = cdg::check(f, &live.current, Some(&live.mask));
+        let ev = Event::SubnetUp {
+            switches: f.num_switches(),
+            cas: f.nodes.len() - f.num_switches(),
+            links: f.links.len(),
+            engine: engine.name(),
+            seconds: (live.pipe.now() - t0 + d.time).as_secs_f64(),
+            discovery_seconds: d.time.as_secs_f64(),
+            compute_seconds: (t_routed - t0).as_secs_f64(),
+            smps: live.pipe.stats.sent - sent0 + d.smps,
+            discovery_smps: d.smps,
+            lft_blocks: pushed.lft_blocks,
+            sl2vl_entries: pushed.sl2vl_entries,
+            failed_smps: failed + d.failed,
+            deadlock_free: report.deadlock_free,
+            unreachable_pairs: report.unreachable_pairs.count,
+        };
+        Ok((live, ev))
+    }
+
+    pub fn fabric(&self) -> &'f Fabric {
+        self.f
+    }
+    /// The complete tables the switches hold.
+    pub fn tables(&self) -> &Routing {
+        &self.current
+    }
+    /// The links found dead so far.
+    pub fn mask(&self) -> &FaultMask {
+        &self.mask
+    }
+    /// The RFTR session (with `Repair::Rftr`): delta, per-source (DLID, SL) updates.
+    pub fn session(&self) -> Option<&Session<'f>> {
+        match &self.rep {
+            Rep::Rftr(s) => Some(s),
+            Rep::Full(_) => None,
+        }
+    }
+
+    /// The tables a subnet manager programs for the current state: every LID of an LMC
+    /// range (virtual LIDs no repair uses follow their base LID) and, over RFTR, entries
+    /// for the (source, LID) pairs no source uses (as `fabroute fault` writes them).
+    fn complete(&self) -> Routing {
+        match &self.rep {
+            Rep::Rftr(s) => {
+                let r = s.rftr();
+                let mut t = r.routing.clone();
+                t.mirror_unrouted_lmc_lids(self.f);
+                r.complete_for_checkers(&mut t);
+                t
+            }
+            Rep::Full(st) => {
+                let mut t = st.routing.clone();
+                t.mirror_unrouted_lmc_lids(self.f);
+                t
+            }
+        }
+    }
+
+    /// Directed routes from the SM to every node over live links (switches breadth first
+    /// in port order; an end node by its first live port).
+    fn node_routes(&self) -> Vec<Option<Vec<u8>>> {
+        let f = self.f;
+        let mut r: Vec<Option<Vec<u8>>> = vec![None; f.nodes.len()];
+        let sm_node = f.port(self.sm_port).node;
+        r[sm_node.idx()] = Some(vec![]);
+        let mut q = VecDeque::new();
+        if let Some(peer) = self.live_peer(self.sm_port) {
+            let n = f.port(peer).node;
+            if f.is_switch(n) {
+                r[n.idx()] = Some(vec![f.port(self.sm_port).num]);
+                q.push_back(n);
+            }
+        }
+        while let Some(n) = q.pop_front() {
+            let base = r[n.idx()].clone().expect("queued with a route");
+            for p in f.node_ports(n).skip(1) {
+                let Some(peer) = self.live_peer(p) else {
+                    continue;
+                };
+                let m = f.port(peer).node;
+                if r[m.idx()].is_some() {
+                    continue;
+                }
+                let mut path = base.clone();
+                path.push(f.port(p).num);
+                if f.is_switch(m) {
+                    q.push_back(m);
+                }
+                r[m.idx()] = Some(path);
+            }
+        }
+        r
+    }
+
+    /// The directed route to end port `p` (landing on that port), given the node routes.
+    fn port_route(&self, routes: &[Option<Vec<u8>>], p: PortId) -> Option<Vec<u8>> {
+        if p == self.sm_port {
+            return Some(vec![]);
+        }
+        let peer = self.live_peer(p)?;
+        let sw = self.f.port(peer).node;
+        let mut r = routes[sw.idx()].clone()?;
+        r.push(self.f.port(peer).num);
+        Some(r)
+    }
+
+    fn live_peer(&self, p: PortId) -> Option<PortId> {
+        let l = self.f.port(p).link?;
+        if self.mask.link_dead(l) {
+            return None;
+        }
+        self.f.remote(p)
+    }
+
+    /// The reverse of the route a LID-routed packet from switch `sw` to the SM takes
+    /// through the tables the switches hold: live, since a trap just came along it.
+    fn route_back(&self, sw: NodeId) -> Option<Vec<u8>> {
+        let f = self.f;
+        let mut ins = Vec::new();
+        let mut n = sw;
+        for _ in 0..mad::MAX_HOPS {
+            let s = f.switch_index[n.idx()] as usize;
+            let out = self.current.out_port(s, self.sm_lid);
+            if out == fabric::NO_PORT || out == 0 {
+                return None;
+            }
+            let peer = self.live_peer(f.port_id(n, out))?;
+            if peer == self.sm_port {
+                let mut path = vec![f.port(self.sm_port).num];
+                path.extend(ins.iter().rev());
+                return Some(path);
+            }
+            ins.push(f.port(peer).num);
+            n = f.port(peer).node;
+            if !f.is_switch(n) {
+                return None;
+            }
+        }
+        None
+    }
+
+    fn program_lids(&mut self) -> Result<u64, SmError> {
+        let f = self.f;
+        let routes = self.node_routes();
+        let mut reqs = Vec::new();
+        for &n in &f.switches {
+            let Some(r) = routes[n.idx()].clone() else {
+                continue;
+            };
+            let p0 = f.port_id(n, 0);
+            let mut pi = self.port_info[p0.idx()].for_set();
+            pi.set_lid(f.port(p0).lid);
+            pi.set_lmc(0);
+            pi.set_master_sm_lid(self.sm_lid);
+            reqs.push(Req::set(Route::Direct(r), attr_id::PORT_INFO, 0, pi.0));
+        }
+        for &p in &f.end_ports {
+            let Some(r) = self.port_route(&routes, p) else {
+                continue;
+            };
+            let mut pi = self.port_info[p.idx()].for_set();
+            pi.set_lid(f.port(p).lid);
+            pi.set_lmc(f.port(p).lmc);
+            pi.set_master_sm_lid(self.sm_lid);
+            let num = f.port(p).num as u32;
+            reqs.push(Req::set(Route::Direct(r), attr_id::PORT_INFO, num, pi.0));
+        }
+        let got = self.pipe.run(&reqs)?;
+        Ok(self.absorb_port_info(&reqs, &got, &routes))
+    }
+
+    /// Keeps the PortInfo that Set responses return; counts failures.
+    fn absorb_port_info(
+        &mut self,
+        reqs: &[Req],
+        got: &[Result<Smp, ReqError>],
+        _routes: &[Option<Vec<u8>>],
+    ) -> u64 {
+        let mut failed = 0;
+        for (q, g) in reqs.iter().zip(got) {
+            let Ok(s) = g else {
+                failed += 1;
+                continue;
+            };
+            if let Some(p) = self.port_of(&q.route, q.modifier) {
+                self.port_info[p.idx()] = PortInfo(s.data);
+            }
+        }
+        failed
+    }
+
+    /// The port a PortInfo request on `route` with `modifier` is about.
+    fn port_of(&self, route: &Route, modifier: u32) -> Option<PortId> {
+        let Route::Direct(path) = route else {
+            return None;
+        };
+        let f = self.f;
+        let mut at = self.sm_port;
+        for &out in path {
+            let n = f.port(at).node;
+            at = f.remote(f.port_id(n, out))?;
+        }
+        let n = f.port(at).node;
+        Some(if f.is_switch(n) {
+            f.port_id(n, modifier as u8)
+        } else {
+            at
+        })
+    }
+
+    /// Ports ARMED, then ACTIVE (ibsim and the spec allow one step at a time, with the peer
+    /// within one step).
+    fn activate(&mut self) -> Result<u64, SmError> {
+        let mut failed = 0;
+        for (from, to) in [
+            (port_state::INIT, port_state::ARMED),
+            (port_state::ARMED, port_state::ACTIVE),
+        ] {
+            let f = self.f;
+            let routes = self.node_routes();
+            let mut reqs = Vec::new();
+            for (i, p) in f.ports.iter().enumerate() {
+                if p.num == 0 || p.link.is_none() || self.port_info[i].port_state() != from {
+                    continue;
+                }
+                let pid = PortId(i as u32);
+                let route = if f.is_switch(p.node) {
+                    routes[p.node.idx()].clone()
+                } else {
+                    self.port_route(&routes, pid)
+                };
+                let Some(r) = route else { continue };
+                let mut pi = self.port_info[i].for_set();
+                pi.set_port_state(to);
+                reqs.push(Req::set(
+                    Route::Direct(r),
+                    attr_id::PORT_INFO,
+                    p.num as u32,
+                    pi.0,
+                ));
+            }
+            let got = self.pipe.run(&reqs)?;
+            failed += self.absorb_port_info(&reqs, &got, &routes);
+        }
+        Ok(failed)
+    }
+
+    /// SwitchInfo Set on `only` (or every switch): LinearFDBTop = the highest LID, and
+    /// PortStateChange cleared.
+    fn set_switch_info(&mut self, only: Option<&[NodeId]>) -> Result<u64, SmError> {
+        let f = self.f;
+        let routes = self.node_routes();
+        let list: Vec<NodeId> = only.map_or_else(|| f.switches.clone(), |s| s.to_vec());
+        let mut reqs = Vec::new();
+        let mut who = Vec::new();
+        for n in list {
+            let Some(r) = routes[n.idx()].clone() else {
+                continue;
+            };
+            let mut si = self.switch_info[n.idx()];
+            si.set_linear_fdb_top(self.current_max_lid());
+            si.set_port_state_change(1);
+            reqs.push(Req::set(Route::Direct(r), attr_id::SWITCH_INFO, 0, si.0));
+            who.push(n);
+        }
+        let got = self.pipe.run(&reqs)?;
+        let mut failed = 0;
+        for (n, g) in who.into_iter().zip(got) {
+            match g {
+                Ok(s) => self.switch_info[n.idx()] = SwitchInfo(s.data),
+                Err(_) => failed += 1,
+            }
+        }
+        Ok(failed)
+    }
+
+    fn current_max_lid(&self) -> u16 {
+        self.f.max_lid()
+    }
+
+    /// Sends the LFT blocks and SL2VL rows of `new` that differ from what the switches
+    /// hold (everything when `first`), by directed route over live links, and waits for
+    /// every answer.
+    fn push(&mut self, new: &Routing, first: bool) -> Result<Pushed, SmError> {
+        let f = self.f;
+        let routes = self.node_routes();
+        let mut reqs = Vec::new();
+        let stride = new.stride();
+        let blocks = stride.div_ceil(LFT_BLOCK);
+        let mut pushed = Pushed::default();
+        for (s, &n) in f.switches.iter().enumerate() {
+            let Some(r) = routes[n.idx()].clone() else {
+                continue;
+            };
+            let newl = new.lft_of(s);
+            let oldl = self.current.lft_of(s);
+            for b in 0..blocks {
+                let range = b * LFT_BLOCK..((b + 1) * LFT_BLOCK).min(stride);
+                if !first && newl[range.clone()] == oldl[range.clone()] {
+                    continue;
+                }
+                let mut d = [fabric::NO_PORT; mad::SMP_DATA];
+                d[..range.len()].copy_from_slice(&newl[range]);
+                reqs.push(Req::set(
+                    Route::Direct(r.clone()),
+                    attr_id::LFT,
+                    b as u32,
+                    d,
+                ));
+                pushed.lft_blocks += 1;
+            }
+        }
+        for (i, node) in f.nodes.iter().enumerate() {
+            let n = NodeId(i as u32);
+            if first && new.sl2vl.is_identity(n) {
+                continue;
+            }
+            let rows: Vec<(u8, u8)> = if node.kind == NodeKind::Switch {
+                (0..=node.nports)
+                    .flat_map(|i| {
+                        (1..=node.nports)
+                            .filter(move |&o| o != i)
+                            .map(move |o| (i, o))
+                    })
+                    .collect()
+            } else {
+                (1..=node.nports).map(|o| (0, o)).collect()
+            };
+            for (inp, out) in rows {
+                let v: [u8; NUM_SLS] =
+                    std::array::from_fn(|sl| new.sl2vl.vl(n, inp, out, sl as u8));
+                let old: [u8; NUM_SLS] =
+                    std::array::from_fn(|sl| self.current.sl2vl.vl(n, inp, out, sl as u8));
+                if !first && v == old {
+                    continue;
+                }
+                let (route, modifier) = if node.kind == NodeKind::Switch {
+                    (routes[i].clone(), attr::sl2vl_modifier(inp, out))
+                } else {
+                    (self.port_route(&routes, f.port_id(n, out)), 0)
+                };
+                let Some(r) = route else { continue };
+                reqs.push(Req::set(
+                    Route::Direct(r),
+                    attr_id::SL2VL,
+                    modifier,
+                    attr::sl2vl_encode(&v),
+                ));
+                pushed.sl2vl_entries += 1;
+            }
+        }
+        let got = self.pipe.run(&reqs)?;
+        pushed.failed = got.iter().filter(|g| g.is_err()).count() as u64;
+        Ok(pushed)
+    }
+
+    /// Reads the PortInfo of every port of switch `n` by `route`; returns the links the SM
+    /// had as live that are now down.
+    fn read_ports(&mut self, n: NodeId, route: Vec<u8>) -> Result<Vec<(u8, LinkId)>, SmError> {
+        let f = self.f;
+        let reqs: Vec<Req> = (1..=f.node(n).nports)
+            .map(|p| Req::get(Route::Direct(route.clone()), attr_id::PORT_INFO, p as u32))
+            .collect();
+        let got = self.pipe.run(&reqs)?;
+        let mut down = Vec::new();
+        for (i, g) in got.into_iter().enumerate() {
+            let num = i as u8 + 1;
+            let p = f.port_id(n, num);
+            let Ok(s) = g else { continue };
+            let pi = PortInfo(s.data);
+            self.port_info[p.idx()] = pi;
+            if let Some(l) = f.port(p).link {
+                let dead = self.mask.link_dead(l);
+                if !dead && (!pi.link_up() || pi.port_state() == port_state::DOWN) {
+                    down.push((num, l));
+                }
+            }
+        }
+        Ok(down)
+    }
+
+    /// Waits up to `max_wait` (and not past the next light sweep) for a trap and handles
+    /// it, or runs the light sweep when it is due. Returns what happened.
+    pub fn step(&mut self, max_wait: Duration) -> Result<Vec<Event>, SmError> {
+        let now = self.pipe.now();
+        let wait = match self.next_sweep {
+            Some(t) => max_wait.min(t.saturating_sub(now)),
+            None => max_wait,
+        };
+        let mut events = Vec::new();
+        let got = match self.pending.pop_front() {
+            Some((n, at)) => Some((n, at)),
+            None => self.pipe.wait_trap(wait)?.and_then(|(at, s)| {
+                let notice = Notice::decode(&s.data);
+                // Tell the switch the trap arrived (ibsim drops TrapRepress; hardware stops
+                // resending).
+                let mut rep = s.clone();
+                rep.method = Method::TrapRepress;
+                rep.route = Route::Lid(notice.issuer_lid);
+                let _ = self.pipe.send_unanswered(&rep);
+                if notice.trap_number != Notice::TRAP_LINK_STATE {
+                    return None;
+                }
+                let port = self.f.lid_port(notice.issuer_lid)?;
+                let n = self.f.port(port).node;
+                self.f.is_switch(n).then_some((n, at))
+            }),
+        };
+        if let Some((n, at)) = got {
+            let route = self
+                .route_back(n)
+                .or_else(|| self.node_routes()[n.idx()].clone());
+            let down = match route {
+                Some(r) => self.read_ports(n, r)?,
+                None => Vec::new(),
+            };
+            events.push(Event::Trap {
+                trap: Notice::TRAP_LINK_STATE,
+                lid: self.f.switch_lid(n),
+                node: self.f.node(n).name.clone(),
+                ports_down: down.iter().map(|d| d.0).collect(),
+            });
+            if !down.is_empty() {
+                let links: Vec<LinkId> = down.iter().map(|d| d.1).collect();
+                events.push(self.repair(&links, at)?);
+            }
+            self.set_switch_info(Some(&[n]))?;
+            // Traps that arrived meanwhile wait their turn.
+            while let Some((at, s)) = self.pipe.traps.pop_front() {
+                let notice = Notice::decode(&s.data);
+                if let Some(p) = self.f.lid_port(notice.issuer_lid) {
+                    let m = self.f.port(p).node;
+                    if self.f.is_switch(m) && !self.pending.iter().any(|x| x.0 == m) {
+                        self.pending.push_back((m, at));
+                    }
+                }
+            }
+        }
+        if let Some(t) = self.next_sweep {
+            if self.pipe.now() >= t {
+                events.extend(self.light_sweep()?);
+                self.next_sweep = self.cfg.sweep_interval.map(|i| self.pipe.now() + i);
+            }
+        }
+        Ok(events)
+    }
+
+    /// Reads SwitchInfo of every reachable switch; the ports of those with
+    /// PortStateChange set; repairs what went down.
+    pub fn light_sweep(&mut self) -> Result<Vec<Event>, SmError> {
+        let t0 = self.pipe.now();
+        let f = self.f;
+        let mut todo: Vec<NodeId> = f.switches.clone();
+        let mut read = 0;
+        let mut changed = Vec::new();
+        let mut links = Vec::new();
+        // A switch whose route crosses a cable found dead in this sweep does not answer;
+        // it is read again over routes that avoid what was found (a few rounds at most).
+        for _round in 0..4 {
+            let routes = self.node_routes();
+            let mut reqs = Vec::new();
+            let mut who = Vec::new();
+            for &n in &todo {
+                if let Some(r) = routes[n.idx()].clone() {
+                    reqs.push(Req::get(Route::Direct(r), attr_id::SWITCH_INFO, 0));
+                    who.push(n);
+                }
+            }
+            let got = self.pipe.run(&reqs)?;
+            let mut again = Vec::new();
+            let mut found = false;
+            for (&n, g) in who.iter().zip(got) {
+                match g {
+                    Ok(s) => {
+                        read += 1;
+                        if SwitchInfo(s.data).port_state_change() == 1 {
+                            changed.push(n);
+                            let r = routes[n.idx()].clone().expect("read by it");
+                            for (_, l) in self.read_ports(n, r)? {
+                                if !links.contains(&l) {
+                                    links.push(l);
+                                    // Known dead at once, so later routes avoid it.
+                                    self.mask.fail_link(l);
+                                    found = true;
+                                }
+                            }
+                        }
+                    }
+                    Err(_) => again.push(n),
+                }
+            }
+            if again.is_empty() || !found {
+                break;
+            }
+            todo = again;
+        }
+        let mut events = vec![Event::Sweep {
+            switches_read: read,
+            changed: changed.iter().map(|&n| f.node(n).name.clone()).collect(),
+            links_down: links.len(),
+        }];
+        if !links.is_empty() {
+            events.push(self.repair(&links, t0)?);
+        }
+        if !changed.is_empty() {
+            self.set_switch_info(Some(&changed))?;
+        }
+        Ok(events)
+    }
+
+    /// Applies failed links, repairs, pushes the difference and waits for it.
+    fn repair(&mut self, links: &[LinkId], since: Duration) -> Result<Event, SmError> {
+        let sent0 = self.pipe.stats.sent;
+        let t_compute = self.pipe.now();
+        let f = self.f;
+        for &l in links {
+            self.mask.fail_link(l);
+        }
+        let (mut affected, mut repaired, mut unsupported, mut union_ok) = (0, 0, 0, true);
+        match &mut self.rep {
+            Rep::Rftr(s) => {
+                for &l in links {
+                    let st = s.apply(Fault::Link(l));
+                    affected += st.repair.affected_pairs;
+                    repaired += st.repair.repaired_pairs;
+                    unsupported += st.repair.unsupported_pairs;
+                    union_ok &= st.check.deadlock_free;
+                }
+            }
+            Rep::Full(st) => {
+                st.routing = st
+                    .engine
+                    .route(f, &self.mask, &st.opts)
+                    .map_err(|e| SmError::Routing(e.to_string()))?;
+            }
+        }
+        let tables = self.complete();
+        let compute = self.pipe.now() - t_compute;
+        let pushed = self.push(&tables, false)?;
+        let seconds = (self.pipe.now() - since).as_secs_f64();
+        let smps = self.pipe.stats.sent - sent0;
+        self.current = tables;
+        let report = cdg::check(f, &self.current, Some(&self.mask));
+        if let Rep::Full(_) = &self.rep {
+            unsupported = report.unreachable_pairs.count;
+        }
+        let source_updates = match &self.rep {
+            Rep::Rftr(s) => s.rftr().delta.sources.len(),
+            Rep::Full(_) => 0,
+        };
+        Ok(Event::Repaired {
+            repair: self.cfg.repair,
+            faults: links
+                .iter()
+                .map(|&l| routing::fault::sweep::link_name(f, l))
+                .collect(),
+            seconds,
+            compute_seconds: compute.as_secs_f64(),
+            lft_blocks: pushed.lft_blocks,
+            sl2vl_entries: pushed.sl2vl_entries,
+            smps,
+            failed_smps: pushed.failed,
+            affected_pairs: affected,
+            repaired_pairs: repaired,
+            unsupported_pairs: unsupported,
+            source_updates,
+            deadlock_free: report.deadlock_free && union_ok,
+            unreachable_pairs: report.unreachable_pairs.count,
+        })
+    }
+}

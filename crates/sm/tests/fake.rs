@@ -1,0 +1,302 @@
+//! The SM against the in-process fake fabric: discovery finds the fabric, the tables in the
+//! switches are the engine's, and after each pulled cable the switches hold repaired tables
+//! that the checker (walk of every pair, CDG over (channel, VL)) accepts, with only the
+//! changed blocks sent.
+
+use fabric::{Fabric, FaultMask, LinkId, NodeId, PortId};
+use mad::Transport;
+use routing::engines::{by_name, RouteOptions};
+use routing::fault::{RftrConfig, Session};
+use routing::{cdg, Routing};
+use sm::fake::FakeFabric;
+use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
+use std::time::Duration;
+
+fn fabric(spec: &str) -> Fabric {
+    spec.parse::<fabric::gen::TopoSpec>()
+        .unwrap()
+        .generate()
+        .unwrap()
+}
+
+/// The tables the fake's switches hold, as a `Routing` of the discovered fabric, with the
+/// path SLs the SM publishes (they live in the sources, not the switches).
+fn read_back(fake: &FakeFabric, d: &Fabric, published: &Routing) -> Routing {
+    let mut r = Routing::empty(d);
+    r.path_sl = published.path_sl.clone();
+    let phys = fake.fabric();
+    for (s, &n) in d.switches.iter().enumerate() {
+        let pn = phys.node_by_guid(d.node(n).guid).unwrap();
+        assert_eq!(
+            fake.fdb_top(pn),
+            d.max_lid(),
+            "LinearFDBTop of {}",
+            d.node(n).name
+        );
+        for lid in 0..=d.max_lid() {
+            r.lft_of_mut(s)[lid as usize] = fake.lft(pn, lid);
+        }
+    }
+    for (i, node) in d.nodes.iter().enumerate() {
+        let pn = phys.node_by_guid(node.guid).unwrap();
+        for inp in 0..=node.nports {
+            for out in 0..=node.nports {
+                if let Some(v) = fake.sl2vl(pn, inp, out) {
+                    for (sl, &vl) in v.iter().enumerate() {
+                        r.sl2vl.set(NodeId(i as u32), inp, out, sl as u8, vl);
+                    }
+                }
+            }
+        }
+    }
+    r
+}
+
+/// The link of the discovered fabric that is physical link `l`.
+fn same_link(phys: &Fabric, d: &Fabric, l: LinkId) -> LinkId {
+    let link = phys.link(l);
+    let end = |p: PortId| {
+        let port = phys.port(p);
+        let n = d.node_by_guid(phys.node(port.node).guid).unwrap();
+        d.port_id(n, port.num)
+    };
+    d.port(end(link.a)).link.unwrap()
+}
+
+fn config(engine: &dyn routing::engines::Engine, f: &Fabric, repair: Repair) -> SmConfig {
+    let mut opts = RouteOptions::default();
+    let fresh = matches!(
+        engine.rftr_base(f, &opts),
+        Ok(routing::turn::Base::FreshVls)
+    );
+    let vls = if fresh { 8 } else { 2 };
+    if fresh {
+        opts.budget.vls = 6;
+    }
+    SmConfig {
+        repair,
+        rftr: RftrConfig {
+            vls,
+            ..RftrConfig::default()
+        },
+        opts,
+        sweep_interval: None,
+    }
+}
+
+fn run(spec: &str, engine: &str, repair: Repair, cuts: &[usize]) {
+    let phys = fabric(spec);
+    let sm_port = phys.end_ports[0];
+    let fake = FakeFabric::new(&phys, sm_port);
+    let mut pipe = Pipe::new(fake, PipeConfig::default());
+    let d = discover(&mut pipe, 2).unwrap();
+    let df = &d.fabric;
+    assert_eq!(d.failed, 0);
+    assert_eq!(df.nodes.len(), phys.nodes.len(), "{spec}: every node found");
+    assert_eq!(df.links.len(), phys.links.len(), "{spec}: every link found");
+    for l in &df.links {
+        // Each discovered link joins the same (GUID, port) pairs as a physical one.
+        let (a, b) = (df.port(l.a), df.port(l.b));
+        let pa = phys.port_id(phys.node_by_guid(df.node(a.node).guid).unwrap(), a.num);
+        let pb = phys.remote(pa).unwrap();
+        assert_eq!(phys.node(phys.port(pb).node).guid, df.node(b.node).guid);
+        assert_eq!(phys.port(pb).num, b.num);
+    }
+    let e = by_name(engine).unwrap();
+    let cfg = config(e.as_ref(), df, repair);
+    let (mut live, up) = Live::bring_up(&d, pipe, e.as_ref(), cfg.clone()).unwrap();
+    let Event::SubnetUp {
+        failed_smps,
+        deadlock_free,
+        unreachable_pairs,
+        lft_blocks,
+        ..
+    } = up
+    else {
+        panic!("{up:?}")
+    };
+    assert_eq!((failed_smps, unreachable_pairs), (0, 0), "{spec} {engine}");
+    assert!(deadlock_free);
+    let blocks_per_switch = (df.max_lid() as u64 + 1).div_ceil(64);
+    assert_eq!(lft_blocks, blocks_per_switch * df.num_switches() as u64);
+
+    // What the switches hold is what the engine routes on the discovered fabric (with
+    // every LMC LID programmed, as `fabroute fault` writes it).
+    let expected = match repair {
+        Repair::Rftr => {
+            let s = Session::start(df, e.as_ref(), &cfg.opts, cfg.rftr).unwrap();
+            let mut t = s.rftr().routing.clone();
+            t.mirror_unrouted_lmc_lids(df);
+            s.rftr().complete_for_checkers(&mut t);
+            t
+        }
+        Repair::Full => {
+            let mut t = e.route(df, &FaultMask::none(df), &cfg.opts).unwrap();
+            t.mirror_unrouted_lmc_lids(df);
+            t
+        }
+    };
+    let back = read_back(live.pipe.transport(), df, live.tables());
+    assert_eq!(
+        back.lft, expected.lft,
+        "{spec} {engine}: LFTs in the switches"
+    );
+    for (i, n) in df.nodes.iter().enumerate() {
+        for inp in 0..=n.nports {
+            for out in 1..=n.nports {
+                for sl in 0..16 {
+                    let id = NodeId(i as u32);
+                    let row = if df.is_switch(id) {
+                        inp != out
+                    } else {
+                        inp == 0
+                    };
+                    if row {
+                        assert_eq!(
+                            back.sl2vl.vl(id, inp, out, sl),
+                            expected.sl2vl.vl(id, inp, out, sl)
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    let mut mask = FaultMask::none(df);
+    for &c in cuts {
+        let pl = LinkId((c % phys.links.len()) as u32);
+        let dl = same_link(&phys, df, pl);
+        if mask.link_dead(dl) {
+            continue;
+        }
+        // A cable between two switches, so that both ends can send trap 128.
+        if !phys.is_switch(phys.port(phys.link(pl).a).node)
+            || !phys.is_switch(phys.port(phys.link(pl).b).node)
+        {
+            continue;
+        }
+        mask.fail_link(dl);
+        let lft_sets0 = live.pipe.transport().stats.lft_sets;
+        live.pipe.transport_mut().unlink(pl);
+        let mut repaired = None;
+        for _ in 0..4 {
+            for ev in live.step(Duration::from_millis(5)).unwrap() {
+                if let Event::Repaired { .. } = ev {
+                    repaired = Some(ev);
+                }
+            }
+            if repaired.is_some() {
+                break;
+            }
+        }
+        let Some(Event::Repaired {
+            lft_blocks,
+            failed_smps,
+            deadlock_free,
+            unsupported_pairs,
+            seconds,
+            ..
+        }) = repaired
+        else {
+            panic!("{spec} {engine}: no repair after unlinking {pl:?}")
+        };
+        assert_eq!(failed_smps, 0);
+        assert_eq!(
+            live.mask().dead_links().collect::<Vec<_>>(),
+            mask.dead_links().collect::<Vec<_>>()
+        );
+        // Only the changed blocks went out, and they are what the switches now differ in.
+        assert_eq!(live.pipe.transport().stats.lft_sets - lft_sets0, lft_blocks);
+        assert!(
+            lft_blocks < blocks_per_switch * df.num_switches() as u64 || repair == Repair::Full
+        );
+        assert!(seconds > 0.0);
+        let back = read_back(live.pipe.transport(), df, live.tables());
+        assert_eq!(back.lft, live.tables().lft);
+        let chk = cdg::check(df, &back, Some(&mask));
+        if unsupported_pairs == 0 {
+            assert_eq!(
+                chk.unreachable_pairs.count, 0,
+                "{spec} {engine}: every pair after {pl:?}"
+            );
+        }
+        assert!(
+            chk.deadlock_free,
+            "{spec} {engine}: credit loop after {pl:?}"
+        );
+        assert_eq!(deadlock_free, chk.deadlock_free);
+    }
+    // The other end's trap finds nothing new.
+    for ev in live.step(Duration::from_millis(5)).unwrap() {
+        assert!(!matches!(ev, Event::Repaired { .. }), "{ev:?}");
+    }
+}
+
+#[test]
+fn torus_updn_rftr_over_three_cuts() {
+    run("torus 4x4 hcas=1", "updn", Repair::Rftr, &[0, 7, 19]);
+}
+
+#[test]
+fn fat_tree_ftree_rftr_and_full() {
+    run("ktree 4 3", "ftree", Repair::Rftr, &[40, 45, 60]);
+    run("ktree 4 3", "ftree", Repair::Full, &[40, 45]);
+}
+
+#[test]
+fn dragonfly_and_vl_bases() {
+    run("dragonfly 4 2 2", "updn", Repair::Rftr, &[30, 31, 50]);
+    run("torus 4x4 hcas=1", "dfsssp", Repair::Rftr, &[3, 11]);
+    run("torus 4x4x4 hcas=1", "dor", Repair::Full, &[100, 150]);
+}
+
+#[test]
+fn a_lost_trap_is_caught_by_the_light_sweep() {
+    let phys = fabric("torus 3x3 hcas=1");
+    let fake = FakeFabric::new(&phys, phys.end_ports[0]);
+    let mut pipe = Pipe::new(fake, PipeConfig::default());
+    let d = discover(&mut pipe, 1).unwrap();
+    let e = by_name("updn").unwrap();
+    let mut cfg = config(e.as_ref(), &d.fabric, Repair::Rftr);
+    cfg.sweep_interval = Some(Duration::from_millis(50));
+    let (mut live, _) = Live::bring_up(&d, pipe, e.as_ref(), cfg).unwrap();
+    // Pull a cable and throw both traps away, as ibsim does when the route is broken.
+    let l = (0..phys.links.len())
+        .map(|i| LinkId(i as u32))
+        .find(|&l| {
+            phys.is_switch(phys.port(phys.link(l).a).node)
+                && phys.is_switch(phys.port(phys.link(l).b).node)
+        })
+        .unwrap();
+    live.pipe.transport_mut().unlink(l);
+    while live
+        .pipe
+        .transport_mut()
+        .recv(Duration::ZERO)
+        .unwrap()
+        .is_some()
+    {}
+    let mut events = Vec::new();
+    for _ in 0..10 {
+        events.extend(live.step(Duration::from_millis(20)).unwrap());
+        if events.iter().any(|e| matches!(e, Event::Repaired { .. })) {
+            break;
+        }
+    }
+    assert!(
+        events.iter().any(
+            |e| matches!(e, Event::Sweep { links_down: 1, changed, .. } if changed.len() == 2)
+        ),
+        "{events:?}"
+    );
+    let Some(Event::Repaired {
+        deadlock_free: true,
+        unsupported_pairs: 0,
+        ..
+    }) = events.iter().find(|e| matches!(e, Event::Repaired { .. }))
+    else {
+        panic!("{events:?}")
+    };
+    let chk = cdg::check(live.fabric(), live.tables(), Some(live.mask()));
+    assert_eq!(chk.unreachable_pairs.count, 0);
+}
