@@ -76,6 +76,9 @@ enum Command {
     /// Simulate packets through the tables: throughput, latency, deadlocks, a failure and
     /// its repair (RFTR, full reconfiguration), with SVG pictures.
     Sim(Box<cmd::sim::Args>),
+    /// Run as the subnet manager of a live fabric (ibsim through libumad2sim, or a umad
+    /// device): discover, route, program, and repair failed links with RFTR.
+    Sm(Box<cmd::sm::Args>),
 }
 
 fn main() -> ExitCode {
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Merge(a) => cmd::sweep::merge(a),
         Command::Sim(a) => cmd::sim::run(*a),
+        Command::Sm(a) => cmd::sm::run(*a),
         Command::Plot(a) => cmd::plot::run(a),
     };
     match result {

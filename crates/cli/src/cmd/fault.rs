@@ -433,7 +433,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     Ok(crate::out::Status::of(all_ok).into())
 }
 
-fn delta_listing(f: &Fabric, r: &Rftr<'_>) -> serde_json::Value {
+pub(crate) fn delta_listing(f: &Fabric, r: &Rftr<'_>) -> serde_json::Value {
     let sw = |s: u32| {
         let n = f.switches[s as usize];
         json!({"name": f.node(n).name, "guid": format!("{:#018x}", f.node(n).guid)})

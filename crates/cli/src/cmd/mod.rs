@@ -7,5 +7,6 @@ pub mod info;
 pub mod plot;
 pub mod route;
 pub mod sim;
+pub mod sm;
 pub mod sweep;
 pub mod trace;

@@ -24,8 +24,12 @@ pub struct Args {
     #[arg(short = 'R', long, long_help = engine_help())]
     pub engine: String,
     /// LMC: 2^LMC LIDs per end port (reassigns LIDs when given).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "end_lmc")]
     pub lmc: Option<u8>,
+    /// LMC of the end ports, keeping the base LIDs the fabric file gives (an
+    /// opensm-subnet.lst, such as `fabroute sm -o` writes, lists base LIDs only).
+    #[arg(long)]
+    pub end_lmc: Option<u8>,
     /// root_guid_file: switch node GUIDs of the roots (updn, ftree).
     #[arg(short = 'a', long)]
     pub roots: Option<PathBuf>,
@@ -75,6 +79,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         f = f
             .with_lmc(l)
             .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {l}: {e}"))?;
+    }
+    if let Some(l) = a.end_lmc {
+        f = f
+            .with_end_lmc(l)
+            .map_err(|e| anyhow::anyhow!("--end-lmc {l}: {e}"))?;
     }
     let mut opts = RouteOptions {
         port_shifting: a.port_shifting,

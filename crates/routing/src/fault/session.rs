@@ -152,6 +152,14 @@ impl<'f> Session<'f> {
         self.steps.last().expect("just pushed")
     }
 
+    /// Repairs one more fault without checking it, for a caller that must push the repair
+    /// first and verify after (a live subnet manager, which times the repair): take a
+    /// [`Snapshot`] before the first such fault, and check the state afterwards with
+    /// [`check_state`]`(session.rftr(), Some(&snapshot))`. Not recorded in [`Session::steps`].
+    pub fn apply_unchecked(&mut self, fault: Fault) -> FaultReport {
+        self.rftr.apply(fault)
+    }
+
     /// Runs the engine again on the fabric with every fault so far (`Err` when it cannot
     /// route it).
     pub fn full_reconfiguration(&self) -> Result<Full, EngineError> {

@@ -1,0 +1,342 @@
+//! `fabroute sm [-R ENGINE] [--lmc N] [--repair rftr|full] [--sweep-interval S]
+//! [--events FILE] [--exit-after EVENT] [-o DIR]`: fabroute as the subnet manager of a
+//! running fabric, attached to a umad port (under ibsim: `LD_PRELOAD=libumad2sim.so` with
+//! `SIM_HOST` naming the HCA).
+
+use crate::util::{write_tables, OutputDir};
+use crate::{say, warn};
+use anyhow::{Context, Result};
+use routing::engines::{by_name, RouteOptions};
+use routing::opensm::SetOptions;
+use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepairKind {
+    /// RFTR: new paths for the affected pairs only, only the changed blocks pushed.
+    Rftr,
+    /// Route the whole fabric again (the baseline OpenSM's heavy sweep stands for).
+    Full,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Routing engine (with `--repair rftr`: one RFTR can build on).
+    #[arg(short = 'R', long, default_value = "updn")]
+    pub engine: String,
+    /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for RFTR's new paths.
+    #[arg(long, default_value_t = 2)]
+    pub lmc: u8,
+    /// Service levels available.
+    #[arg(long, default_value_t = 16)]
+    pub sls: u8,
+    #[command(flatten)]
+    pub rftr: crate::cmd::fault::RepairArgs,
+    /// How a failure is repaired.
+    #[arg(long, value_enum, default_value_t = RepairKind::Rftr)]
+    pub repair: RepairKind,
+    /// Seconds between light sweeps (SwitchInfo.PortStateChange of every switch), which
+    /// catch failures whose trap was lost; 0 = traps only.
+    #[arg(long, default_value_t = 10.0)]
+    pub sweep_interval: f64,
+    /// Write every event as one JSON line to this file.
+    #[arg(long)]
+    pub events: Option<PathBuf>,
+    /// Stop after this event: `subnet_up`, `trap`, `sweep`, `repaired`, or `repaired:N`
+    /// (the N-th repair). Without it the SM runs until `--max-seconds` or is killed.
+    #[arg(long)]
+    pub exit_after: Option<String>,
+    /// Stop after this many seconds whatever happened (0 = no limit).
+    #[arg(long, default_value_t = 0.0)]
+    pub max_seconds: f64,
+    /// Keep the tables in this directory in OpenSM's formats, rewritten after each repair
+    /// (with delta.json: what the last repairs changed and each source's new (DLID, SL)).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Root switch GUID file for updn / ftree.
+    #[arg(long)]
+    pub roots: Option<PathBuf>,
+    /// umad device of the port to attach to.
+    #[arg(long, default_value = "/dev/infiniband/umad0")]
+    pub device: String,
+    /// issm device of that port (opening it marks the port as the SM's, so traps reach it).
+    #[arg(long, default_value = "/dev/infiniband/issm0")]
+    pub issm: String,
+    /// SMPs in flight at once.
+    #[arg(long, default_value_t = 16)]
+    pub window: usize,
+    /// Milliseconds before an SMP is sent again.
+    #[arg(long, default_value_t = 100)]
+    pub timeout_ms: u64,
+    /// Times an SMP is sent again before it counts as failed.
+    #[arg(long, default_value_t = 3)]
+    pub retries: u32,
+}
+
+/// `--exit-after` parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ExitAfter {
+    event: String,
+    count: u32,
+}
+
+fn parse_exit_after(s: &str) -> Result<ExitAfter> {
+    let (event, count) = match s.split_once(':') {
+        Some((e, n)) => (
+            e,
+            n.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                crate::out::UsageError(format!(
+                    "--exit-after {s}: the count must be a positive number"
+                ))
+            })?,
+        ),
+        None => (s, 1),
+    };
+    if !["subnet_up", "trap", "sweep", "repaired"].contains(&event) {
+        crate::usage_bail!(
+            "--exit-after {s}: expected subnet_up, trap, sweep, repaired or repaired:N"
+        );
+    }
+    Ok(ExitAfter {
+        event: event.to_string(),
+        count,
+    })
+}
+
+fn event_name(e: &Event) -> &'static str {
+    match e {
+        Event::SubnetUp { .. } => "subnet_up",
+        Event::Trap { .. } => "trap",
+        Event::Sweep { .. } => "sweep",
+        Event::Repaired { .. } => "repaired",
+    }
+}
+
+fn describe(e: &Event) -> String {
+    match e {
+        Event::SubnetUp {
+            switches,
+            cas,
+            links,
+            engine,
+            seconds,
+            discovery_seconds,
+            smps,
+            lft_blocks,
+            sl2vl_entries,
+            failed_smps,
+            deadlock_free,
+            unreachable_pairs,
+            ..
+        } => format!(
+            "subnet up: {switches} switches, {cas} end nodes, {links} links; discovered in {:.1} ms, routed with {engine} and programmed in {:.1} ms in all ({smps} SMPs: {lft_blocks} LFT blocks, {sl2vl_entries} SL2VL rows, {failed_smps} failed); {}, {unreachable_pairs} pairs undelivered",
+            discovery_seconds * 1e3,
+            seconds * 1e3,
+            if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
+        ),
+        Event::Trap { lid, node, ports_down, .. } => format!(
+            "trap 128 from {node} (LID {lid}): {}",
+            if ports_down.is_empty() {
+                "no port newly down".to_string()
+            } else {
+                format!("port(s) {ports_down:?} down")
+            }
+        ),
+        Event::Sweep { switches_read, changed, links_down } => format!(
+            "light sweep: {switches_read} switches read, {} with a port state change, {links_down} links down",
+            changed.len()
+        ),
+        Event::Repaired {
+            repair,
+            faults,
+            seconds,
+            compute_seconds,
+            lft_blocks,
+            sl2vl_entries,
+            smps,
+            failed_smps,
+            affected_pairs,
+            unsupported_pairs,
+            deadlock_free,
+            unreachable_pairs,
+            ..
+        } => format!(
+            "repaired {} ({:?}) in {:.3} ms (compute {:.3} ms): {lft_blocks} LFT blocks and {sl2vl_entries} SL2VL rows pushed in {smps} SMPs ({failed_smps} failed); {affected_pairs} pairs affected, {unsupported_pairs} unsupported; {}, {unreachable_pairs} pairs undelivered",
+            faults.join(", "),
+            repair,
+            seconds * 1e3,
+            compute_seconds * 1e3,
+            if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
+        ),
+    }
+}
+
+/// Whether an event leaves the fabric in a clean state (exit status 0).
+fn clean(e: &Event) -> bool {
+    match e {
+        Event::SubnetUp {
+            failed_smps,
+            deadlock_free,
+            unreachable_pairs,
+            ..
+        } => *failed_smps == 0 && *deadlock_free && *unreachable_pairs == 0,
+        Event::Repaired {
+            failed_smps,
+            deadlock_free,
+            unsupported_pairs,
+            ..
+        } => *failed_smps == 0 && *deadlock_free && *unsupported_pairs == 0,
+        _ => true,
+    }
+}
+
+fn write_dir<T: mad::Transport>(
+    dir: &std::path::Path,
+    live: &Live<'_, T>,
+    engine: &str,
+) -> Result<()> {
+    let out = OutputDir::prepare(dir)?;
+    let f = live.fabric();
+    let set_opts = SetOptions {
+        subnet_lst: routing::opensm::SubnetLstOptions {
+            dead: Some(live.mask().clone()),
+            ..Default::default()
+        },
+        sl2vl: routing::opensm::Emit::Always,
+        psl: routing::opensm::Emit::Always,
+    };
+    let mut files = write_tables(&out, f, live.tables(), &set_opts)?;
+    // The discovered fabric itself, in node order and with the LIDs the SM assigned, so
+    // that `fabroute route DIR/fabric.json` routes exactly what the SM routed.
+    let digest = out.write("fabric.json", fabric::io::writers::to_json(f).as_bytes())?;
+    files.insert("fabric.json".into(), digest);
+    if let Some(s) = live.session() {
+        let d = crate::cmd::fault::delta_listing(f, s.rftr());
+        let digest = out.write("delta.json", serde_json::to_string_pretty(&d)?.as_bytes())?;
+        files.insert("delta.json".into(), digest);
+    }
+    let dead: Vec<String> = live
+        .mask()
+        .dead_links()
+        .map(|l| routing::fault::sweep::link_name(f, l))
+        .collect();
+    let summary = serde_json::json!({
+        "command": "sm",
+        "engine": engine,
+        "lmc": f.end_ports.iter().map(|&p| f.port(p).lmc).max().unwrap_or(0),
+        "switches": f.num_switches(),
+        "end_ports": f.end_ports.len(),
+        "dead_links": dead,
+        "files": files,
+    });
+    out.write(
+        "summary.json",
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )?;
+    out.commit()
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let exit_after = a.exit_after.as_deref().map(parse_exit_after).transpose()?;
+    if a.window == 0 || a.timeout_ms == 0 {
+        crate::usage_bail!("--window and --timeout-ms must be at least 1");
+    }
+    if !(a.sweep_interval >= 0.0 && a.max_seconds >= 0.0) {
+        crate::usage_bail!("--sweep-interval and --max-seconds must be 0 or more");
+    }
+    let engine = by_name(&a.engine).with_context(|| {
+        format!(
+            "unknown engine {:?} (engines: {})",
+            a.engine,
+            routing::engines::engine_names().join(", ")
+        )
+    })?;
+    if let Some(o) = &a.output {
+        // A bad -o is found before the fabric is touched.
+        drop(OutputDir::prepare(o)?);
+    }
+    let mut events_file = match &a.events {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let start = Instant::now();
+    let port = umad::UmadPort::open(&a.device, Some(&a.issm)).with_context(|| {
+        "cannot attach to the fabric (under ibsim: LD_PRELOAD=libumad2sim.so, SIM_HOST=<HCA name>, IBSIM_SOCKNAME as ibsim's)"
+    })?;
+    let mut pipe = Pipe::new(
+        port,
+        PipeConfig {
+            window: a.window,
+            timeout: Duration::from_millis(a.timeout_ms),
+            retries: a.retries,
+        },
+    );
+    let d = discover(&mut pipe, a.lmc).context("discovery failed")?;
+    if d.failed > 0 {
+        warn!(
+            "{} directed routes did not answer during discovery",
+            d.failed
+        );
+    }
+    let f = &d.fabric;
+    let mut opts = RouteOptions::default();
+    if let Some(r) = &a.roots {
+        opts.root_guids = crate::util::read_guid_file(r, f, crate::util::GuidList::Roots)?;
+    }
+    let (vls, opts) = a.rftr.plan(f, engine.as_ref(), &opts)?;
+    let cfg = SmConfig {
+        repair: match a.repair {
+            RepairKind::Rftr => Repair::Rftr,
+            RepairKind::Full => Repair::Full,
+        },
+        rftr: a.rftr.config(vls, a.sls),
+        opts,
+        sweep_interval: (a.sweep_interval > 0.0).then(|| Duration::from_secs_f64(a.sweep_interval)),
+    };
+    let (mut live, up) =
+        Live::bring_up(&d, pipe, engine.as_ref(), cfg).context("bring-up failed")?;
+    let mut all_clean = true;
+    let mut seen: std::collections::BTreeMap<&'static str, u32> = Default::default();
+    let mut log = Vec::new();
+    let mut emit = |e: &Event, live: &Live<'_, umad::UmadPort>| -> Result<bool> {
+        say!("{}", describe(e));
+        all_clean &= clean(e);
+        // The tables first, so that whoever reads the event finds them in place.
+        if matches!(e, Event::SubnetUp { .. } | Event::Repaired { .. }) {
+            if let Some(o) = &a.output {
+                write_dir(o, live, &a.engine)?;
+            }
+        }
+        let line = serde_json::to_string(e)?;
+        if let Some(w) = events_file.as_mut() {
+            writeln!(w, "{line}")?;
+            w.flush()?;
+        }
+        log.push(serde_json::to_value(e)?);
+        let n = seen.entry(event_name(e)).or_default();
+        *n += 1;
+        Ok(exit_after
+            .as_ref()
+            .is_some_and(|x| x.event == event_name(e) && *n >= x.count))
+    };
+    let mut stop = emit(&up, &live)?;
+    let limit = (a.max_seconds > 0.0).then(|| Duration::from_secs_f64(a.max_seconds));
+    while !stop {
+        if limit.is_some_and(|l| start.elapsed() >= l) {
+            say!("stopping after --max-seconds {}", a.max_seconds);
+            break;
+        }
+        for e in live.step(Duration::from_millis(200))? {
+            stop |= emit(&e, &live)?;
+        }
+    }
+    if crate::out::json() {
+        crate::out::document(&serde_json::json!({ "events": log, "clean": all_clean }))?;
+    }
+    Ok(crate::out::Status::of(all_clean).into())
+}

@@ -1,0 +1,410 @@
+//! `fabroute sm` as the subnet manager of fabrics simulated by Debian's ibsim (through
+//! libumad2sim, as OpenSM runs here): subnet up with the tables `fabroute route` computes,
+//! then cables pulled on ibsim's console, each repaired by RFTR; the programmed tables are
+//! read back by infiniband-diags' `dump_lfts` through a second client, walked by
+//! `ibtracert` between hosts, and checked by `fabroute check`; each repair sent exactly the
+//! blocks that changed.
+//!
+//! Needs ibsim-utils, libumad2sim0 and infiniband-diags (`scripts/install-test-deps.sh`).
+//! Without them the tests fail, unless `FABROUTE_NO_EXTERNAL_TOOLS=1` asks to skip them
+//! (and each says so). Every wait is bounded and every process is killed by its pid.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_fabroute")
+}
+
+fn tools_present() -> bool {
+    let have = ["ibsim", "dump_lfts", "ibtracert"].iter().all(|t| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    }) && Path::new(PRELOAD).exists();
+    if !have && std::env::var_os("FABROUTE_NO_EXTERNAL_TOOLS").is_none() {
+        panic!("ibsim/libumad2sim/infiniband-diags are not installed: run scripts/install-test-deps.sh (or set FABROUTE_NO_EXTERNAL_TOOLS=1 to skip these tests)");
+    }
+    if !have {
+        eprintln!("SKIPPED (FABROUTE_NO_EXTERNAL_TOOLS): ibsim/libumad2sim/infiniband-diags not installed");
+    }
+    have
+}
+
+/// A child process killed (by its pid) when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !done() {
+        assert!(
+            t.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+fn run(cmd: &mut Command) -> (bool, String) {
+    let o = cmd.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.success(), text)
+}
+
+/// Switch names and switch-to-switch cables (name, port) of an ibsim net file written by
+/// `fabroute gen`, and the HCA names.
+struct Net {
+    sizes: Vec<String>,
+    cables: Vec<(String, u8)>,
+    hcas: Vec<String>,
+}
+
+fn parse_net(text: &str) -> Net {
+    let quoted = |s: &str| s.split('"').nth(1).unwrap_or("").to_string();
+    let mut switches = BTreeSet::new();
+    let mut hcas = Vec::new();
+    let mut sizes = Vec::new();
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("# ibsim needs at least: ") {
+            sizes = rest
+                .split(" (")
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+        }
+        if l.starts_with("Switch") {
+            switches.insert(quoted(l));
+        } else if l.starts_with("Hca") || l.starts_with("Ca") {
+            hcas.push(quoted(l));
+        }
+    }
+    let mut cables = Vec::new();
+    let mut cur = String::new();
+    for l in text.lines() {
+        if l.starts_with("Switch") {
+            cur = quoted(l);
+        } else if l.starts_with("Hca") || l.starts_with("Ca") {
+            cur.clear();
+        } else if let (false, Some(rest)) = (cur.is_empty(), l.strip_prefix('[')) {
+            let port: u8 = rest.split(']').next().unwrap().parse().unwrap();
+            let remote = quoted(l);
+            // Each cable once: from the end whose name sorts first.
+            if switches.contains(&remote) && cur < remote {
+                cables.push((cur.clone(), port));
+            }
+        }
+    }
+    Net {
+        sizes,
+        cables,
+        hcas,
+    }
+}
+
+/// Every LID an opensm-subnet.lst names (base LIDs of every port).
+fn base_lids(lst: &str) -> BTreeSet<u64> {
+    lst.split("LID:")
+        .skip(1)
+        .filter_map(|s| u64::from_str_radix(&s[..4], 16).ok())
+        .collect()
+}
+
+fn events(p: &Path) -> Vec<serde_json::Value> {
+    read(p)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn count(p: &Path, event: &str) -> usize {
+    events(p).iter().filter(|e| e["event"] == event).count()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+/// The whole loop on one generated fabric: `cuts` cables pulled one after another.
+fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
+    if !tools_present() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("fabroute-live-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let netf = dir.join("fabric.net");
+    let (ok, text) = run(Command::new(bin())
+        .arg("gen")
+        .args(spec)
+        .arg("-o")
+        .arg(&netf));
+    assert!(ok, "{text}");
+    let net = parse_net(&read(&netf));
+    let sock = format!("frlive{}{name}", std::process::id());
+    let sim_log = dir.join("ibsim.log");
+    let mut ibsim = Proc(
+        Command::new("ibsim")
+            .arg("-s")
+            .args(&net.sizes)
+            .arg(&netf)
+            .env("IBSIM_SOCKNAME", &sock)
+            .current_dir(&dir)
+            .stdin(Stdio::piped())
+            .stdout(std::fs::File::create(&sim_log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ibsim starts"),
+    );
+    wait_for("ibsim", Duration::from_secs(20), || {
+        read(&sim_log).contains("simulator ready")
+    });
+
+    let ev = dir.join("events.jsonl");
+    let out = dir.join("tables");
+    let sm_log = dir.join("sm.log");
+    let _sm = Proc(
+        Command::new(bin())
+            .args([
+                "sm",
+                "-R",
+                engine,
+                "--repair",
+                repair,
+                "--sweep-interval",
+                "1",
+            ])
+            .args([
+                "--max-seconds",
+                "120",
+                "--exit-after",
+                &format!("repaired:{cuts}"),
+            ])
+            .arg("--events")
+            .arg(&ev)
+            .arg("-o")
+            .arg(&out)
+            .env("IBSIM_SOCKNAME", &sock)
+            .env("SIM_HOST", &net.hcas[0])
+            .env("LD_PRELOAD", PRELOAD)
+            .current_dir(&dir)
+            .stdout(std::fs::File::create(&sm_log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("subnet up", Duration::from_secs(60), || {
+        count(&ev, "subnet_up") == 1
+    });
+    let up = &events(&ev)[0];
+    assert_eq!(up["failed_smps"], 0, "{up}");
+    assert_eq!(up["deadlock_free"], true, "{up}");
+    assert_eq!(up["unreachable_pairs"], 0, "{up}");
+    copy_dir(&out, &dir.join("t0"));
+
+    // The programmed tables are what `fabroute route` computes on the discovered fabric
+    // (with RFTR, virtual LIDs are kept for repairs and follow their base LID).
+    let routed = dir.join("routed");
+    let (ok, text) = run(Command::new(bin())
+        .arg("route")
+        .arg(dir.join("t0/fabric.json"))
+        .args(["-R", engine, "-o"])
+        .arg(&routed));
+    assert!(ok, "{text}");
+    let (_, text) = run(Command::new(bin())
+        .args(["--json", "diff"])
+        .arg(dir.join("t0"))
+        .arg(&routed));
+    let d: serde_json::Value = serde_json::from_str(&text[..text.rfind('}').unwrap() + 1]).unwrap();
+    let bases = base_lids(&read(&dir.join("t0/opensm-subnet.lst")));
+    let mut differing = 0;
+    for sw in d["lft"].as_array().unwrap() {
+        for e in sw["entries"].as_array().unwrap() {
+            differing += 1;
+            let lid = e["lid"].as_u64().unwrap();
+            assert!(
+                repair == "rftr" && !bases.contains(&lid),
+                "{name}: switch {} LID {lid}: the SM programmed {} where `fabroute route` gives {}",
+                sw["switch"],
+                e["old"],
+                e["new"]
+            );
+        }
+    }
+    eprintln!("{name}: subnet up equal to `fabroute route` on every base LID ({differing} virtual-LID entries mirror their base LID)");
+
+    // Pull cables, one repair at a time; each repair sends exactly the changed blocks.
+    let mut stdin = ibsim.0.stdin.take().unwrap();
+    let step = net.cables.len() / (cuts + 1);
+    for k in 1..=cuts {
+        let (sw, port) = &net.cables[k * step];
+        writeln!(stdin, "Unlink \"{sw}\"[{port}]").unwrap();
+        stdin.flush().unwrap();
+        wait_for(&format!("repair {k}"), Duration::from_secs(30), || {
+            count(&ev, "repaired") >= k
+        });
+        let rep = events(&ev)
+            .into_iter()
+            .filter(|e| e["event"] == "repaired")
+            .nth(k - 1)
+            .unwrap();
+        assert_eq!(rep["failed_smps"], 0, "{rep}");
+        assert_eq!(rep["unsupported_pairs"], 0, "{rep}");
+        assert_eq!(rep["deadlock_free"], true, "{rep}");
+        let now = dir.join(format!("t{k}"));
+        copy_dir(&out, &now);
+        let (_, text) = run(Command::new(bin())
+            .args(["--json", "diff", "--fabric"])
+            .arg(dir.join("t0/opensm-subnet.lst"))
+            .arg(dir.join(format!("t{}", k - 1)))
+            .arg(&now));
+        let d: serde_json::Value =
+            serde_json::from_str(&text[..text.rfind('}').unwrap() + 1]).unwrap();
+        assert_eq!(
+            d["totals"]["lft_blocks"], rep["lft_blocks"],
+            "{name} repair {k}: {rep}\n{text}"
+        );
+        // SL2VL rows went out exactly when SL2VL entries changed.
+        assert_eq!(
+            d["totals"]["sl2vl_entries"].as_u64() > Some(0),
+            rep["sl2vl_entries"].as_u64() > Some(0),
+            "{name} repair {k}: {rep}"
+        );
+        eprintln!(
+            "{name}: Unlink \"{sw}\"[{port}] repaired in {} s, {} blocks",
+            rep["seconds"], rep["lft_blocks"]
+        );
+    }
+
+    // Read the tables back through a second client and check them independently.
+    let dump = dir.join("readback.dump");
+    let o = Command::new("dump_lfts")
+        .env("IBSIM_SOCKNAME", &sock)
+        .env("SIM_HOST", &net.hcas[1])
+        .env("LD_PRELOAD", PRELOAD)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "dump_lfts: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::write(&dump, &o.stdout).unwrap();
+    let last = dir.join(format!("t{cuts}"));
+    let (ok, text) = run(Command::new(bin())
+        .args(["diff", "--lmc", "2", "--fabric"])
+        .arg(last.join("opensm-subnet.lst"))
+        .arg(&dump)
+        .arg(last.join("opensm-lfts.dump")));
+    assert!(
+        ok,
+        "{name}: the switches hold other tables than the SM wrote:\n{text}"
+    );
+    let (ok, text) = run(Command::new(bin())
+        .arg("check")
+        .arg(last.join("opensm-subnet.lst"))
+        .arg("--lfts")
+        .arg(&dump)
+        .arg("--sl2vl")
+        .arg(last.join("opensm-sl2vl.dump"))
+        .arg("--psl")
+        .arg(last.join("opensm-path-sl.psl"))
+        .args(["--lmc", "2"]));
+    assert!(ok, "{name}: check of the read-back tables:\n{text}");
+
+    // Hosts reach hosts by LID through what ibsim forwards: from two sources to every
+    // base LID, and every repaired pair by the DLID it was given.
+    let lids: Vec<(String, u64)> = read(&last.join("opensm-subnet.lst"))
+        .lines()
+        .filter_map(|l| {
+            let first = l.split(" } ").next()?;
+            first.contains("{ CA").then(|| {
+                let name = first.split('{').nth(2)?.split('}').next()?.to_string();
+                let lid = u64::from_str_radix(&first.split("LID:").nth(1)?[..4], 16).ok()?;
+                Some((name, lid))
+            })?
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let lid_of = |n: &str| lids.iter().find(|x| x.0 == n).map(|x| x.1).unwrap();
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
+    for src in [&net.hcas[0], &net.hcas[net.hcas.len() / 2]] {
+        for (_, d) in &lids {
+            if *d != lid_of(src) {
+                pairs.push((lid_of(src), *d));
+            }
+        }
+    }
+    let delta: serde_json::Value =
+        serde_json::from_str(&read(&last.join("delta.json"))).unwrap_or_default();
+    for s in delta["sources"].as_array().into_iter().flatten().take(40) {
+        pairs.push((
+            lid_of(s["source"].as_str().unwrap()),
+            s["dlid"].as_u64().unwrap(),
+        ));
+    }
+    for (s, d) in &pairs {
+        let o = Command::new("ibtracert")
+            .args([s.to_string(), d.to_string()])
+            .env("IBSIM_SOCKNAME", &sock)
+            .env("SIM_HOST", &net.hcas[1])
+            .env("LD_PRELOAD", PRELOAD)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success() && text.contains("To ca"),
+            "{name}: ibtracert {s} {d}: {text}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    eprintln!("{name}: {} ibtracert paths delivered", pairs.len());
+    drop(stdin);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn torus_8x8_updn_three_cuts() {
+    live("t8", &["torus", "8x8", "hcas=1"], "updn", "rftr", 3);
+}
+
+#[test]
+fn fat_tree_ftree_three_cuts() {
+    live("ft", &["ktree", "4", "3"], "ftree", "rftr", 3);
+}
+
+#[test]
+fn dragonfly_updn_three_cuts_and_full_reconfiguration() {
+    live("df", &["dragonfly", "4", "2", "2"], "updn", "rftr", 3);
+    live("dffull", &["dragonfly", "4", "2", "2"], "updn", "full", 1);
+}
