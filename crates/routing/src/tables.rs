@@ -97,6 +97,17 @@ impl Sl2Vl {
         t[(inp as usize * w + out as usize) * NUM_SLS + sl as usize] = vl;
     }
 
+    /// `node`'s explicit table (indexed as in [`Sl2Vl::table_mut`]), `None` for the
+    /// identity map.
+    pub fn table(&self, node: NodeId) -> Option<&[u8]> {
+        let o = self.offset[node.idx()];
+        if o == u32::MAX {
+            return None;
+        }
+        let w = self.width[node.idx()] as usize;
+        Some(&self.data[o as usize..o as usize + w * w * NUM_SLS])
+    }
+
     /// True when `node` uses the identity map.
     pub fn is_identity(&self, node: NodeId) -> bool {
         self.offset[node.idx()] == u32::MAX

@@ -10,6 +10,7 @@ use routing::cdg;
 use routing::engines::{Engine, RouteOptions};
 use routing::fault::verify::{check_state, Snapshot};
 use routing::fault::{Fault, RftrConfig};
+use routing::tables::PathSl;
 use routing::tables::NUM_SLS;
 use routing::Routing;
 use serde::Serialize;
@@ -87,6 +88,13 @@ pub enum Event {
         sl2vl_entries: u64,
         smps: u64,
         failed_smps: u64,
+        /// The completion for checkers that followed (RFTR): entries and SLs of the
+        /// (source, LID) pairs no source uses, pushed after the repair was confirmed.
+        completion_seconds: f64,
+        completion_lft_blocks: u64,
+        completion_sl2vl_entries: u64,
+        /// Distinct LFT blocks that differ between the tables before and after (both phases).
+        blocks_changed: u64,
         affected_pairs: u64,
         repaired_pairs: u64,
         unsupported_pairs: u64,
@@ -126,6 +134,8 @@ pub struct Live<'f, T: Transport> {
     next_sweep: Option<Duration>,
     /// Traps waiting behind the one being handled (issuer switch, arrival time).
     pending: VecDeque<(NodeId, Duration)>,
+    /// Over RFTR: what is in use now, taken after the last repair for the next one's check.
+    snapshot: Option<Snapshot>,
 }
 
 impl<T: Transport> std::fmt::Debug for Live<'_, T> {
@@ -194,6 +204,7 @@ impl<'f, T: Transport> Live<'f, T> {
             current: Routing::empty(f),
             next_sweep,
             pending: VecDeque::new(),
+            snapshot: None,
         };
         let tables = live.complete();
         let mut failed = live.program_lids()?;
@@ -201,6 +212,9 @@ impl<'f, T: Transport> Live<'f, T> {
         failed += pushed.failed + live.activate()? + live.set_switch_info(None)?;
         live.current = tables;
         let report = cdg::check(f, &live.current, Some(&live.mask));
+        if let Rep::Rftr(s) = &live.rep {
+            live.snapshot = Some(Snapshot::of(s.rftr()));
+        }
         let ev = Event::SubnetUp {
             switches: f.num_switches(),
             cas: f.nodes.len() - f.num_switches(),
@@ -518,6 +532,9 @@ impl<'f, T: Transport> Live<'f, T> {
             if first && new.sl2vl.is_identity(n) {
                 continue;
             }
+            if !first && new.sl2vl.table(n) == self.current.sl2vl.table(n) {
+                continue;
+            }
             let rows: Vec<(u8, u8)> = if node.kind == NodeKind::Switch {
                 (0..=node.nports)
                     .flat_map(|i| {
@@ -712,6 +729,12 @@ impl<'f, T: Transport> Live<'f, T> {
     }
 
     /// Applies failed links, repairs, pushes the difference and waits for it.
+    ///
+    /// Over RFTR in two phases: first RFTR's own entries (the new paths of the affected
+    /// pairs, `Rftr::delta`) over what the switches hold, confirmed by every switch — from
+    /// then on every source's path delivers, and this is the repair time; then the
+    /// completion for checkers that walk every (source, LID) (entries and SLs for pairs no
+    /// source uses, `Rftr::complete_for_checkers`), which carries no traffic.
     fn repair(&mut self, links: &[LinkId], since: Duration) -> Result<Event, SmError> {
         let sent0 = self.pipe.stats.sent;
         let t_compute = self.pipe.now();
@@ -721,36 +744,68 @@ impl<'f, T: Transport> Live<'f, T> {
         }
         let (mut affected, mut repaired, mut unsupported, mut union_ok) = (0, 0, 0, true);
         let mut before = None;
-        match &mut self.rep {
+        let first = match &mut self.rep {
             Rep::Rftr(s) => {
-                before = Some(Snapshot::of(s.rftr()));
+                before = Some(
+                    self.snapshot
+                        .take()
+                        .unwrap_or_else(|| Snapshot::of(s.rftr())),
+                );
                 for &l in links {
                     let rep = s.apply_unchecked(Fault::Link(l));
                     affected += rep.affected_pairs;
                     repaired += rep.repaired_pairs;
                     unsupported += rep.unsupported_pairs;
                 }
+                // RFTR's entries (all of them so far: earlier ones are in place already)
+                // over what the switches hold.
+                let r = s.rftr();
+                let mut t = self.current.clone();
+                for (&(sw, lid), &(_, new)) in &r.delta.lft {
+                    t.lft_of_mut(sw as usize)[lid as usize] = new;
+                }
+                for (&(sw, i, o, sl), &(_, new)) in &r.delta.sl2vl {
+                    t.sl2vl.set(f.switches[sw as usize], i, o, sl, new);
+                }
+                if let PathSl::PerPair { stride, sl } = &mut t.path_sl {
+                    for (&(src, _), &(dlid, psl)) in &r.delta.sources {
+                        sl[src as usize * *stride + dlid as usize] = psl;
+                    }
+                }
+                t
             }
             Rep::Full(st) => {
                 st.routing = st
                     .engine
                     .route(f, &self.mask, &st.opts)
                     .map_err(|e| SmError::Routing(e.to_string()))?;
+                self.complete()
             }
-        }
-        let tables = self.complete();
+        };
         let compute = self.pipe.now() - t_compute;
-        let pushed = self.push(&tables, false)?;
+        let pushed = self.push(&first, false)?;
+        let old = std::mem::replace(&mut self.current, first);
         let seconds = (self.pipe.now() - since).as_secs_f64();
         let smps = self.pipe.stats.sent - sent0;
-        self.current = tables;
+        // The completion for checkers (RFTR only).
+        let t_completion = self.pipe.now();
+        let mut completion = Pushed::default();
+        if let Rep::Rftr(_) = self.rep {
+            let full = self.complete();
+            completion = self.push(&full, false)?;
+            self.current = full;
+        }
+        let completion_seconds = (self.pipe.now() - t_completion).as_secs_f64();
+        let blocks_changed = changed_blocks(f, &old, &self.current);
         // Verified after the push, outside the timed repair: the tables now in the switches
         // walked and checked, and over RFTR the union of the old walks' surviving prefixes
         // and the new ones (what packets in flight during the migration can meet).
         let report = cdg::check(f, &self.current, Some(&self.mask));
         if let (Rep::Rftr(s), Some(b)) = (&self.rep, &before) {
-            let chk = check_state(s.rftr(), Some(b));
-            union_ok = chk.deadlock_free;
+            union_ok = check_state(s.rftr(), Some(b)).deadlock_free;
+            // What is in use now, for the next fault's check (taken here, outside the timed
+            // repair).
+            self.snapshot = Some(Snapshot::of(s.rftr()));
         }
         if let Rep::Full(_) = &self.rep {
             unsupported = report.unreachable_pairs.count;
@@ -770,7 +825,11 @@ impl<'f, T: Transport> Live<'f, T> {
             lft_blocks: pushed.lft_blocks,
             sl2vl_entries: pushed.sl2vl_entries,
             smps,
-            failed_smps: pushed.failed,
+            failed_smps: pushed.failed + completion.failed,
+            completion_seconds,
+            completion_lft_blocks: completion.lft_blocks,
+            completion_sl2vl_entries: completion.sl2vl_entries,
+            blocks_changed,
             affected_pairs: affected,
             repaired_pairs: repaired,
             unsupported_pairs: unsupported,
@@ -779,4 +838,20 @@ impl<'f, T: Transport> Live<'f, T> {
             unreachable_pairs: report.unreachable_pairs.count,
         })
     }
+}
+
+/// Distinct 64-LID blocks whose entries differ between two tables of one fabric.
+fn changed_blocks(f: &Fabric, a: &Routing, b: &Routing) -> u64 {
+    let stride = a.stride();
+    let mut n = 0;
+    for s in 0..f.num_switches() {
+        let (x, y) = (a.lft_of(s), b.lft_of(s));
+        n += (0..stride.div_ceil(LFT_BLOCK))
+            .filter(|&k| {
+                let r = k * LFT_BLOCK..((k + 1) * LFT_BLOCK).min(stride);
+                x[r.clone()] != y[r]
+            })
+            .count() as u64;
+    }
+    n
 }

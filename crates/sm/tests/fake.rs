@@ -191,6 +191,8 @@ fn run(spec: &str, engine: &str, repair: Repair, cuts: &[usize]) {
         }
         let Some(Event::Repaired {
             lft_blocks,
+            completion_lft_blocks,
+            blocks_changed,
             failed_smps,
             deadlock_free,
             unsupported_pairs,
@@ -206,7 +208,11 @@ fn run(spec: &str, engine: &str, repair: Repair, cuts: &[usize]) {
             mask.dead_links().collect::<Vec<_>>()
         );
         // Only the changed blocks went out, and they are what the switches now differ in.
-        assert_eq!(live.pipe.transport().stats.lft_sets - lft_sets0, lft_blocks);
+        assert_eq!(
+            live.pipe.transport().stats.lft_sets - lft_sets0,
+            lft_blocks + completion_lft_blocks
+        );
+        assert!(blocks_changed <= lft_blocks + completion_lft_blocks);
         assert!(
             lft_blocks < blocks_per_switch * df.num_switches() as u64 || repair == Repair::Full
         );

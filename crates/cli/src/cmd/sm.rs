@@ -162,15 +162,27 @@ fn describe(e: &Event) -> String {
             unsupported_pairs,
             deadlock_free,
             unreachable_pairs,
+            completion_seconds,
+            completion_lft_blocks,
+            completion_sl2vl_entries,
             ..
-        } => format!(
-            "repaired {} ({:?}) in {:.3} ms (compute {:.3} ms): {lft_blocks} LFT blocks and {sl2vl_entries} SL2VL rows pushed in {smps} SMPs ({failed_smps} failed); {affected_pairs} pairs affected, {unsupported_pairs} unsupported; {}, {unreachable_pairs} pairs undelivered",
-            faults.join(", "),
-            repair,
-            seconds * 1e3,
-            compute_seconds * 1e3,
-            if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
-        ),
+        } => {
+            let mut t = format!(
+                "repaired {} ({:?}) in {:.3} ms (compute {:.3} ms): {lft_blocks} LFT blocks and {sl2vl_entries} SL2VL rows pushed in {smps} SMPs ({failed_smps} failed); {affected_pairs} pairs affected, {unsupported_pairs} unsupported; {}, {unreachable_pairs} pairs undelivered",
+                faults.join(", "),
+                repair,
+                seconds * 1e3,
+                compute_seconds * 1e3,
+                if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
+            );
+            if *repair == sm::Repair::Rftr {
+                t += &format!(
+                    "; then completed for checkers in {:.3} ms ({completion_lft_blocks} blocks, {completion_sl2vl_entries} SL2VL rows)",
+                    completion_seconds * 1e3
+                );
+            }
+            t
+        }
     }
 }
 
