@@ -95,6 +95,12 @@ pub enum Event {
         completion_sl2vl_entries: u64,
         /// Distinct LFT blocks that differ between the tables before and after (both phases).
         blocks_changed: u64,
+        /// LFT blocks and SL2VL rows that should change but are not in the switches: no live
+        /// route to them (a switch cut off from the SM) or no good answer.
+        unsent: u64,
+        /// (source, LID) pairs no source uses that the completion could not give a route
+        /// that is safe (`Completion::uncovered`); `unreachable_pairs` counts them.
+        uncovered_phantoms: u64,
         affected_pairs: u64,
         repaired_pairs: u64,
         unsupported_pairs: u64,
@@ -153,6 +159,16 @@ struct Pushed {
     lft_blocks: u64,
     sl2vl_entries: u64,
     failed: u64,
+    /// Blocks and rows that differ but are not in the switches: no live route to them
+    /// (a switch cut off from the SM) or no good answer.
+    unsent: u64,
+}
+
+/// What one request of a push writes.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Lft(usize, usize),
+    Sl2Vl(NodeId, u8, u8),
 }
 
 impl<'f, T: Transport> Live<'f, T> {
@@ -206,9 +222,9 @@ impl<'f, T: Transport> Live<'f, T> {
             pending: VecDeque::new(),
             snapshot: None,
         };
-        let tables = live.complete();
+        let (mut tables, _) = live.complete();
         let mut failed = live.program_lids()?;
-        let pushed = live.push(&tables, true)?;
+        let pushed = live.push(&mut tables, true)?;
         failed += pushed.failed + live.activate()? + live.set_switch_info(None)?;
         live.current = tables;
         let report = cdg::check(f, &live.current, Some(&live.mask));
@@ -256,19 +272,21 @@ impl<'f, T: Transport> Live<'f, T> {
     /// The tables a subnet manager programs for the current state: every LID of an LMC
     /// range (virtual LIDs no repair uses follow their base LID) and, over RFTR, entries
     /// for the (source, LID) pairs no source uses (as `fabroute fault` writes them).
-    fn complete(&self) -> Routing {
+    /// Also returns the phantom pairs the completion could not cover (`Completion::uncovered`:
+    /// pairs no source uses, left without a route; the checker counts them as undelivered).
+    fn complete(&self) -> (Routing, u64) {
         match &self.rep {
             Rep::Rftr(s) => {
                 let r = s.rftr();
                 let mut t = r.routing.clone();
                 t.mirror_unrouted_lmc_lids(self.f);
-                r.complete_for_checkers(&mut t);
-                t
+                let c = r.complete_for_checkers(&mut t);
+                (t, c.uncovered)
             }
             Rep::Full(st) => {
                 let mut t = st.routing.clone();
                 t.mirror_unrouted_lmc_lids(self.f);
-                t
+                (t, 0)
             }
         }
     }
@@ -498,17 +516,18 @@ impl<'f, T: Transport> Live<'f, T> {
     /// Sends the LFT blocks and SL2VL rows of `new` that differ from what the switches
     /// hold (everything when `first`), by directed route over live links, and waits for
     /// every answer.
-    fn push(&mut self, new: &Routing, first: bool) -> Result<Pushed, SmError> {
+    fn push(&mut self, new: &mut Routing, first: bool) -> Result<Pushed, SmError> {
         let f = self.f;
         let routes = self.node_routes();
         let mut reqs = Vec::new();
+        // What each request writes, and what could not be sent (no live route).
+        let mut what: Vec<Target> = Vec::new();
+        let mut unsent: Vec<Target> = Vec::new();
         let stride = new.stride();
         let blocks = stride.div_ceil(LFT_BLOCK);
         let mut pushed = Pushed::default();
         for (s, &n) in f.switches.iter().enumerate() {
-            let Some(r) = routes[n.idx()].clone() else {
-                continue;
-            };
+            let route = routes[n.idx()].clone();
             let newl = new.lft_of(s);
             let oldl = self.current.lft_of(s);
             for b in 0..blocks {
@@ -516,14 +535,14 @@ impl<'f, T: Transport> Live<'f, T> {
                 if !first && newl[range.clone()] == oldl[range.clone()] {
                     continue;
                 }
+                let Some(r) = route.clone() else {
+                    unsent.push(Target::Lft(s, b));
+                    continue;
+                };
                 let mut d = [fabric::NO_PORT; mad::SMP_DATA];
                 d[..range.len()].copy_from_slice(&newl[range]);
-                reqs.push(Req::set(
-                    Route::Direct(r.clone()),
-                    attr_id::LFT,
-                    b as u32,
-                    d,
-                ));
+                reqs.push(Req::set(Route::Direct(r), attr_id::LFT, b as u32, d));
+                what.push(Target::Lft(s, b));
                 pushed.lft_blocks += 1;
             }
         }
@@ -559,18 +578,45 @@ impl<'f, T: Transport> Live<'f, T> {
                 } else {
                     (self.port_route(&routes, f.port_id(n, out)), 0)
                 };
-                let Some(r) = route else { continue };
+                let Some(r) = route else {
+                    unsent.push(Target::Sl2Vl(n, inp, out));
+                    continue;
+                };
                 reqs.push(Req::set(
                     Route::Direct(r),
                     attr_id::SL2VL,
                     modifier,
                     attr::sl2vl_encode(&v),
                 ));
+                what.push(Target::Sl2Vl(n, inp, out));
                 pushed.sl2vl_entries += 1;
             }
         }
         let got = self.pipe.run(&reqs)?;
-        pushed.failed = got.iter().filter(|g| g.is_err()).count() as u64;
+        for (t, g) in what.into_iter().zip(&got) {
+            if g.is_err() {
+                pushed.failed += 1;
+                unsent.push(t);
+            }
+        }
+        // What was not confirmed is still what it was: `new` keeps the old values there, so
+        // that it says what the switches hold.
+        pushed.unsent = unsent.len() as u64;
+        for t in unsent {
+            match t {
+                Target::Lft(s, b) => {
+                    let range = b * LFT_BLOCK..((b + 1) * LFT_BLOCK).min(stride);
+                    let old = self.current.lft_of(s)[range.clone()].to_vec();
+                    new.lft_of_mut(s)[range].copy_from_slice(&old);
+                }
+                Target::Sl2Vl(n, inp, out) => {
+                    for sl in 0..NUM_SLS as u8 {
+                        let vl = self.current.sl2vl.vl(n, inp, out, sl);
+                        new.sl2vl.set(n, inp, out, sl, vl);
+                    }
+                }
+            }
+        }
         Ok(pushed)
     }
 
@@ -744,7 +790,7 @@ impl<'f, T: Transport> Live<'f, T> {
         }
         let (mut affected, mut repaired, mut unsupported, mut union_ok) = (0, 0, 0, true);
         let mut before = None;
-        let first = match &mut self.rep {
+        let mut first = match &mut self.rep {
             Rep::Rftr(s) => {
                 before = Some(
                     self.snapshot
@@ -779,20 +825,22 @@ impl<'f, T: Transport> Live<'f, T> {
                     .engine
                     .route(f, &self.mask, &st.opts)
                     .map_err(|e| SmError::Routing(e.to_string()))?;
-                self.complete()
+                self.complete().0
             }
         };
         let compute = self.pipe.now() - t_compute;
-        let pushed = self.push(&first, false)?;
+        let pushed = self.push(&mut first, false)?;
         let old = std::mem::replace(&mut self.current, first);
         let seconds = (self.pipe.now() - since).as_secs_f64();
         let smps = self.pipe.stats.sent - sent0;
         // The completion for checkers (RFTR only).
         let t_completion = self.pipe.now();
         let mut completion = Pushed::default();
+        let mut uncovered = 0;
         if let Rep::Rftr(_) = self.rep {
-            let full = self.complete();
-            completion = self.push(&full, false)?;
+            let (mut full, u) = self.complete();
+            uncovered = u;
+            completion = self.push(&mut full, false)?;
             self.current = full;
         }
         let completion_seconds = (self.pipe.now() - t_completion).as_secs_f64();
@@ -826,6 +874,8 @@ impl<'f, T: Transport> Live<'f, T> {
             sl2vl_entries: pushed.sl2vl_entries,
             smps,
             failed_smps: pushed.failed + completion.failed,
+            unsent: pushed.unsent + completion.unsent,
+            uncovered_phantoms: uncovered,
             completion_seconds,
             completion_lft_blocks: completion.lft_blocks,
             completion_sl2vl_entries: completion.sl2vl_entries,
