@@ -304,7 +304,7 @@ fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
             "{name} repair {k}: {rep}"
         );
         if k == 1 || k == cuts {
-            verify(&dir, &sock, &net, k, &name);
+            verify(&dir, &sock, &net, k, name);
         }
         eprintln!(
             "{name}: Unlink \"{sw}\"[{port}] repaired in {} s, {} blocks (then {} for checkers)",
@@ -322,10 +322,10 @@ fn verify(dir: &Path, sock: &str, net: &Net, k: usize, name: &str) {
     // Read the tables back through a second client and check them independently.
     let dump = dir.join(format!("readback{k}.dump"));
     let o = Command::new("dump_lfts")
-        .env("IBSIM_SOCKNAME", &sock)
+        .env("IBSIM_SOCKNAME", sock)
         .env("SIM_HOST", &net.hcas[1])
         .env("LD_PRELOAD", PRELOAD)
-        .current_dir(&dir)
+        .current_dir(dir)
         .output()
         .unwrap();
     assert!(
@@ -392,10 +392,10 @@ fn verify(dir: &Path, sock: &str, net: &Net, k: usize, name: &str) {
     for (s, d) in &pairs {
         let o = Command::new("ibtracert")
             .args([s.to_string(), d.to_string()])
-            .env("IBSIM_SOCKNAME", &sock)
+            .env("IBSIM_SOCKNAME", sock)
             .env("SIM_HOST", &net.hcas[1])
             .env("LD_PRELOAD", PRELOAD)
-            .current_dir(&dir)
+            .current_dir(dir)
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout);
