@@ -52,6 +52,10 @@ pub struct FakeFabric {
     pub smp_time: Duration,
     pub stats: FakeStats,
     next_trap_tid: u64,
+    /// Drop every `drop_every`-th SMP sent to the fake (0: none), as ibsim's `Error`
+    /// command drops a share of SMPs: for tests of the pipeline's retries.
+    pub drop_every: u64,
+    received: u64,
 }
 
 impl FakeFabric {
@@ -121,6 +125,8 @@ impl FakeFabric {
             smp_time: Duration::from_micros(15),
             stats: FakeStats::default(),
             next_trap_tid: 1 << 40,
+            drop_every: 0,
+            received: 0,
         }
     }
 
@@ -430,6 +436,11 @@ impl FakeFabric {
 
 impl Transport for FakeFabric {
     fn send(&mut self, m: &[u8; MAD_SIZE], _to: Address) -> std::io::Result<()> {
+        self.received += 1;
+        if self.drop_every > 0 && self.received % self.drop_every == 0 {
+            self.stats.dropped += 1;
+            return Ok(());
+        }
         let Ok(s) = Smp::decode(m) else {
             self.stats.dropped += 1;
             return Ok(());

@@ -273,6 +273,67 @@ fn dragonfly_and_vl_bases() {
     run("torus 4x4x4 hcas=1", "dor", Repair::Full, &[100, 150]);
 }
 
+/// One SMP in seven lost on the way: the pipeline resends them, discovery finds the whole
+/// fabric, bring-up and a repair program it completely, and the retries are counted.
+#[test]
+fn lost_smps_are_sent_again() {
+    let phys = fabric("torus 4x4 hcas=1");
+    let mut fake = FakeFabric::new(&phys, phys.end_ports[0]);
+    fake.drop_every = 7;
+    let cfg = PipeConfig {
+        timeout: Duration::from_millis(5),
+        ..PipeConfig::default()
+    };
+    let mut pipe = Pipe::new(fake, cfg);
+    let d = discover(&mut pipe, 2).unwrap();
+    assert_eq!(
+        (d.failed, d.fabric.nodes.len(), d.fabric.links.len()),
+        (0, 32, 48)
+    );
+    assert!(pipe.stats.retries > 0);
+    let e = by_name("updn").unwrap();
+    let (mut live, up) = Live::bring_up(
+        &d,
+        pipe,
+        e.as_ref(),
+        config(e.as_ref(), &d.fabric, Repair::Rftr),
+    )
+    .unwrap();
+    let Event::SubnetUp {
+        failed_smps: 0,
+        deadlock_free: true,
+        unreachable_pairs: 0,
+        ..
+    } = up
+    else {
+        panic!("{up:?}")
+    };
+    let l = same_link(&phys, &d.fabric, LinkId(20));
+    let pl = (0..phys.links.len() as u32)
+        .map(LinkId)
+        .find(|&x| same_link(&phys, &d.fabric, x) == l)
+        .unwrap();
+    live.pipe.transport_mut().unlink(pl);
+    let mut events = Vec::new();
+    for _ in 0..6 {
+        events.extend(live.step(Duration::from_millis(10)).unwrap());
+    }
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::Repaired {
+                failed_smps: 0,
+                deadlock_free: true,
+                ..
+            }
+        )),
+        "{events:?}"
+    );
+    let back = read_back(live.pipe.transport(), &d.fabric, live.tables());
+    assert_eq!(back.lft, live.tables().lft);
+    assert!(live.pipe.transport().stats.dropped > 0);
+}
+
 #[test]
 fn a_lost_trap_is_caught_by_the_light_sweep() {
     let phys = fabric("torus 3x3 hcas=1");
