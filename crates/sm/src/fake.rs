@@ -437,7 +437,7 @@ impl FakeFabric {
 impl Transport for FakeFabric {
     fn send(&mut self, m: &[u8; MAD_SIZE], _to: Address) -> std::io::Result<()> {
         self.received += 1;
-        if self.drop_every > 0 && self.received % self.drop_every == 0 {
+        if self.drop_every > 0 && self.received.is_multiple_of(self.drop_every) {
             self.stats.dropped += 1;
             return Ok(());
         }
