@@ -423,3 +423,28 @@ fn dragonfly_updn_three_cuts_and_full_reconfiguration() {
     live("df", &["dragonfly", "4", "2", "2"], "updn", "rftr", 3);
     live("dffull", &["dragonfly", "4", "2", "2"], "updn", "full", 1);
 }
+
+/// Without ibsim (or with another socket name) `fabroute sm` says so and exits 3, instead of
+/// waiting in libumad2sim's connection loop.
+#[test]
+fn sm_without_ibsim_is_a_clear_error() {
+    if !tools_present() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("fabroute-live-{}-none", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = Instant::now();
+    let o = Command::new(bin())
+        .args(["sm", "-R", "updn"])
+        .env("IBSIM_SOCKNAME", format!("frnone{}", std::process::id()))
+        .env("SIM_HOST", "H_0_0_0")
+        .env("LD_PRELOAD", PRELOAD)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("ibsim is not running"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -251,6 +251,33 @@ fn write_dir<T: mad::Transport>(
     out.commit()
 }
 
+/// Under libumad2sim (named in LD_PRELOAD), ibsim's control socket must exist: the
+/// abstract Unix socket `@NAME:ctl`, NAME from IBSIM_SOCKNAME (default `sim`), listed in
+/// /proc/net/unix (as `@NAME:ctl@`). Remote ibsim (IBSIM_SERVER_NAME) is not checked.
+fn check_ibsim_socket() -> Result<()> {
+    let preload = std::env::var("LD_PRELOAD").unwrap_or_default();
+    if !preload.contains("umad2sim") || std::env::var_os("IBSIM_SERVER_NAME").is_some() {
+        return Ok(());
+    }
+    let name = std::env::var("IBSIM_SOCKNAME").unwrap_or_else(|_| "sim".into());
+    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else {
+        return Ok(());
+    };
+    // The name is bound with its trailing NUL, which the table shows as a second `@`.
+    let want = format!("@{name}:ctl");
+    let listed = |l: &str| {
+        l.split_whitespace()
+            .last()
+            .is_some_and(|p| p.strip_suffix('@').unwrap_or(p) == want)
+    };
+    if !table.lines().any(listed) {
+        anyhow::bail!(
+            "ibsim is not running: there is no socket {want} (start ibsim with IBSIM_SOCKNAME={name}, or set IBSIM_SOCKNAME to the name it runs with)"
+        );
+    }
+    Ok(())
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
     let exit_after = a.exit_after.as_deref().map(parse_exit_after).transpose()?;
     if a.window == 0 || a.timeout_ms == 0 {
@@ -277,9 +304,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => None,
     };
     let start = Instant::now();
-    let port = umad::UmadPort::open(&a.device, Some(&a.issm)).with_context(|| {
-        "cannot attach to the fabric (under ibsim: LD_PRELOAD=libumad2sim.so, SIM_HOST=<HCA name>, IBSIM_SOCKNAME as ibsim's)"
-    })?;
+    check_ibsim_socket()?;
+    // libumad2sim's `open` retries its connection to ibsim forever: attach in a thread
+    // and give up after a while.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (dev, issm) = (a.device.clone(), a.issm.clone());
+    std::thread::spawn(move || {
+        let _ = tx.send(umad::UmadPort::open(&dev, Some(&issm)));
+    });
+    let port = match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(r) => r.with_context(|| {
+            "cannot attach to the fabric (under ibsim: LD_PRELOAD=libumad2sim.so, SIM_HOST=<HCA name>, IBSIM_SOCKNAME as ibsim's)"
+        })?,
+        Err(_) => anyhow::bail!(
+            "cannot attach to the fabric: opening {} did not finish in 20 s (is ibsim running with this IBSIM_SOCKNAME?)",
+            a.device
+        ),
+    };
     let mut pipe = Pipe::new(
         port,
         PipeConfig {
