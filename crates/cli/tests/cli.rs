@@ -1149,3 +1149,62 @@ fn torus2qos_reads_its_config_and_nue_and_torus2qos_are_rftr_bases() {
         assert_eq!(v["deadlock_free"], true, "{engine}: {v}");
     }
 }
+
+/// Over VL engines as RFTR bases, the tables `fault` writes deliver every (source, LID) with
+/// no credit loop, even where the VLs above the base are too few for every unused pair: those
+/// then go on the base's own VLs. The 4x4x4 torus case is the one where a first version of
+/// that (layers seeded with the fault-free base's dependencies) closed a credit loop.
+#[test]
+fn fault_output_over_vl_bases_delivers_every_pair() {
+    let d = tmp("faultcheck_vlbase");
+    let t444 = d.join("t444.net");
+    let r = fr(&[
+        "gen",
+        "torus",
+        "4x4x4",
+        "hcas=1",
+        "-o",
+        t444.to_str().unwrap(),
+    ]);
+    assert!(r.status.success());
+    let t44 = example("torus2d_4x4_h2.net");
+    let cases: [(&str, &str, &[&str]); 3] = [
+        (t44.as_str(), "dfsssp", &["link:S_0_3/4", "link:S_1_0/3"]),
+        (
+            t444.to_str().unwrap(),
+            "dfsssp",
+            &["link:S_0_0_3/3", "link:S_0_3_1/3", "link:S_0_0_0/5"],
+        ),
+        (t444.to_str().unwrap(), "nue", &["link:S_0_1_3/3"]),
+    ];
+    for (i, (fabric, engine, faults)) in cases.iter().enumerate() {
+        let out = d.join(format!("out{i}"));
+        let o = out.to_str().unwrap().to_string();
+        let mut args = vec![
+            "fault",
+            "--json",
+            fabric,
+            "--engine",
+            engine,
+            "-o",
+            o.as_str(),
+        ];
+        for f in *faults {
+            args.extend_from_slice(&["--fail", f]);
+        }
+        let r = fr(&args);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let s: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+        assert_eq!(
+            s["rftr"]["completion_for_checkers"]["uncovered"], 0,
+            "{engine} {faults:?}: {s}"
+        );
+        let (v, code) = check_set(&out);
+        assert_eq!(v["deadlock_free"], true, "{engine} {faults:?}: {v}");
+        assert_eq!(
+            v["pairs"]["ok"], v["pairs"]["checked"],
+            "{engine} {faults:?}: {v}"
+        );
+        assert_eq!(code, Some(0), "{v}");
+    }
+}

@@ -34,7 +34,14 @@
 //!   adds no dependency;
 //! - any other phantom path (from filled switches, or switches no selected path crosses)
 //!   goes whole on the first VL above the base's whose dependencies stay acyclic with it (the
-//!   same layers RFTR keeps), with a coloured SL.
+//!   same layers RFTR keeps), with a coloured SL;
+//! - one that fits no such VL goes whole on a base VL whose dependencies stay acyclic with
+//!   it, with a base SL that the tables already map to that VL on each of its hops. A base
+//!   VL's layer starts from every dependency that the completion without such placements
+//!   leaves there (itself acyclic, or nothing goes on base VLs): the base paths in use and
+//!   every phantom's walk; repaired paths never use base VLs. The result is checked as a
+//!   whole, and the completion without base-VL placements is kept where it has a cycle or
+//!   covers no more pairs.
 //!
 //! Phantom paths that fit no VL or SL are counted as uncovered; their switch loses its entry
 //! where no selected path crosses it (their walks then stop there, adding no dependency);
@@ -43,7 +50,7 @@
 use super::{Rftr, NONE};
 use crate::forward::Hop;
 use crate::tables::{PathSl, Routing};
-use crate::vl::Need;
+use crate::vl::{Layers, Need};
 use fabric::{ChannelId, Lid, NO_PORT};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -128,6 +135,42 @@ impl<'f> Rftr<'f> {
     /// from their base LID) so that every (source, LID) arrives and the phantom pairs add no
     /// dependency a credit loop can use (module docs).
     pub fn complete_for_checkers(&self, tables: &mut Routing) -> Completion {
+        if self.fresh.is_none() {
+            return self.complete_with(tables, None).0;
+        }
+        // Over a base that keeps its VLs, phantoms that fit no fresh VL may go on a base VL
+        // (module docs), checked against a layer per base VL that holds every dependency the
+        // completion without such placements leaves there. The result is checked as a whole
+        // all the same, and the completion without them kept where it has a cycle.
+        let before = tables.clone();
+        let (c0, _) = self.complete_with(tables, None);
+        if c0.uncovered == 0 {
+            return c0;
+        }
+        let seed = crate::cdg::build_cdg(self.f, tables, Some(&self.mask));
+        if !crate::cdg::cyclic_sccs(seed.num_vertices(), &seed.offsets, &seed.targets).is_empty() {
+            return c0;
+        }
+        let first = std::mem::replace(tables, before);
+        let (c, on_base) = self.complete_with(tables, Some(&seed));
+        if on_base > 0
+            && c.uncovered < c0.uncovered
+            && crate::cdg::check(self.f, tables, Some(&self.mask)).deadlock_free
+        {
+            return c;
+        }
+        *tables = first;
+        c0
+    }
+
+    /// The completion; with `seed` (the dependency graph of a completion without them),
+    /// phantoms that fit no fresh VL are tried on the base's own VLs. Also returns how many
+    /// phantom paths went on a base VL.
+    fn complete_with(
+        &self,
+        tables: &mut Routing,
+        seed: Option<&crate::cdg::Cdg>,
+    ) -> (Completion, u64) {
         let f = self.f;
         let ne = f.end_ports.len();
         let stride = tables.stride();
@@ -169,6 +212,11 @@ impl<'f> Rftr<'f> {
             .fresh
             .as_ref()
             .map(|fr| (fr.base_vls, fr.layers.clone()));
+        // Over a base that keeps its VLs, built when a phantom first fits no fresh VL: per
+        // base VL, the fault-free base's dependencies (a superset of what its surviving
+        // paths and the phantoms that follow them use there).
+        let mut base_layers: Option<Layers> = None;
+        let mut on_base = 0u64;
         for fx in fixes {
             let mut reverted: Vec<u32> = Vec::new();
             for (e, needs, sw, revertible) in &fx.pending {
@@ -233,6 +281,39 @@ impl<'f> Rftr<'f> {
                             }
                         }
                     }
+                    // Otherwise the whole path on a base VL it keeps acyclic, with a base
+                    // SL that the tables map to that VL on every hop (nothing to set).
+                    if let (None, Some(seed)) = (&placed, seed) {
+                        let fr = self.fresh.as_ref().expect("a base that keeps its VLs");
+                        let bl = base_layers.get_or_insert_with(|| base_vl_layers(f, fr, seed));
+                        let mut from = 0;
+                        let mut base_sl = None;
+                        while let Some(layer) = bl.first_fit(from, &ph.chans) {
+                            let vl = layer as u8;
+                            let needs = needs_at(vl);
+                            base_sl = (0..fr.base_sls).find(|&s| {
+                                needs.iter().all(|n| {
+                                    tables.sl2vl.vl(f.switches[n.sw as usize], n.inp, n.out, s)
+                                        == vl
+                                })
+                            });
+                            if base_sl.is_some() {
+                                break;
+                            }
+                            bl.remove(layer, &ph.chans);
+                            from = layer + 1;
+                        }
+                        if let Some(sl) = base_sl {
+                            if let PathSl::PerPair { stride: st, sl: v } = &mut tables.path_sl {
+                                for &(e, _) in &ph.ends {
+                                    v[e as usize * *st + fx.lid as usize] = sl;
+                                }
+                            }
+                            c.phantom_sls += ph.ends.len() as u64;
+                            on_base += 1;
+                            continue;
+                        }
+                    }
                     let Some((sl, needs)) = placed else {
                         // No way without risk: a switch no selected path crosses loses its
                         // entry (its walks stop there); others are only counted.
@@ -272,7 +353,7 @@ impl<'f> Rftr<'f> {
             c.phantom_sls += fx.sls.len() as u64;
             c.uncovered += fx.uncovered;
         }
-        c
+        (c, on_base)
     }
 
     /// One LID column of destination end `d`.
@@ -637,4 +718,26 @@ impl<'f> Rftr<'f> {
             }
         }
     }
+}
+
+/// Per base VL, the dependencies of `seed` (the tables completed without base-VL
+/// placements: the base paths in use and every phantom's walk there), as layers phantom
+/// paths can be tried against.
+fn base_vl_layers(f: &fabric::Fabric, fr: &super::Fresh, seed: &crate::cdg::Cdg) -> Layers {
+    let mut layers = Layers::new(f.links.len() * 2, fr.base_vls as usize);
+    for u in 0..seed.num_vertices() as u32 {
+        let (cu, vu) = seed.vertex(u);
+        if vu >= fr.base_vls {
+            continue;
+        }
+        for &w in seed.successors(u) {
+            let (cw, vw) = seed.vertex(w);
+            if vw == vu {
+                // The seed is acyclic (checked by the caller), so this always fits.
+                let added = layers.try_add_edge(vu as usize, cu.0, cw.0);
+                debug_assert!(added, "the seed has a cycle on VL {vu}");
+            }
+        }
+    }
+    layers
 }
