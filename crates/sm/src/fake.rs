@@ -179,6 +179,28 @@ impl FakeFabric {
         }
     }
 
+    /// Puts the cable of `l` back (ibsim's `ReLink`): both ends physically up in INIT, each
+    /// switch end sets PortStateChange and sends trap 128.
+    pub fn relink(&mut self, l: LinkId) {
+        if self.link_up[l.idx()] {
+            return;
+        }
+        self.link_up[l.idx()] = true;
+        let link = self.f.link(l).clone();
+        for p in [link.a, link.b] {
+            let pi = &mut self.port[p.idx()];
+            pi.set_port_state(port_state::INIT);
+            pi.set_phys_state(phys_state::LINK_UP);
+        }
+        for p in [link.a, link.b] {
+            let n = self.f.port(p).node;
+            if let Some(s) = self.sw[n.idx()].as_mut() {
+                s.info.set_port_state_change(1);
+                self.trap_128(n);
+            }
+        }
+    }
+
     /// Unlinks every cable of switch `n` (ibsim's `Unlink "node"`).
     pub fn unlink_node(&mut self, n: NodeId) {
         let links: Vec<LinkId> = self

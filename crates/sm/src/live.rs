@@ -77,6 +77,9 @@ pub enum Event {
         /// Links found down that the SM had as up.
         links_down: usize,
     },
+    /// Failed links found physically up again. They are not taken in: the SM keeps them
+    /// failed (RFTR only removes links), until it is restarted.
+    LinkUp { links: Vec<String> },
     /// Failed links repaired and the changed tables confirmed by every switch.
     Repaired {
         repair: Repair,
@@ -142,6 +145,9 @@ pub struct Live<'f, T: Transport> {
     pending: VecDeque<(NodeId, Duration)>,
     /// Over RFTR: what is in use now, taken after the last repair for the next one's check.
     snapshot: Option<Snapshot>,
+    /// Failed links found physically up again (not taken in), and those not yet reported.
+    revived: Vec<LinkId>,
+    revived_unreported: Vec<LinkId>,
 }
 
 impl<T: Transport> std::fmt::Debug for Live<'_, T> {
@@ -221,6 +227,8 @@ impl<'f, T: Transport> Live<'f, T> {
             next_sweep,
             pending: VecDeque::new(),
             snapshot: None,
+            revived: Vec::new(),
+            revived_unreported: Vec::new(),
         };
         let (mut tables, _) = live.complete();
         let mut failed = live.program_lids()?;
@@ -640,6 +648,10 @@ impl<'f, T: Transport> Live<'f, T> {
                 if !dead && (!pi.link_up() || pi.port_state() == port_state::DOWN) {
                     down.push((num, l));
                 }
+                if dead && pi.link_up() && !self.revived.contains(&l) {
+                    self.revived.push(l);
+                    self.revived_unreported.push(l);
+                }
             }
         }
         Ok(down)
@@ -707,6 +719,16 @@ impl<'f, T: Transport> Live<'f, T> {
                 events.extend(self.light_sweep()?);
                 self.next_sweep = self.cfg.sweep_interval.map(|i| self.pipe.now() + i);
             }
+        }
+        if !self.revived_unreported.is_empty() {
+            let f = self.f;
+            events.push(Event::LinkUp {
+                links: self
+                    .revived_unreported
+                    .drain(..)
+                    .map(|l| routing::fault::sweep::link_name(f, l))
+                    .collect(),
+            });
         }
         Ok(events)
     }

@@ -45,7 +45,7 @@ pub struct Args {
     /// Write every event as one JSON line to this file.
     #[arg(long)]
     pub events: Option<PathBuf>,
-    /// Stop after this event: `subnet_up`, `trap`, `sweep`, `repaired`, or `repaired:N`
+    /// Stop after this event: `subnet_up`, `trap`, `sweep`, `link_up`, `repaired`, or `repaired:N`
     /// (the N-th repair). Without it the SM runs until `--max-seconds` or is killed.
     #[arg(long)]
     pub exit_after: Option<String>,
@@ -111,6 +111,7 @@ fn event_name(e: &Event) -> &'static str {
         Event::SubnetUp { .. } => "subnet_up",
         Event::Trap { .. } => "trap",
         Event::Sweep { .. } => "sweep",
+        Event::LinkUp { .. } => "link_up",
         Event::Repaired { .. } => "repaired",
     }
 }
@@ -148,6 +149,10 @@ fn describe(e: &Event) -> String {
         Event::Sweep { switches_read, changed, links_down } => format!(
             "light sweep: {switches_read} switches read, {} with a port state change, {links_down} links down",
             changed.len()
+        ),
+        Event::LinkUp { links } => format!(
+            "link(s) {} physically up again: not taken in, they stay failed until fabroute sm is restarted",
+            links.join(", ")
         ),
         Event::Repaired {
             repair,
