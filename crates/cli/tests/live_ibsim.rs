@@ -38,6 +38,17 @@ fn tools_present() -> bool {
     have
 }
 
+/// `program` as an ibsim client: attached as HCA `host` of the ibsim listening on `sock`,
+/// through libumad2sim, working in `dir` (where libumad2sim writes its sysfs tree).
+fn sim_client(program: &str, dir: &Path, sock: &str, host: &str) -> Command {
+    let mut c = Command::new(program);
+    c.env("IBSIM_SOCKNAME", sock)
+        .env("SIM_HOST", host)
+        .env("LD_PRELOAD", PRELOAD)
+        .current_dir(dir);
+    c
+}
+
 /// A child process killed (by its pid) when dropped.
 struct Proc(Child);
 
@@ -191,7 +202,7 @@ fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
     let out = dir.join("tables");
     let sm_log = dir.join("sm.log");
     let _sm = Proc(
-        Command::new(bin())
+        sim_client(bin(), &dir, &sock, &net.hcas[0])
             .args([
                 "sm",
                 "-R",
@@ -211,10 +222,6 @@ fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
             .arg(&ev)
             .arg("-o")
             .arg(&out)
-            .env("IBSIM_SOCKNAME", &sock)
-            .env("SIM_HOST", &net.hcas[0])
-            .env("LD_PRELOAD", PRELOAD)
-            .current_dir(&dir)
             .stdout(std::fs::File::create(&sm_log).unwrap())
             .stderr(Stdio::null())
             .spawn()
@@ -321,11 +328,7 @@ fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
 fn verify(dir: &Path, sock: &str, net: &Net, k: usize, name: &str) {
     // Read the tables back through a second client and check them independently.
     let dump = dir.join(format!("readback{k}.dump"));
-    let o = Command::new("dump_lfts")
-        .env("IBSIM_SOCKNAME", sock)
-        .env("SIM_HOST", &net.hcas[1])
-        .env("LD_PRELOAD", PRELOAD)
-        .current_dir(dir)
+    let o = sim_client("dump_lfts", dir, sock, &net.hcas[1])
         .output()
         .unwrap();
     assert!(
@@ -390,12 +393,8 @@ fn verify(dir: &Path, sock: &str, net: &Net, k: usize, name: &str) {
         ));
     }
     for (s, d) in &pairs {
-        let o = Command::new("ibtracert")
+        let o = sim_client("ibtracert", dir, sock, &net.hcas[1])
             .args([s.to_string(), d.to_string()])
-            .env("IBSIM_SOCKNAME", sock)
-            .env("SIM_HOST", &net.hcas[1])
-            .env("LD_PRELOAD", PRELOAD)
-            .current_dir(dir)
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout);
@@ -434,12 +433,9 @@ fn sm_without_ibsim_is_a_clear_error() {
     let dir = std::env::temp_dir().join(format!("fabroute-live-{}-none", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let t = Instant::now();
-    let o = Command::new(bin())
+    let sock = format!("frnone{}", std::process::id());
+    let o = sim_client(bin(), &dir, &sock, "H_0_0_0")
         .args(["sm", "-R", "updn"])
-        .env("IBSIM_SOCKNAME", format!("frnone{}", std::process::id()))
-        .env("SIM_HOST", "H_0_0_0")
-        .env("LD_PRELOAD", PRELOAD)
-        .current_dir(&dir)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);

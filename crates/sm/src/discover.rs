@@ -5,7 +5,7 @@ use crate::SmError;
 use fabric::{BuildOptions, Fabric, FabricBuilder, NodeKind, PortId, Speed, Width};
 use mad::attr::{self, NodeInfo, PortInfo, SwitchInfo};
 use mad::{attr_id, Route, Transport, MAX_HOPS};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 /// What discovery found.
@@ -217,8 +217,8 @@ pub fn discover<T: Transport>(pipe: &mut Pipe<T>, lmc: u8) -> Result<Discovery, 
 
     // Into a fabric.
     let mut b = FabricBuilder::new();
-    let mut names: HashMap<String, usize> = HashMap::new();
-    for (i, n) in nodes.iter().enumerate() {
+    let mut names: HashSet<String> = HashSet::new();
+    for n in &nodes {
         let kind = match n.info.node_type {
             attr::NODE_SWITCH => NodeKind::Switch,
             attr::NODE_ROUTER => NodeKind::Router,
@@ -229,12 +229,12 @@ pub fn discover<T: Transport>(pipe: &mut Pipe<T>, lmc: u8) -> Result<Discovery, 
             if kind == NodeKind::Switch { "S" } else { "H" },
             n.info.node_guid
         );
-        let name = if n.desc.trim().is_empty() || names.contains_key(&n.desc) {
+        let name = if n.desc.trim().is_empty() || names.contains(&n.desc) {
             fallback
         } else {
             n.desc.clone()
         };
-        names.insert(name.clone(), i);
+        names.insert(name.clone());
         let id = b
             .add_node(kind, n.info.nports, n.info.node_guid, name, n.desc.clone())
             .map_err(|e| SmError::Discovery(e.to_string()))?;

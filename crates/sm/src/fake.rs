@@ -160,37 +160,30 @@ impl FakeFabric {
     /// switch end sets PortStateChange and sends trap 128 to its SM (LID-routed through its
     /// tables; lost when that route is broken or the switch has no LID / SM LID yet).
     pub fn unlink(&mut self, l: LinkId) {
-        if !self.link_up[l.idx()] {
-            return;
-        }
-        self.link_up[l.idx()] = false;
-        let link = self.f.link(l).clone();
-        for p in [link.a, link.b] {
-            let pi = &mut self.port[p.idx()];
-            pi.set_port_state(port_state::DOWN);
-            pi.set_phys_state(phys_state::POLLING);
-        }
-        for p in [link.a, link.b] {
-            let n = self.f.port(p).node;
-            if let Some(s) = self.sw[n.idx()].as_mut() {
-                s.info.set_port_state_change(1);
-                self.trap_128(n);
-            }
-        }
+        self.set_cable(l, false);
     }
 
     /// Puts the cable of `l` back (ibsim's `ReLink`): both ends physically up in INIT, each
     /// switch end sets PortStateChange and sends trap 128.
     pub fn relink(&mut self, l: LinkId) {
-        if self.link_up[l.idx()] {
+        self.set_cable(l, true);
+    }
+
+    fn set_cable(&mut self, l: LinkId, up: bool) {
+        if self.link_up[l.idx()] == up {
             return;
         }
-        self.link_up[l.idx()] = true;
+        self.link_up[l.idx()] = up;
+        let (state, phys) = if up {
+            (port_state::INIT, phys_state::LINK_UP)
+        } else {
+            (port_state::DOWN, phys_state::POLLING)
+        };
         let link = self.f.link(l).clone();
         for p in [link.a, link.b] {
             let pi = &mut self.port[p.idx()];
-            pi.set_port_state(port_state::INIT);
-            pi.set_phys_state(phys_state::LINK_UP);
+            pi.set_port_state(state);
+            pi.set_phys_state(phys);
         }
         for p in [link.a, link.b] {
             let n = self.f.port(p).node;
@@ -313,7 +306,7 @@ impl FakeFabric {
 
     fn handle(&mut self, s: &Smp, at: PortId) -> (u16, [u8; SMP_DATA]) {
         let n = self.f.port(at).node;
-        let node = self.f.node(n).clone();
+        let node = self.f.node(n);
         let is_sw = node.kind == NodeKind::Switch;
         let set = s.method == Method::Set;
         if set {

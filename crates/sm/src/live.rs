@@ -10,6 +10,7 @@ use routing::cdg;
 use routing::engines::{Engine, RouteOptions};
 use routing::fault::verify::{check_state, Snapshot};
 use routing::fault::{Fault, RftrConfig};
+use routing::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use routing::tables::PathSl;
 use routing::tables::NUM_SLS;
 use routing::Routing;
@@ -137,6 +138,10 @@ pub struct Live<'f, T: Transport> {
     port_info: Vec<PortInfo>,
     switch_info: Vec<SwitchInfo>,
     mask: FaultMask,
+    /// The forwarding view under `mask` (the trap's way back is walked through it).
+    plane: Plane,
+    /// Directed routes to every node over live links, kept with `mask`.
+    routes: Vec<Option<Vec<u8>>>,
     rep: Rep<'f>,
     /// What the switches hold now (complete tables, LMC LIDs included).
     current: Routing,
@@ -197,12 +202,8 @@ impl<'f, T: Transport> Live<'f, T> {
                 Rep::Rftr(Box::new(s))
             }
             Repair::Full => {
-                let opts = engine
-                    .pin_choices(f, &cfg.opts)
-                    .map_err(|e| SmError::Routing(e.to_string()))?;
-                let routing = engine
-                    .route(f, &mask, &opts)
-                    .map_err(|e| SmError::Routing(e.to_string()))?;
+                let (opts, routing) = Session::route_base(f, engine, &cfg.opts)
+                    .map_err(|e| SmError::Routing(e.reason()))?;
                 Rep::Full(Box::new(FullState {
                     engine,
                     opts,
@@ -221,6 +222,8 @@ impl<'f, T: Transport> Live<'f, T> {
             sm_lid,
             port_info: d.port_info.clone(),
             switch_info: d.switch_info.clone(),
+            plane: Plane::new(f, Some(&mask)),
+            routes: node_routes(f, &mask, d.sm_port),
             mask,
             rep,
             current: Routing::empty(f),
@@ -299,95 +302,63 @@ impl<'f, T: Transport> Live<'f, T> {
         }
     }
 
-    /// Directed routes from the SM to every node over live links (switches breadth first
-    /// in port order; an end node by its first live port).
-    fn node_routes(&self) -> Vec<Option<Vec<u8>>> {
-        let f = self.f;
-        let mut r: Vec<Option<Vec<u8>>> = vec![None; f.nodes.len()];
-        let sm_node = f.port(self.sm_port).node;
-        r[sm_node.idx()] = Some(vec![]);
-        let mut q = VecDeque::new();
-        if let Some(peer) = self.live_peer(self.sm_port) {
-            let n = f.port(peer).node;
-            if f.is_switch(n) {
-                r[n.idx()] = Some(vec![f.port(self.sm_port).num]);
-                q.push_back(n);
-            }
-        }
-        while let Some(n) = q.pop_front() {
-            let base = r[n.idx()].clone().expect("queued with a route");
-            for p in f.node_ports(n).skip(1) {
-                let Some(peer) = self.live_peer(p) else {
-                    continue;
-                };
-                let m = f.port(peer).node;
-                if r[m.idx()].is_some() {
-                    continue;
-                }
-                let mut path = base.clone();
-                path.push(f.port(p).num);
-                if f.is_switch(m) {
-                    q.push_back(m);
-                }
-                r[m.idx()] = Some(path);
-            }
-        }
-        r
-    }
-
-    /// The directed route to end port `p` (landing on that port), given the node routes.
-    fn port_route(&self, routes: &[Option<Vec<u8>>], p: PortId) -> Option<Vec<u8>> {
+    /// The directed route to end port `p` (landing on that port).
+    fn port_route(&self, p: PortId) -> Option<Vec<u8>> {
         if p == self.sm_port {
             return Some(vec![]);
         }
-        let peer = self.live_peer(p)?;
+        let peer = live_peer(self.f, &self.mask, p)?;
         let sw = self.f.port(peer).node;
-        let mut r = routes[sw.idx()].clone()?;
+        let mut r = self.routes[sw.idx()].clone()?;
         r.push(self.f.port(peer).num);
         Some(r)
     }
 
-    fn live_peer(&self, p: PortId) -> Option<PortId> {
-        let l = self.f.port(p).link?;
+    /// Marks link `l` failed in the mask, the forwarding view and the directed routes.
+    fn mark_dead(&mut self, l: LinkId) {
         if self.mask.link_dead(l) {
-            return None;
+            return;
         }
-        self.f.remote(p)
+        self.mask.fail_link(l);
+        for c in [l.0 * 2, l.0 * 2 + 1] {
+            self.plane.fail_channel(self.f, fabric::ChannelId(c));
+        }
+        self.routes = node_routes(self.f, &self.mask, self.sm_port);
     }
 
     /// The reverse of the route a LID-routed packet from switch `sw` to the SM takes
     /// through the tables the switches hold: live, since a trap just came along it.
     fn route_back(&self, sw: NodeId) -> Option<Vec<u8>> {
         let f = self.f;
-        let mut ins = Vec::new();
-        let mut n = sw;
-        for _ in 0..mad::MAX_HOPS {
-            let s = f.switch_index[n.idx()] as usize;
-            let out = self.current.out_port(s, self.sm_lid);
-            if out == fabric::NO_PORT || out == 0 {
-                return None;
-            }
-            let peer = self.live_peer(f.port_id(n, out))?;
-            if peer == self.sm_port {
-                let mut path = vec![f.port(self.sm_port).num];
-                path.extend(ins.iter().rev());
-                return Some(path);
-            }
-            ins.push(f.port(peer).num);
-            n = f.port(peer).node;
-            if !f.is_switch(n) {
-                return None;
-            }
+        let fw = Forward::new(f, &self.plane, &self.current);
+        // The port each hop enters its next switch by, from `sw` on.
+        let mut entered = Vec::new();
+        let end = fw.walk_from(
+            &fw.column(self.sm_lid),
+            f.switch_index[sw.idx()],
+            0,
+            self.sm_port,
+            |st| {
+                if let Hop::Switch { inp, .. } = st.to {
+                    entered.push(inp);
+                }
+                Control::Continue
+            },
+        );
+        if !matches!(end, WalkEnd::Delivered { .. }) {
+            return None;
         }
-        None
+        let mut path = vec![f.port(self.sm_port).num];
+        path.extend(entered.iter().rev());
+        Some(path)
     }
 
     fn program_lids(&mut self) -> Result<u64, SmError> {
         let f = self.f;
-        let routes = self.node_routes();
         let mut reqs = Vec::new();
+        let mut ports = Vec::new();
         for &n in &f.switches {
-            let Some(r) = routes[n.idx()].clone() else {
+            let Some(r) = self.routes[n.idx()].clone() else {
                 continue;
             };
             let p0 = f.port_id(n, 0);
@@ -396,9 +367,10 @@ impl<'f, T: Transport> Live<'f, T> {
             pi.set_lmc(0);
             pi.set_master_sm_lid(self.sm_lid);
             reqs.push(Req::set(Route::Direct(r), attr_id::PORT_INFO, 0, pi.0));
+            ports.push(p0);
         }
         for &p in &f.end_ports {
-            let Some(r) = self.port_route(&routes, p) else {
+            let Some(r) = self.port_route(p) else {
                 continue;
             };
             let mut pi = self.port_info[p.idx()].for_set();
@@ -407,48 +379,22 @@ impl<'f, T: Transport> Live<'f, T> {
             pi.set_master_sm_lid(self.sm_lid);
             let num = f.port(p).num as u32;
             reqs.push(Req::set(Route::Direct(r), attr_id::PORT_INFO, num, pi.0));
+            ports.push(p);
         }
         let got = self.pipe.run(&reqs)?;
-        Ok(self.absorb_port_info(&reqs, &got, &routes))
+        Ok(self.absorb_port_info(&ports, &got))
     }
 
-    /// Keeps the PortInfo that Set responses return; counts failures.
-    fn absorb_port_info(
-        &mut self,
-        reqs: &[Req],
-        got: &[Result<Smp, ReqError>],
-        _routes: &[Option<Vec<u8>>],
-    ) -> u64 {
+    /// Keeps the PortInfo that the Set responses for `ports` return; counts failures.
+    fn absorb_port_info(&mut self, ports: &[PortId], got: &[Result<Smp, ReqError>]) -> u64 {
         let mut failed = 0;
-        for (q, g) in reqs.iter().zip(got) {
-            let Ok(s) = g else {
-                failed += 1;
-                continue;
-            };
-            if let Some(p) = self.port_of(&q.route, q.modifier) {
-                self.port_info[p.idx()] = PortInfo(s.data);
+        for (&p, g) in ports.iter().zip(got) {
+            match g {
+                Ok(s) => self.port_info[p.idx()] = PortInfo(s.data),
+                Err(_) => failed += 1,
             }
         }
         failed
-    }
-
-    /// The port a PortInfo request on `route` with `modifier` is about.
-    fn port_of(&self, route: &Route, modifier: u32) -> Option<PortId> {
-        let Route::Direct(path) = route else {
-            return None;
-        };
-        let f = self.f;
-        let mut at = self.sm_port;
-        for &out in path {
-            let n = f.port(at).node;
-            at = f.remote(f.port_id(n, out))?;
-        }
-        let n = f.port(at).node;
-        Some(if f.is_switch(n) {
-            f.port_id(n, modifier as u8)
-        } else {
-            at
-        })
     }
 
     /// Ports ARMED, then ACTIVE (ibsim and the spec allow one step at a time, with the peer
@@ -460,17 +406,17 @@ impl<'f, T: Transport> Live<'f, T> {
             (port_state::ARMED, port_state::ACTIVE),
         ] {
             let f = self.f;
-            let routes = self.node_routes();
             let mut reqs = Vec::new();
+            let mut ports = Vec::new();
             for (i, p) in f.ports.iter().enumerate() {
                 if p.num == 0 || p.link.is_none() || self.port_info[i].port_state() != from {
                     continue;
                 }
                 let pid = PortId(i as u32);
                 let route = if f.is_switch(p.node) {
-                    routes[p.node.idx()].clone()
+                    self.routes[p.node.idx()].clone()
                 } else {
-                    self.port_route(&routes, pid)
+                    self.port_route(pid)
                 };
                 let Some(r) = route else { continue };
                 let mut pi = self.port_info[i].for_set();
@@ -481,9 +427,10 @@ impl<'f, T: Transport> Live<'f, T> {
                     p.num as u32,
                     pi.0,
                 ));
+                ports.push(pid);
             }
             let got = self.pipe.run(&reqs)?;
-            failed += self.absorb_port_info(&reqs, &got, &routes);
+            failed += self.absorb_port_info(&ports, &got);
         }
         Ok(failed)
     }
@@ -492,16 +439,15 @@ impl<'f, T: Transport> Live<'f, T> {
     /// PortStateChange cleared.
     fn set_switch_info(&mut self, only: Option<&[NodeId]>) -> Result<u64, SmError> {
         let f = self.f;
-        let routes = self.node_routes();
         let list: Vec<NodeId> = only.map_or_else(|| f.switches.clone(), |s| s.to_vec());
         let mut reqs = Vec::new();
         let mut who = Vec::new();
         for n in list {
-            let Some(r) = routes[n.idx()].clone() else {
+            let Some(r) = self.routes[n.idx()].clone() else {
                 continue;
             };
             let mut si = self.switch_info[n.idx()];
-            si.set_linear_fdb_top(self.current_max_lid());
+            si.set_linear_fdb_top(f.max_lid());
             si.set_port_state_change(1);
             reqs.push(Req::set(Route::Direct(r), attr_id::SWITCH_INFO, 0, si.0));
             who.push(n);
@@ -517,16 +463,11 @@ impl<'f, T: Transport> Live<'f, T> {
         Ok(failed)
     }
 
-    fn current_max_lid(&self) -> u16 {
-        self.f.max_lid()
-    }
-
     /// Sends the LFT blocks and SL2VL rows of `new` that differ from what the switches
     /// hold (everything when `first`), by directed route over live links, and waits for
     /// every answer.
     fn push(&mut self, new: &mut Routing, first: bool) -> Result<Pushed, SmError> {
         let f = self.f;
-        let routes = self.node_routes();
         let mut reqs = Vec::new();
         // What each request writes, and what could not be sent (no live route).
         let mut what: Vec<Target> = Vec::new();
@@ -535,7 +476,7 @@ impl<'f, T: Transport> Live<'f, T> {
         let blocks = stride.div_ceil(LFT_BLOCK);
         let mut pushed = Pushed::default();
         for (s, &n) in f.switches.iter().enumerate() {
-            let route = routes[n.idx()].clone();
+            let route = self.routes[n.idx()].clone();
             let newl = new.lft_of(s);
             let oldl = self.current.lft_of(s);
             for b in 0..blocks {
@@ -582,9 +523,9 @@ impl<'f, T: Transport> Live<'f, T> {
                     continue;
                 }
                 let (route, modifier) = if node.kind == NodeKind::Switch {
-                    (routes[i].clone(), attr::sl2vl_modifier(inp, out))
+                    (self.routes[i].clone(), attr::sl2vl_modifier(inp, out))
                 } else {
-                    (self.port_route(&routes, f.port_id(n, out)), 0)
+                    (self.port_route(f.port_id(n, out)), 0)
                 };
                 let Some(r) = route else {
                     unsent.push(Target::Sl2Vl(n, inp, out));
@@ -657,6 +598,16 @@ impl<'f, T: Transport> Live<'f, T> {
         Ok(down)
     }
 
+    /// The switch a trap 128 (link state change) comes from, by its issuer LID.
+    fn trap_switch(&self, s: &Smp) -> Option<NodeId> {
+        let notice = Notice::decode(&s.data);
+        if notice.trap_number != Notice::TRAP_LINK_STATE {
+            return None;
+        }
+        let n = self.f.port(self.f.lid_port(notice.issuer_lid)?).node;
+        self.f.is_switch(n).then_some(n)
+    }
+
     /// Waits up to `max_wait` (and not past the next light sweep) for a trap and handles
     /// it, or runs the light sweep when it is due. Returns what happened.
     pub fn step(&mut self, max_wait: Duration) -> Result<Vec<Event>, SmError> {
@@ -669,25 +620,17 @@ impl<'f, T: Transport> Live<'f, T> {
         let got = match self.pending.pop_front() {
             Some((n, at)) => Some((n, at)),
             None => self.pipe.wait_trap(wait)?.and_then(|(at, s)| {
-                let notice = Notice::decode(&s.data);
                 // Tell the switch the trap arrived (ibsim drops TrapRepress; hardware stops
                 // resending).
                 let mut rep = s.clone();
                 rep.method = Method::TrapRepress;
-                rep.route = Route::Lid(notice.issuer_lid);
+                rep.route = Route::Lid(Notice::decode(&s.data).issuer_lid);
                 let _ = self.pipe.send_unanswered(&rep);
-                if notice.trap_number != Notice::TRAP_LINK_STATE {
-                    return None;
-                }
-                let port = self.f.lid_port(notice.issuer_lid)?;
-                let n = self.f.port(port).node;
-                self.f.is_switch(n).then_some((n, at))
+                self.trap_switch(&s).map(|n| (n, at))
             }),
         };
         if let Some((n, at)) = got {
-            let route = self
-                .route_back(n)
-                .or_else(|| self.node_routes()[n.idx()].clone());
+            let route = self.route_back(n).or_else(|| self.routes[n.idx()].clone());
             let down = match route {
                 Some(r) => self.read_ports(n, r)?,
                 None => Vec::new(),
@@ -705,10 +648,8 @@ impl<'f, T: Transport> Live<'f, T> {
             self.set_switch_info(Some(&[n]))?;
             // Traps that arrived meanwhile wait their turn.
             while let Some((at, s)) = self.pipe.traps.pop_front() {
-                let notice = Notice::decode(&s.data);
-                if let Some(p) = self.f.lid_port(notice.issuer_lid) {
-                    let m = self.f.port(p).node;
-                    if self.f.is_switch(m) && !self.pending.iter().any(|x| x.0 == m) {
+                if let Some(m) = self.trap_switch(&s) {
+                    if !self.pending.iter().any(|x| x.0 == m) {
                         self.pending.push_back((m, at));
                     }
                 }
@@ -745,30 +686,28 @@ impl<'f, T: Transport> Live<'f, T> {
         // A switch whose route crosses a cable found dead in this sweep does not answer;
         // it is read again over routes that avoid what was found (a few rounds at most).
         for _round in 0..4 {
-            let routes = self.node_routes();
             let mut reqs = Vec::new();
             let mut who = Vec::new();
             for &n in &todo {
-                if let Some(r) = routes[n.idx()].clone() {
-                    reqs.push(Req::get(Route::Direct(r), attr_id::SWITCH_INFO, 0));
-                    who.push(n);
+                if let Some(r) = self.routes[n.idx()].clone() {
+                    reqs.push(Req::get(Route::Direct(r.clone()), attr_id::SWITCH_INFO, 0));
+                    who.push((n, r));
                 }
             }
             let got = self.pipe.run(&reqs)?;
             let mut again = Vec::new();
             let mut found = false;
-            for (&n, g) in who.iter().zip(got) {
+            for ((n, r), g) in who.into_iter().zip(got) {
                 match g {
                     Ok(s) => {
                         read += 1;
                         if SwitchInfo(s.data).port_state_change() == 1 {
                             changed.push(n);
-                            let r = routes[n.idx()].clone().expect("read by it");
                             for (_, l) in self.read_ports(n, r)? {
                                 if !links.contains(&l) {
                                     links.push(l);
                                     // Known dead at once, so later routes avoid it.
-                                    self.mask.fail_link(l);
+                                    self.mark_dead(l);
                                     found = true;
                                 }
                             }
@@ -808,7 +747,7 @@ impl<'f, T: Transport> Live<'f, T> {
         let t_compute = self.pipe.now();
         let f = self.f;
         for &l in links {
-            self.mask.fail_link(l);
+            self.mark_dead(l);
         }
         let (mut affected, mut repaired, mut unsupported, mut union_ok) = (0, 0, 0, true);
         let mut before = None;
@@ -910,6 +849,49 @@ impl<'f, T: Transport> Live<'f, T> {
             unreachable_pairs: report.unreachable_pairs.count,
         })
     }
+}
+
+/// The port at the other end of `p`'s cable, when the cable is not failed in `mask`.
+fn live_peer(f: &Fabric, mask: &FaultMask, p: PortId) -> Option<PortId> {
+    let l = f.port(p).link?;
+    if mask.link_dead(l) {
+        return None;
+    }
+    f.remote(p)
+}
+
+/// Directed routes from the SM's port to every node over the links live in `mask`
+/// (switches breadth first in port order; an end node by its first live port).
+fn node_routes(f: &Fabric, mask: &FaultMask, sm_port: PortId) -> Vec<Option<Vec<u8>>> {
+    let mut r: Vec<Option<Vec<u8>>> = vec![None; f.nodes.len()];
+    r[f.port(sm_port).node.idx()] = Some(vec![]);
+    let mut q = VecDeque::new();
+    if let Some(peer) = live_peer(f, mask, sm_port) {
+        let n = f.port(peer).node;
+        if f.is_switch(n) {
+            r[n.idx()] = Some(vec![f.port(sm_port).num]);
+            q.push_back(n);
+        }
+    }
+    while let Some(n) = q.pop_front() {
+        let base = r[n.idx()].clone().expect("queued with a route");
+        for p in f.node_ports(n).skip(1) {
+            let Some(peer) = live_peer(f, mask, p) else {
+                continue;
+            };
+            let m = f.port(peer).node;
+            if r[m.idx()].is_some() {
+                continue;
+            }
+            let mut path = base.clone();
+            path.push(f.port(p).num);
+            if f.is_switch(m) {
+                q.push_back(m);
+            }
+            r[m.idx()] = Some(path);
+        }
+    }
+    r
 }
 
 /// Distinct 64-LID blocks whose entries differ between two tables of one fabric.

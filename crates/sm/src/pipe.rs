@@ -116,6 +116,13 @@ impl<T: Transport> Pipe<T> {
         self.t.now()
     }
 
+    /// The next transaction id (never 0).
+    fn fresh_tid(&mut self) -> u32 {
+        let tid = self.next_tid;
+        self.next_tid = self.next_tid.wrapping_add(1).max(1);
+        tid
+    }
+
     fn send(&mut self, r: &Req, tid: u32) -> std::io::Result<()> {
         let mut s = Smp::request(r.method, r.route.clone(), tid as u64, r.attr, r.modifier);
         s.data = r.data;
@@ -137,8 +144,7 @@ impl<T: Transport> Pipe<T> {
         let mut done = 0;
         while done < reqs.len() {
             while flight.len() < self.cfg.window.max(1) && next < reqs.len() {
-                let tid = self.next_tid;
-                self.next_tid = self.next_tid.wrapping_add(1).max(1);
+                let tid = self.fresh_tid();
                 self.send(&reqs[next], tid)?;
                 flight.push(InFlight {
                     idx: next,
@@ -196,8 +202,7 @@ impl<T: Transport> Pipe<T> {
                         }
                         // Resend under a new TID so that a late answer to the old one
                         // cannot be taken for this one.
-                        let tid = self.next_tid;
-                        self.next_tid = self.next_tid.wrapping_add(1).max(1);
+                        let tid = self.fresh_tid();
                         let idx = flight[i].idx;
                         self.send(&reqs[idx], tid)?;
                         self.stats.retries += 1;

@@ -285,7 +285,8 @@ impl<'f> Rftr<'f> {
                     // SL that the tables map to that VL on every hop (nothing to set).
                     if let (None, Some(seed)) = (&placed, seed) {
                         let fr = self.fresh.as_ref().expect("a base that keeps its VLs");
-                        let bl = base_layers.get_or_insert_with(|| base_vl_layers(f, fr, seed));
+                        let bl =
+                            base_layers.get_or_insert_with(|| base_vl_layers(f, fr.base_vls, seed));
                         let mut from = 0;
                         let mut base_sl = None;
                         while let Some(layer) = bl.first_fit(from, &ph.chans) {
@@ -723,11 +724,11 @@ impl<'f> Rftr<'f> {
 /// Per base VL, the dependencies of `seed` (the tables completed without base-VL
 /// placements: the base paths in use and every phantom's walk there), as layers phantom
 /// paths can be tried against.
-fn base_vl_layers(f: &fabric::Fabric, fr: &super::Fresh, seed: &crate::cdg::Cdg) -> Layers {
-    let mut layers = Layers::new(f.links.len() * 2, fr.base_vls as usize);
+fn base_vl_layers(f: &fabric::Fabric, base_vls: u8, seed: &crate::cdg::Cdg) -> Layers {
+    let mut layers = Layers::new(f.links.len() * 2, base_vls as usize);
     for u in 0..seed.num_vertices() as u32 {
         let (cu, vu) = seed.vertex(u);
-        if vu >= fr.base_vls {
+        if vu >= base_vls {
             continue;
         }
         for &w in seed.successors(u) {
