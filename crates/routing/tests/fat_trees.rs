@@ -142,11 +142,11 @@ proptest! {
     }
 }
 
-/// SuperPOD-style trees: every pair, no credit loop, and compute-to-compute paths of at most
-/// 4 switch hops (leaf, spine, core, spine, leaf), for ftree, updn and dnup. (Leaf uplinks
-/// are not yet within 5 % of the bound their count allows: see docs/benchmarks.md.)
-/// `check_uplinks`: assert the leaf uplinks within 5 % of their bound (else print them).
-fn superpod_case(spec: &str, check_uplinks: bool) {
+/// SuperPOD-style trees: every pair, no credit loop, compute-to-compute paths of at most 4
+/// switch hops (leaf, spine, core, spine, leaf), and leaf uplinks within 5 % of the bound
+/// their cables allow, for ftree, updn and dnup.
+/// `lenient`: the leaf uplinks may exceed their bound where a link elsewhere is busier.
+fn superpod_case(spec: &str, lenient: bool) {
     let mut f = gen(spec);
     f.hints = Default::default();
     let is_compute = |e: u32| {
@@ -157,21 +157,17 @@ fn superpod_case(spec: &str, check_uplinks: bool) {
         let what = format!("{engine} on {spec}");
         let (r, notes) = route_plain(engine, &f);
         assert_complete_and_deadlock_free(&f, &r, &what, &notes);
-        // Leaf uplinks within 5 % of the bound the uplinks allow: asserted on the fixed
-        // SuperPOD shapes; over random shapes not met yet (with cables missing the ranking
-        // of a damaged tree goes astray; with one spine cable per leaf and spine, or one
-        // scalable unit, single moves of the balance pass stop short, e.g. `su=3 nodes=5
-        // rails=1 spines=2 uplinks=2 cores=4`: 60 against 55), so printed. See
-        // docs/benchmarks.md.
-        let (up, bound) = superpod_uplinks(&f, &r);
-        if !check_uplinks {
-            eprintln!("{what}: leaf uplinks {up}, bound {bound}");
-        } else {
-            assert!(
-                up * 100 <= bound * 105,
-                "{what}: leaf uplinks carry {up} host pairs, the bound is {bound}; notes {notes:?}"
-            );
-        }
+        // Leaf uplinks within 5 % of the bound the uplinks allow. With cables missing, a
+        // leaf's uplinks may stay above it where they are not the fabric's bottleneck: the
+        // traffic the damage forces through a few links (e.g. the two cables of a
+        // management spine) is busier, and the balance pass does not raise that maximum to
+        // even out a leaf (`lenient`).
+        let (up, bound, elsewhere) = superpod_uplinks(&f, &r);
+        eprintln!("{what}: leaf uplinks {up}, bound {bound}, busiest other link {elsewhere}");
+        assert!(
+            up * 100 <= bound * 105 || (lenient && up <= elsewhere),
+            "{what}: leaf uplinks carry {up} host pairs, the bound is {bound} (busiest other link {elsewhere}); notes {notes:?}"
+        );
         let (_, paths) = loads(&f, &r);
         for i in 0..paths.len() {
             let src_is_leaf = f
@@ -194,15 +190,43 @@ fn superpod_case(spec: &str, check_uplinks: bool) {
 fn superpod_style_trees_route_every_pair_without_credit_loops() {
     superpod_case(
         "superpod su=1 nodes=4 rails=2 spines=2 uplinks=4 cores=2 radix=41",
-        true,
+        false,
     );
-    superpod_case("superpod su=2", true);
-    superpod_case("superpod su=4 radix=41", true);
+    superpod_case("superpod su=2", false);
+    superpod_case("superpod su=4 radix=41", false);
+    // shapes that were off before the chains of the balance pass and the tree's own ranks
+    // for updn: one scalable unit, single spine cables, cores hanging off one spine
+    superpod_case(
+        "superpod su=3 nodes=5 rails=1 spines=2 uplinks=2 cores=4",
+        false,
+    );
+    superpod_case(
+        "superpod su=1 nodes=4 rails=2 spines=2 uplinks=2 cores=4",
+        false,
+    );
+    superpod_case(
+        "superpod su=1 nodes=4 rails=3 spines=3 uplinks=3 cores=6",
+        false,
+    );
     superpod_case(
         "superpod su=3 nodes=5 rails=3 spines=3 uplinks=6 cores=6 missing=4 missing-seed=2",
         false,
     );
     superpod_case("superpod su=2 missing=6 missing-seed=5", false);
+    superpod_case(
+        "superpod su=1 nodes=6 rails=2 spines=3 uplinks=5 cores=6 missing=4 missing-seed=19",
+        false,
+    );
+    superpod_case(
+        "superpod su=1 nodes=3 rails=4 spines=2 uplinks=4 cores=4 missing=6 missing-seed=61",
+        false,
+    );
+    // ftree keeps the max link load below updn's (229 against 255 over all end ports)
+    // and leaves one leaf above its bound, under the busier management-spine cables
+    superpod_case(
+        "superpod su=2 nodes=5 rails=1 spines=3 uplinks=3 cores=6 missing=2 missing-seed=46",
+        true,
+    );
 }
 
 proptest! {
@@ -223,7 +247,7 @@ proptest! {
         };
         // Small trees may not have that many cables to spare: those specs are refused.
         if spec.parse::<fabric::gen::TopoSpec>().unwrap().generate().is_ok() {
-            superpod_case(&spec, false);
+            superpod_case(&spec, missing > 0);
         }
     }
 }
@@ -296,7 +320,7 @@ fn real_dumps_route_with_every_tree_engine() {
 /// allow: per leaf, for every set U of its uplinks, the destinations all of whose shortest
 /// paths start on U need ceil(count / |U|) destinations on one of them, each carrying the
 /// leaf's hosts as sources (without missing cables: ceil(destinations elsewhere / uplinks)).
-fn superpod_uplinks(f: &Fabric, r: &Routing) -> (u64, u64) {
+fn superpod_uplinks(f: &Fabric, r: &Routing) -> (u64, u64, u64) {
     let paths = Paths::of(f, r, None);
     // hosts: every CA but the aggregation nodes (service HCAs on management leaves count)
     let is_compute = |e: u32| {
@@ -317,10 +341,23 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> (u64, u64) {
         }
     }
     let total: u64 = hosts.iter().sum();
-    let mut load = vec![0u64; f.links.len() * 2];
+    // every path's host traffic on every channel (for the busiest link that is no uplink)
+    let mut all = vec![0u64; f.links.len() * 2];
     for i in 0..paths.len() {
         if is_compute(paths.dst[i]) {
             for &c in paths.chans(i) {
+                all[c as usize] += hosts[paths.src[i] as usize];
+            }
+        }
+    }
+    let mut is_uplink = vec![false; f.links.len() * 2];
+    let mut load = vec![0u64; f.links.len() * 2];
+    // A leaf's own hosts' traffic on the first channel of its paths: transit that missing
+    // cables force through a leaf (down to it and up again, on a second VL) is no part of
+    // what its uplink choice can balance.
+    for i in 0..paths.len() {
+        if is_compute(paths.dst[i]) {
+            if let Some(&c) = paths.chans(i).first() {
                 load[c as usize] += hosts[paths.src[i] as usize];
             }
         }
@@ -351,6 +388,7 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> (u64, u64) {
         }
         for &(c, _) in &ups {
             max = max.max(load[c as usize]);
+            is_uplink[c as usize] = true;
         }
         let k = ups.len();
         if k > 16 {
@@ -380,5 +418,10 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> (u64, u64) {
             bound = bound.max(inside.div_ceil(u.count_ones() as u64) * here);
         }
     }
-    (max, bound)
+    let elsewhere = (0..all.len())
+        .filter(|&c| !is_uplink[c] && peer(c as u32).is_some())
+        .map(|c| all[c])
+        .max()
+        .unwrap_or(0);
+    (max, bound, elsewhere)
 }

@@ -23,10 +23,18 @@
 //!   Among the allowed moves the one with the lowest new maximum wins (first in destination
 //!   and port order on ties): deterministic and independent of the thread count.
 //!
-//! Paths without an up*/down* path (the transition pairs of [`super::transition`]) keep their
-//! entries; their traffic counts in the loads. Fabrics with LMC > 0 are left alone (the LMC
-//! LIDs' diversity is the generic builder's), as are those whose per-destination state would
-//! exceed [`MAX_STATE`] entries.
+//! - **Chains** (second phase, [`host_chains`]): single moves stop where a switch's busiest
+//!   channel may only hand entries to channels one entry below it. At every switch with
+//!   counted hosts its own hosts' entries are unit jobs on its channels; a BFS over the
+//!   channels finds a chain of moves from the busiest to one at least an entry lighter (an
+//!   augmenting path), which is optimal for the switch when none is left.
+//!
+//! Paths without an up*/down* path (the transition pairs of [`super::transition`], whose VLs
+//! are assigned after this pass from the final tables) move too, under their own rule: same
+//! length, same direction of the first hop, no more down->up turns ([`may_move`]); so no path
+//! needs more VLs than before. Fabrics with LMC > 0 are left alone (the LMC LIDs' diversity is
+//! the generic builder's), as are those whose per-destination state would exceed
+//! [`MAX_STATE`] entries.
 
 use super::common::Topo;
 use super::ranking::UpDownRanking;
@@ -55,6 +63,50 @@ const DOWN_ONLY: u8 = 2;
 /// Resolution state bits of the same array.
 const DONE: u8 = 4;
 const ON_STACK: u8 = 8;
+/// The path's first hop goes up; its down->up turns (at most 7) in the top three bits.
+const FIRST_UP: u8 = 16;
+const TURN_SHIFT: u8 = 5;
+
+/// Down->up turns of the path whose flags are `f`.
+#[inline]
+fn turns(f: u8) -> u8 {
+    f >> TURN_SHIFT
+}
+
+/// Turns of the path that leaves a switch to `q` (flags `fq`), up or down.
+#[inline]
+fn turns_via(up: bool, fq: u8) -> u8 {
+    turns(fq) + u8::from(!up && fq & FIRST_UP != 0)
+}
+
+/// Flags (resolved) of the path that leaves a switch up or down to a switch with flags `fq`.
+#[inline]
+fn flags_via(up: bool, fq: u8) -> u8 {
+    let legal = fq & LEGAL != 0 && (up || fq & DOWN_ONLY != 0);
+    let down_only = !up && fq & DOWN_ONLY != 0;
+    DONE | ((legal as u8) * LEGAL)
+        | ((down_only as u8) * DOWN_ONLY)
+        | ((up as u8) * FIRST_UP)
+        | (turns_via(up, fq).min(7) << TURN_SHIFT)
+}
+
+/// May the entry of a switch with flags `fs` move to a neighbour `q` (flags `fq`, reached up
+/// or down) whose path is as long? A legal path stays legal with the same down-only status;
+/// a path without an up*/down* path (its VL changes after each down->up turn, assigned after
+/// this pass) keeps its first hop's direction and gains no turn. Either way no path through
+/// the switch gets longer, illegal or more turns.
+#[inline]
+fn may_move(up: bool, fs: u8, fq: u8) -> bool {
+    if fq & DONE == 0 {
+        return false;
+    }
+    if fs & LEGAL == 0 {
+        return up == (fs & FIRST_UP != 0) && turns_via(up, fq) <= turns(fs);
+    }
+    let legal = fq & LEGAL != 0 && (up || fq & DOWN_ONLY != 0);
+    let down_only = !up && fq & DOWN_ONLY != 0;
+    legal && down_only == (fs & DOWN_ONLY != 0)
+}
 
 /// What the pass did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -248,12 +300,193 @@ pub fn rebalance(
             None => frozen[e as usize] = true,
         }
     }
+    let gmax = load.iter().copied().max().unwrap_or(0);
+    moved += host_chains(
+        &mut ps, rk, r, &mut load, &mut heap, &mut sc, &hosts, gmax, &mut work,
+    );
     let after = load.iter().copied().max().unwrap_or(0);
     Some(Rebalanced {
         moved,
         before,
         after,
     })
+}
+
+/// The second phase: at every switch with counted hosts, chains of moves between its own
+/// channels. Single moves stop where the busiest channel's entries may only go to channels
+/// one step below it; the hosts' entries at their switch all carry the same traffic `W` (the
+/// switch's hosts), so this is the restricted assignment of unit jobs (entries) to machines
+/// (channels), where a load vector is optimal when no chain of moves leads from a busiest
+/// channel to one at least `W` below it (an augmenting path). Each chain is found by a BFS
+/// over the switch's channels, every step a single move as [`best_move`] allows it (equally
+/// short, legal, same down-only status), and applied from its end; a chain that would raise
+/// a channel beyond the phase's starting maximum `gmax` anywhere (on the paths after the
+/// switch) is undone and ends the switch's turn. Every accepted chain lowers the switch's
+/// vector of channel loads lexicographically and leaves every other load at most `gmax`.
+#[allow(clippy::too_many_arguments)]
+fn host_chains(
+    ps: &mut Pass,
+    rk: &UpDownRanking,
+    r: &mut Routing,
+    load: &mut [u64],
+    heap: &mut BinaryHeap<(u64, Reverse<u32>)>,
+    sc: &mut Scratch,
+    hosts: &[u32],
+    gmax: u64,
+    work: &mut usize,
+) -> usize {
+    let (t, n) = (ps.t, ps.n);
+    let mut moved = 0usize;
+    // per local channel: its entries (destination indices); BFS parent (job, channel)
+    let mut jobs: Vec<Vec<u32>> = Vec::new();
+    let mut parent: Vec<(u32, u32)> = Vec::new();
+    let mut queue: Vec<u32> = Vec::new();
+    let mut local_of_port = [u32::MAX; 256];
+    for (s, &wv) in hosts.iter().enumerate().take(n) {
+        if wv == 0 || !t.alive[s] || *work >= 2 * WORK_BUDGET {
+            continue;
+        }
+        let w = wv as u64;
+        let (a0, a1) = (t.adj_start[s] as usize, t.adj_start[s + 1] as usize);
+        let k = a1 - a0;
+        if k < 2 {
+            continue;
+        }
+        let lmax = (a0..a1)
+            .map(|b| load[t.adj[b].ch as usize])
+            .max()
+            .unwrap_or(0);
+        let lmin = (a0..a1)
+            .map(|b| load[t.adj[b].ch as usize])
+            .min()
+            .unwrap_or(0);
+        if lmax <= lmin + w {
+            continue; // no move can lower the busiest channel
+        }
+        for (j, b) in (a0..a1).enumerate() {
+            local_of_port[t.adj[b].port as usize] = j as u32;
+        }
+        jobs.resize_with(k, Vec::new);
+        for v in jobs.iter_mut() {
+            v.clear();
+        }
+        let row_s = &r.lft[s * ps.stride..(s + 1) * ps.stride];
+        *work += ps.dests.len();
+        for (i, &(lid, ds)) in ps.dests.iter().enumerate() {
+            let x = i * n + s;
+            if ds == s || ps.h[x] == UNKNOWN || ps.fl[x] & DONE == 0 || ps.w[x] != wv {
+                continue;
+            }
+            let j = local_of_port[row_s[lid] as usize];
+            if j != u32::MAX {
+                jobs[j as usize].push(i as u32);
+            }
+        }
+        // may job `i` (now on local channel `from`) move to local channel `to`?
+        let allowed = |ps: &Pass, i: usize, from: usize, to: usize| -> bool {
+            let row = i * n;
+            let p = t.adj[a0 + from].peer as usize;
+            let q = t.adj[a0 + to].peer as usize;
+            if ps.h[row + q] != ps.h[row + p] {
+                return false;
+            }
+            may_move(rk.is_up_sw(s, q), ps.fl[row + s], ps.fl[row + q])
+        };
+        loop {
+            if *work >= 2 * WORK_BUDGET {
+                break;
+            }
+            let (jmax, lm) = (0..k)
+                .map(|j| (j, load[t.adj[a0 + j].ch as usize]))
+                .fold((0, 0), |acc, x| if x.1 > acc.1 { x } else { acc });
+            // BFS over the switch's channels from the busiest
+            parent.clear();
+            parent.resize(k, (u32::MAX, u32::MAX));
+            parent[jmax] = (u32::MAX, jmax as u32);
+            queue.clear();
+            queue.push(jmax as u32);
+            let mut head = 0;
+            let mut end = None;
+            'bfs: while head < queue.len() {
+                let b = queue[head] as usize;
+                head += 1;
+                for &i in &jobs[b] {
+                    *work += k;
+                    for to in 0..k {
+                        if parent[to].1 != u32::MAX || !allowed(ps, i as usize, b, to) {
+                            continue;
+                        }
+                        parent[to] = (i, b as u32);
+                        if load[t.adj[a0 + to].ch as usize] + w < lm {
+                            end = Some(to);
+                            break 'bfs;
+                        }
+                        queue.push(to as u32);
+                    }
+                }
+            }
+            let Some(mut to) = end else {
+                break;
+            };
+            // apply the chain from its end; undo it if a grown load passes gmax
+            let mut done: Vec<(usize, usize, usize)> = Vec::new(); // (job, from, to)
+            let mut over = false;
+            while to != jmax {
+                let (i, from) = (parent[to].0 as usize, parent[to].1 as usize);
+                let fl = flags_via(
+                    rk.is_up_sw(s, t.adj[a0 + to].peer as usize),
+                    ps.fl[i * n + t.adj[a0 + to].peer as usize],
+                );
+                let grown = apply(
+                    ps,
+                    load,
+                    heap,
+                    r,
+                    sc,
+                    Move {
+                        i,
+                        s,
+                        to: a0 + to,
+                        fl,
+                    },
+                );
+                over |= grown > gmax;
+                done.push((i, from, to));
+                to = from;
+            }
+            if over {
+                for &(i, from, _) in done.iter().rev() {
+                    let q = t.adj[a0 + from].peer as usize;
+                    let fl = flags_via(rk.is_up_sw(s, q), ps.fl[i * n + q]);
+                    apply(
+                        ps,
+                        load,
+                        heap,
+                        r,
+                        sc,
+                        Move {
+                            i,
+                            s,
+                            to: a0 + from,
+                            fl,
+                        },
+                    );
+                }
+                break;
+            }
+            for &(i, from, to) in &done {
+                let v = &mut jobs[from];
+                let at = v
+                    .iter()
+                    .position(|&x| x as usize == i)
+                    .expect("a job on its channel");
+                v.swap_remove(at);
+                jobs[to].push(i as u32);
+            }
+            moved += done.len();
+        }
+    }
+    moved
 }
 
 /// Reused buffers: switches of one path (stamped), candidate channels.
@@ -316,11 +549,7 @@ fn resolve(
                 continue;
             }
             h[x] = h[q] + 1;
-            let up = rk.is_up_sw(x, q);
-            let fq = fl[q];
-            let legal = fq & LEGAL != 0 && (up || fq & DOWN_ONLY != 0);
-            let down_only = !up && fq & DOWN_ONLY != 0;
-            fl[x] = DONE | ((legal as u8) * LEGAL) | ((down_only as u8) * DOWN_ONLY);
+            fl[x] = flags_via(rk.is_up_sw(x, q), fl[q]);
         }
     }
 }
@@ -331,6 +560,8 @@ struct Move {
     i: usize,
     s: usize,
     to: usize,
+    /// The switch's path flags after the move.
+    fl: u8,
 }
 
 /// The best move off adjacency `ea` (load `le`), if any keeps every grown load below `le`.
@@ -382,7 +613,7 @@ fn best_move(
             continue;
         }
         let fs = ps.fl[row + s];
-        if ps.h[row + s] == UNKNOWN || fs & LEGAL == 0 {
+        if ps.h[row + s] == UNKNOWN {
             continue;
         }
         let hp = ps.h[row + p];
@@ -397,11 +628,7 @@ fn best_move(
             if ps.h[row + q] != hp {
                 continue;
             }
-            let fq = ps.fl[row + q];
-            let up = rk.is_up_sw(s, q);
-            let legal = fq & LEGAL != 0 && (up || fq & DOWN_ONLY != 0);
-            let down_only = !up && fq & DOWN_ONLY != 0;
-            if !legal || down_only != (fs & DOWN_ONLY != 0) {
+            if !may_move(rk.is_up_sw(s, q), fs, ps.fl[row + q]) {
                 continue;
             }
             if ep == 0 {
@@ -428,7 +655,8 @@ fn best_move(
                 y = ny;
             }
             if m < bound {
-                best = Some((m, Move { i, s, to: b }));
+                let fl = flags_via(rk.is_up_sw(s, q), ps.fl[row + q]);
+                best = Some((m, Move { i, s, to: b, fl }));
             }
         }
     }
@@ -443,8 +671,9 @@ fn apply(
     r: &mut Routing,
     sc: &mut Scratch,
     mv: Move,
-) {
+) -> u64 {
     let (t, n) = (ps.t, ps.n);
+    let mut grown = 0u64;
     let row = mv.i * n;
     let ws = ps.w[row + mv.s];
     // stamp the switches of the new path, to find where the paths meet
@@ -478,6 +707,7 @@ fn apply(
     loop {
         let (x, c) = (hop.0, hop.1 as usize);
         load[c] += ws as u64;
+        grown = grown.max(load[c]);
         heap.push((load[c], Reverse(c as u32)));
         if x == meet {
             break;
@@ -491,4 +721,6 @@ fn apply(
     let (lid, _) = ps.dests[mv.i];
     r.lft[mv.s * ps.stride + lid] = t.adj[mv.to].port;
     ps.col[lid * n + mv.s] = t.adj[mv.to].port;
+    ps.fl[row + mv.s] = mv.fl;
+    grown
 }

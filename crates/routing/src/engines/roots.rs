@@ -110,12 +110,16 @@ pub(crate) fn updn_ranking(
     let mut notes = Vec::new();
     let mut hop: Option<Vec<u16>> = None;
     let (mut roots, mut source) = given_roots(t, opts, &mut notes);
+    // The tree's own ranks when its roots are taken: BFS from the roots would put a spine
+    // reached only through leaves (its cores hang off it alone) below them.
+    let mut tree_rank: Option<Vec<u32>> = None;
     if roots.is_empty() {
         // A fat tree: the roots of its shape (leaves = switches with hosts, aggregation nodes
         // aside; see `tree`), unless that is every switch.
         if let Ok(shape) = tree::detect(t, &tree::host_ends(t, &[])) {
             if !shape.roots.is_empty() && shape.roots.len() < t.num_alive() {
                 roots = shape.roots;
+                tree_rank = Some(shape.rank);
                 source = "top level of the fat tree (ranked from its leaves)";
             }
         }
@@ -152,7 +156,10 @@ pub(crate) fn updn_ranking(
         source = "graph centre (minimum eccentricity, lowest GUID)";
     }
     let is_source: Vec<bool> = (0..t.n).map(|s| !t.ends_on(s).is_empty()).collect();
-    let rk = UpDownRanking::from_roots(t, &roots);
+    let rk = match tree_rank {
+        Some(rank) => UpDownRanking::from_ranks(t, rank, roots),
+        None => UpDownRanking::from_roots(t, &roots),
+    };
     let codes = codes_matrix(t, &rk);
     let (bad, esc) = count_illegal(t, &codes, &is_source);
     if bad > 0 && opts.budget.vls == 1 {

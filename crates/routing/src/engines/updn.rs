@@ -2,9 +2,11 @@
 //! and (later) RFTR: a ranking, the direction of every inter-switch channel and the turn rule.
 //!
 //! **Direction.** Switches are totally ordered by a position (`pos`, smaller = "higher"): for
-//! `updn` by (rank, larger GUID first, switch index), rank = BFS distance from the roots — so a
-//! channel is *up* when it leads to a lower rank, or to the larger GUID on equal rank, as in
-//! OpenSM. A legal path is up* then down*: the only illegal turn is down → up. Because the
+//! `updn` by (rank, larger GUID first, switch index), rank = BFS distance from the roots (when
+//! the roots are a detected fat tree's top, the tree's own rank: its highest level minus the
+//! switch's level above the leaves, so a spine whose cores hang off it alone is not ranked
+//! below the leaves it serves) — so a channel is *up* when it leads to a lower rank, or to the
+//! larger GUID on equal rank, as in OpenSM. A legal path is up* then down*: the only illegal turn is down → up. Because the
 //! order is total, the up relation is acyclic and routing on legal paths is deadlock-free.
 //!
 //! **Shortest legal paths, consistent in a destination-based table.** Per destination switch
