@@ -201,24 +201,34 @@ pub fn rebalance(
         fl: vec![0; d_n * n],
         w: vec![0; d_n * n],
     };
-    {
+    let nch = t.f.links.len() * 2;
+    let mut load = {
         let (mut h, mut fl, mut w) = (
             std::mem::take(&mut ps.h),
             std::mem::take(&mut ps.fl),
             std::mem::take(&mut ps.w),
         );
         let psr = &ps;
-        h.par_chunks_mut(n)
+        // Per destination: its next hops once, the table paths' hops and flags, then the
+        // traffic by decreasing hops (each switch's traffic is final when it is reached, so
+        // it is charged to its channel right there); per-thread loads, summed.
+        let load = h
+            .par_chunks_mut(n)
             .zip(fl.par_chunks_mut(n))
             .zip(w.par_chunks_mut(n))
             .enumerate()
-            .for_each_init(
-                || (Vec::new(), Vec::new(), Vec::new()),
-                |(stack, order, count), (i, ((h, fl), w))| {
+            .fold(
+                || (DestScratch::default(), vec![0u64; nch]),
+                |(mut sc, mut load), (i, ((h, fl), w))| {
                     let ps = psr;
-                    resolve(ps, rk, i, h, fl, stack);
+                    sc.nxt.clear();
+                    sc.nxt.extend(
+                        (0..n).map(|s| ps.next(i, s).map_or(NO_NEXT, |(q, c)| (q as u32, c))),
+                    );
+                    resolve(ps, rk, i, &sc.nxt, h, fl, &mut sc.stack);
                     // traffic: switches by decreasing hop count (a counting sort by hops)
                     let ds = ps.dests[i].1;
+                    let count = &mut sc.count;
                     count.clear();
                     for s in 0..n {
                         let hs = h[s] as usize;
@@ -237,6 +247,7 @@ pub fn rebalance(
                         *c = at;
                         at += k;
                     }
+                    let order = &mut sc.order;
                     order.clear();
                     order.resize(at as usize, 0u32);
                     for (s, &hs) in h.iter().enumerate() {
@@ -247,28 +258,31 @@ pub fn rebalance(
                         }
                     }
                     for &s in order.iter() {
-                        if let Some((q, _)) = ps.next(i, s as usize) {
-                            w[q] += w[s as usize];
+                        let (q, c) = sc.nxt[s as usize];
+                        if q != NO_NEXT.0 {
+                            let ws = w[s as usize];
+                            w[q as usize] += ws;
+                            load[c as usize] += ws as u64;
                         }
                     }
+                    (sc, load)
+                },
+            )
+            .map(|(_, l)| l)
+            .reduce(
+                || vec![0u64; nch],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(&b) {
+                        *x += y;
+                    }
+                    a
                 },
             );
         ps.h = h;
         ps.fl = fl;
         ps.w = w;
-    }
-    let nch = t.f.links.len() * 2;
-    let mut load = vec![0u64; nch];
-    for i in 0..d_n {
-        for s in 0..n {
-            if ps.h[i * n + s] == UNKNOWN {
-                continue;
-            }
-            if let Some((_, ch)) = ps.next(i, s) {
-                load[ch as usize] += ps.w[i * n + s] as u64;
-            }
-        }
-    }
+        load
+    };
     let mut heap: BinaryHeap<(u64, Reverse<u32>)> = load
         .iter()
         .enumerate()
@@ -489,6 +503,19 @@ fn host_chains(
     moved
 }
 
+/// "No next hop" in a destination's next-hop array.
+const NO_NEXT: (u32, u32) = (u32::MAX, u32::MAX);
+
+/// Per-thread buffers of the first scan: one destination's next hops (switch, channel), the
+/// resolution stack, the counting sort by hops.
+#[derive(Default)]
+struct DestScratch {
+    nxt: Vec<(u32, u32)>,
+    stack: Vec<u32>,
+    count: Vec<u32>,
+    order: Vec<u32>,
+}
+
 /// Reused buffers: switches of one path (stamped), candidate channels.
 struct Scratch {
     stamp: Vec<u32>,
@@ -513,6 +540,7 @@ fn resolve(
     ps: &Pass,
     rk: &UpDownRanking,
     i: usize,
+    nxt: &[(u32, u32)],
     h: &mut [u8],
     fl: &mut [u8],
     stack: &mut Vec<u32>,
@@ -532,18 +560,19 @@ fn resolve(
         stack.clear();
         let mut s = s0;
         while fl[s] & (DONE | ON_STACK) == 0 {
-            let Some((q, _)) = ps.next(i, s) else {
-                fl[s] = DONE; // a dead end: h stays UNKNOWN
+            let q = nxt[s].0;
+            if q == NO_NEXT.0 {
+                fl[s] = DONE; // a dead end (or the destination): h stays UNKNOWN
                 break;
-            };
+            }
             fl[s] = ON_STACK;
             stack.push(s as u32);
-            s = q;
+            s = q as usize;
         }
         // back along the walk: each switch from its next hop (resolved just before it)
         while let Some(x) = stack.pop() {
             let x = x as usize;
-            let q = ps.next(i, x).map_or(x, |(q, _)| q);
+            let q = nxt[x].0 as usize; // (pushed switches have a next hop)
             if fl[q] & DONE == 0 || h[q] >= UNKNOWN - 1 {
                 fl[x] = DONE; // a loop, a dead end or a path too long to count
                 continue;
