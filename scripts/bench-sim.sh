@@ -11,6 +11,11 @@
 #      mesh, 2 hosts per switch, XY dimension-order routing (fabroute `-R dor`, caminos
 #      `DOR`), 1 VL/VC, the same buffers and packets, loads 0.2, 0.5 and 1.0.
 #  S3  the 5,832-host 18-ary 3-tree (ftree), uniform at 0.5, 1 ms simulated, fabroute only.
+#  S4  saturation side by side on a torus with several VLs: a 7x7 torus (odd, so dimension
+#      order has no tie between the two ways round a ring), 2 hosts per switch, DOR with
+#      hop-incremented VLs (fabroute `-R dor --hop-vls`, 6 VLs; caminos `Hops` policy, 7 VCs),
+#      the same buffers and packets, loads 0.3, 0.6, 0.8; fabroute with crossbar speed-up 1
+#      and 2 (caminos lets every VC of an input cross at once).
 #
 # Prints a Markdown table; with --write, replaces the simulator section of docs/benchmarks.md.
 # CAMINOS=path/to/caminos overrides the binary (default: caminos on PATH, then
@@ -29,6 +34,7 @@ trap 'rm -rf "$work"' EXIT
 "$FR" gen torus 8x8 hcas=2 -o "$work/t8.net" 2>/dev/null
 "$FR" gen mesh 8x8 hcas=2 -o "$work/m8.net" 2>/dev/null
 "$FR" gen ktree 18 3 -o "$work/k18.net" 2>/dev/null
+"$FR" gen torus 7x7 hcas=2 -o "$work/t7.net" 2>/dev/null
 
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
@@ -42,7 +48,8 @@ fab() {
 # caminos: one run; args: VCs, VC policies, load, bubble, topology; prints "delivered wall
 # accepted".
 cam() {
-  local vcs=$1 pol=$2 load=$3 bubble=$4 topo=${5:-Torus} dir=$work/cam-$RANDOM
+  local vcs=$1 pol=$2 load=$3 bubble=$4 topo=${5:-Torus} side=${6:-8} dir=$work/cam-$RANDOM
+  local servers=$((side * side * 2))
   mkdir -p "$dir"
   cat >"$dir/main.cfg" <<EOF
 Configuration
@@ -50,11 +57,11 @@ Configuration
 	random_seed: 42,
 	warmup: 0,
 	measured: 62500,
-	topology: $topo { sides: [8,8], servers_per_router: 2 },
+	topology: $topo { sides: [$side,$side], servers_per_router: 2 },
 	traffic: HomogeneousTraffic
 	{
 		pattern: Uniform { legend_name: "uniform" },
-		servers: 128,
+		servers: $servers,
 		load: $load,
 		message_size: 16,
 	},
@@ -81,14 +88,14 @@ EOF
   t0=$(date +%s.%N)
   "$CAM" --action=local "$dir" >"$dir/log" 2>&1
   t1=$(date +%s.%N)
-  python3 - "$dir/runs/run0/local.result" "$t0" "$t1" <<'EOF'
+  python3 - "$dir/runs/run0/local.result" "$t0" "$t1" "$servers" <<'EOF'
 import re, sys
 text = open(sys.argv[1]).read()
 acc = float(re.search(r"accepted_load:\s*([0-9.eE+-]+)", text).group(1))
 cycles = int(re.search(r"cycle:\s*([0-9]+)", text).group(1))
 wall = float(sys.argv[3]) - float(sys.argv[2])
 # accepted_load is phits per cycle per server; a packet is 16 phits.
-print(f"{round(acc * 128 * cycles / 16)} {wall:.3f} {acc:.3f}")
+print(f"{round(acc * int(sys.argv[4]) * cycles / 16)} {wall:.3f} {acc:.3f}")
 EOF
 }
 
@@ -105,6 +112,14 @@ for load in 0.2 0.5 1.0; do
   read -r hd hw ha hh < <(fab "$work/m8.net" -R dor --load "$load" "${common[@]}")
   read -r xd xw xa < <(cam 1 "EnforceFlowControl" "$load" false Mesh)
   sat_rows+="| $load | $ha | $xa | $(python3 -c "print(f'{($ha-$xa)/$xa*100:+.0f} %')") |"$'\n'
+done
+
+hop_rows=""
+for load in 0.3 0.6 0.8; do
+  read -r _ _ h1 _ < <(fab "$work/t7.net" -R dor --hop-vls --load "$load" "${common[@]}")
+  read -r _ _ h2 _ < <(fab "$work/t7.net" -R dor --hop-vls --speedup 2 --load "$load" "${common[@]}")
+  read -r _ _ hc < <(cam 7 "EnforceFlowControl, Hops" "$load" false Torus 7)
+  hop_rows+="| $load | $h1 | $h2 | $hc | $(python3 -c "print(f'{($h2-$hc)/$hc*100:+.0f} %')") |"$'\n'
 done
 
 machine="$(nproc) cores, $(uname -m), load average $(cut -d' ' -f1 /proc/loadavg) when done"
@@ -134,6 +149,15 @@ buffers and packets (fabroute \`-R dor\`; caminos \`DOR\`, 1 VC). Accepted load 
 $sat_rows
 **S3: 18-ary 3-tree, 5,832 hosts, ftree, uniform 0.5, 1 ms simulated**: $kd packets delivered,
 $kh packet-hops, **$kw s** wall on one core (accepted $ka).
+
+**S4: saturation side by side with several VLs, 7x7 torus, 2 hosts per switch, DOR,
+hop-incremented VLs** (fabroute \`-R dor --hop-vls\`, 6 VLs; caminos \`DOR\` with the \`Hops\`
+VC policy, 7 VCs; the same buffers and packets; the bound of the most loaded link is
+97 / 168 = 0.577). Accepted load per host:
+
+| offered | fabroute, speed-up 1 | fabroute, speed-up 2 | caminos | speed-up 2 against caminos |
+|---:|---:|---:|---:|---:|
+$hop_rows
 EOF
 )
 echo "$table"

@@ -96,6 +96,54 @@ fn d1a_ring_deadlocks_with_exit_1_and_the_cycle() {
     assert_eq!(json(&out2.join("summary.json"))["deadlock"], false);
 }
 
+/// The ring's shortest-path tables that deadlock on 1 VL (D1a) do not with hop-incremented
+/// VLs over the same LFTs; a budget too small for the longest path is a clear error.
+#[test]
+fn hop_vls_over_cyclic_tables_do_not_deadlock() {
+    let d = tmp("hopvls");
+    let ring = gen(&d, &["torus", "8", "hcas=1"], "ring.net");
+    let out = d.join("out");
+    let o = fr(&[
+        "sim",
+        &ring,
+        "-R",
+        "minhop",
+        "--hop-vls",
+        "--load",
+        "1.0",
+        "--time",
+        "2ms",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["deadlock"], false);
+    assert_eq!(v["meta"]["hop_vls"], true);
+    assert_eq!(v["meta"]["static_deadlock_free"], true);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("hop-incremented VLs: 4 VLs"));
+    let o = fr(&[
+        "sim",
+        &ring,
+        "-R",
+        "minhop",
+        "--hop-vls",
+        "--max-vls",
+        "2",
+        "--time",
+        "0.1ms",
+        "-o",
+        d.join("out2").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--hop-vls") && err.contains("need 4 VLs"),
+        "{err}"
+    );
+}
+
 #[test]
 fn fault_run_overlays_the_schemes() {
     let d = tmp("fault");

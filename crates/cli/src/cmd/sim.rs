@@ -58,6 +58,11 @@ pub struct Args {
     /// coordinates, dimension-ordered shortest paths: minhop on a ring, dor on a torus).
     #[arg(long)]
     pub dateline: bool,
+    /// Replace the path SLs and SL2VL tables by hop-incremented VLs over the same LFTs (the
+    /// k-th switch-to-switch hop on VL k, as `-R hopvl` does over SSSP's paths): needs the
+    /// longest path's hop count in VLs (`--max-vls`). Deadlock-free whatever the paths.
+    #[arg(long, conflicts_with = "dateline")]
+    pub hop_vls: bool,
 
     /// Offered load per sending host (fraction of link rate): X, a list X,Y,.., or a sweep
     /// FROM:TO:STEP (points run in parallel).
@@ -468,6 +473,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
             }
         ));
         d
+    } else if a.hop_vls {
+        let mut h = tables;
+        let paths = routing::vl::paths::Paths::of(&f, &h, None);
+        let budget = a.budget.route_options()?.budget;
+        let notes = routing::engines::hopvl::hop_vls(&f, &mut h, &paths, budget)
+            .map_err(|e| anyhow::anyhow!("--hop-vls: {e}"))?;
+        for n in notes {
+            out::stderr_line(&format!("fabroute: {n}"));
+        }
+        h
     } else {
         tables
     };
@@ -489,8 +504,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         _ => None,
     };
-    if a.dateline && repairs.is_some() {
-        crate::usage_bail!("--dateline applies to fault-free tables only");
+    if (a.dateline || a.hop_vls) && repairs.is_some() {
+        crate::usage_bail!("--dateline and --hop-vls apply to fault-free tables only");
     }
     // The configuration.
     let rate = LinkRate::preset(&a.rate).with_context(|| {
@@ -642,6 +657,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "fabric": a.fabric.display().to_string(),
         "tables": source,
         "dateline": a.dateline,
+        "hop_vls": a.hop_vls,
         "static_deadlock_free": static_check.deadlock_free,
         "credit_loops": static_check.cycles.len(),
         "pattern": format!("{:?}", a.pattern).to_lowercase(),

@@ -44,8 +44,6 @@ impl Engine for HopVl {
         Ok(Base::FreshVls)
     }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
-        let f = t.f;
-        let budget = opts.budget;
         let (
             Routed {
                 mut routing,
@@ -53,102 +51,116 @@ impl Engine for HopVl {
             },
             paths,
         ) = super::sssp::sssp_paths(t, opts)?;
-        let diameter = paths.max_hops();
-        if diameter > budget.vls as usize {
-            return Err(EngineError::NotApplicable(format!(
+        notes.extend(hop_vls(t.f, &mut routing, &paths, opts.budget)?);
+        Ok(Routed { routing, notes })
+    }
+}
+
+/// Puts the paths of `routing` (`paths`, from its LFTs) on hop-incremented VLs: SL2VL tables
+/// and path SLs from the colouring described in the module docs, replacing the routing's.
+/// Any LFTs will do (the engine's are SSSP's; `fabroute sim --hop-vls` uses any engine's).
+/// Returns the notes; fails when the longest path needs more VLs, or the colouring more SLs,
+/// than the budget has.
+pub fn hop_vls(
+    f: &Fabric,
+    routing: &mut crate::tables::Routing,
+    paths: &crate::vl::paths::Paths,
+    budget: super::Budget,
+) -> Result<Vec<String>, EngineError> {
+    let mut notes = Vec::new();
+    let diameter = paths.max_hops();
+    if diameter > budget.vls as usize {
+        return Err(EngineError::NotApplicable(format!(
                 "hop-incremented VLs need {diameter} VLs (the longest path has {diameter} switch hops), the budget has {}",
                 budget.vls
             )));
+    }
+    let needs = |i: usize, out: &mut Vec<Need>| {
+        out.clear();
+        for k in 1..paths.hops(i) {
+            let (sw, inp, o) = paths.hop_ports(f, i, k);
+            out.push(Need {
+                sw,
+                inp,
+                out: o,
+                vl: budget.start_vl + k as u8,
+            });
         }
-        let needs = |i: usize, out: &mut Vec<Need>| {
-            out.clear();
-            for k in 1..paths.hops(i) {
-                let (sw, inp, o) = paths.hop_ports(f, i, k);
-                out.push(Need {
-                    sw,
-                    inp,
-                    out: o,
-                    vl: budget.start_vl + k as u8,
-                });
-            }
-        };
-        // Conflicts per (switch, in, out): how many distinct hop indices meet there.
-        let mut seen: FxHashMap<(u32, u8, u8), u16> = FxHashMap::default();
-        let mut buf = Vec::new();
-        for i in 0..paths.len() {
-            needs(i, &mut buf);
-            for n in &buf {
-                *seen.entry((n.sw, n.inp, n.out)).or_default() |= 1 << (n.vl - budget.start_vl);
-            }
+    };
+    // Conflicts per (switch, in, out): how many distinct hop indices meet there.
+    let mut seen: FxHashMap<(u32, u8, u8), u16> = FxHashMap::default();
+    let mut buf = Vec::new();
+    for i in 0..paths.len() {
+        needs(i, &mut buf);
+        for n in &buf {
+            *seen.entry((n.sw, n.inp, n.out)).or_default() |= 1 << (n.vl - budget.start_vl);
         }
-        let conflicts = |i: usize, buf: &mut Vec<Need>| -> u32 {
-            needs(i, buf);
-            buf.iter()
-                .map(|n| seen[&(n.sw, n.inp, n.out)].count_ones() - 1)
-                .sum()
-        };
-        let mut best: Option<(usize, SlColouring, Vec<u8>)> = None;
-        let mut shortfall = Vec::new();
-        for (oi, name) in ORDERS.iter().enumerate() {
-            let mut order: Vec<usize> = (0..paths.len()).collect();
-            match oi {
-                0 => order.sort_by_key(|&i| std::cmp::Reverse(paths.hops(i))),
-                1 => {
-                    let c: Vec<u32> = (0..paths.len()).map(|i| conflicts(i, &mut buf)).collect();
-                    order.sort_by_key(|&i| std::cmp::Reverse(c[i]));
-                }
-                _ => {}
+    }
+    let conflicts = |i: usize, buf: &mut Vec<Need>| -> u32 {
+        needs(i, buf);
+        buf.iter()
+            .map(|n| seen[&(n.sw, n.inp, n.out)].count_ones() - 1)
+            .sum()
+    };
+    let mut best: Option<(usize, SlColouring, Vec<u8>)> = None;
+    let mut shortfall = Vec::new();
+    for (oi, name) in ORDERS.iter().enumerate() {
+        let mut order: Vec<usize> = (0..paths.len()).collect();
+        match oi {
+            0 => order.sort_by_key(|&i| std::cmp::Reverse(paths.hops(i))),
+            1 => {
+                let c: Vec<u32> = (0..paths.len()).map(|i| conflicts(i, &mut buf)).collect();
+                order.sort_by_key(|&i| std::cmp::Reverse(c[i]));
             }
-            match colour(&order, budget.sls, &needs) {
-                Ok((c, sl)) => {
-                    if best.as_ref().is_none_or(|b| c.end() < b.1.end()) {
-                        best = Some((oi, c, sl));
-                    }
-                }
-                Err(at) => {
-                    shortfall.push(format!("{name}: ran out at path {at} of {}", paths.len()))
+            _ => {}
+        }
+        match colour(&order, budget.sls, &needs) {
+            Ok((c, sl)) => {
+                if best.as_ref().is_none_or(|b| c.end() < b.1.end()) {
+                    best = Some((oi, c, sl));
                 }
             }
+            Err(at) => shortfall.push(format!("{name}: ran out at path {at} of {}", paths.len())),
         }
-        let Some((oi, colours, sl_of)) = best else {
-            return Err(EngineError::NotApplicable(format!(
-                "hop-incremented VLs need more than the {} SLs of the budget ({})",
-                budget.sls,
-                shortfall.join("; ")
-            )));
-        };
-        // SL2VL: end-port input rows and unused entries stay on start_vl; the colouring's
-        // entries give the hop VLs.
-        for &n in &f.switches {
-            routing.sl2vl.table_mut(n).fill(budget.start_vl);
+    }
+    let Some((oi, colours, sl_of)) = best else {
+        return Err(EngineError::NotApplicable(format!(
+            "hop-incremented VLs need more than the {} SLs of the budget ({})",
+            budget.sls,
+            shortfall.join("; ")
+        )));
+    };
+    // SL2VL: end-port input rows and unused entries stay on start_vl; the colouring's
+    // entries give the hop VLs.
+    for &n in &f.switches {
+        routing.sl2vl.table_mut(n).fill(budget.start_vl);
+    }
+    for (n, sl) in colours.entries() {
+        let node = f.switches[n.sw as usize];
+        routing.sl2vl.set(node, n.inp, n.out, sl, n.vl);
+    }
+    for (i, node) in f.nodes.iter().enumerate() {
+        if node.kind != fabric::NodeKind::Switch {
+            routing
+                .sl2vl
+                .table_mut(fabric::NodeId(i as u32))
+                .fill(budget.start_vl);
         }
-        for (n, sl) in colours.entries() {
-            let node = f.switches[n.sw as usize];
-            routing.sl2vl.set(node, n.inp, n.out, sl, n.vl);
-        }
-        for (i, node) in f.nodes.iter().enumerate() {
-            if node.kind != fabric::NodeKind::Switch {
-                routing
-                    .sl2vl
-                    .table_mut(fabric::NodeId(i as u32))
-                    .fill(budget.start_vl);
-            }
-        }
-        routing.path_sl = path_sls(f, &routing, &paths, |i| sl_of[i], 0);
-        let sls = colours.end().max(1);
-        notes.push(format!(
+    }
+    routing.path_sl = path_sls(f, routing, paths, |i| sl_of[i], 0);
+    let sls = colours.end().max(1);
+    notes.push(format!(
             "hop-incremented VLs: {diameter} VLs from VL {} (longest path {diameter} switch hops), {sls} SLs of {} ({} order; {} paths)",
             budget.start_vl,
             budget.sls,
             ORDERS[oi],
             paths.len()
         ));
-        if !shortfall.is_empty() {
-            notes.push(format!("orders that did not fit: {}", shortfall.join("; ")));
-        }
-        debug_assert!((sls as usize) <= NUM_SLS);
-        Ok(Routed { routing, notes })
+    if !shortfall.is_empty() {
+        notes.push(format!("orders that did not fit: {}", shortfall.join("; ")));
     }
+    debug_assert!((sls as usize) <= NUM_SLS);
+    Ok(notes)
 }
 
 /// First-fit colouring of the paths in `order`: each takes the lowest SL it fits, or a fresh
