@@ -23,6 +23,13 @@
 //!   Among the allowed moves the one with the lowest new maximum wins (first in destination
 //!   and port order on ties): deterministic and independent of the thread count.
 //!
+//! - **Moves further up** ([`best_upstream_move`]), when no entry of the busiest channel's
+//!   own switch can leave it: an entry of a switch up to two hops before it on the
+//!   destination's tree, moved under the same rule to a port whose path joins the old one
+//!   after the channel. A leaf's up choice decides the load two levels above it, so a spine
+//!   that lost a core cable, or a core cable down to a unit, is relieved by the leaves. The
+//!   first destination with such a move gives it (cheaper searches, more moves in the
+//!   budget); its own budget is [`UPSTREAM_BUDGET`].
 //! - **Chains** (second phase, [`host_chains`]): single moves stop where a switch's busiest
 //!   channel may only hand entries to channels one entry below it. At every switch with
 //!   counted hosts its own hosts' entries are unit jobs on its channels; a BFS over the
@@ -51,6 +58,10 @@ pub const MAX_STATE: usize = 1 << 27;
 /// Steps the pass may take in all (an LFT entry inspected, an alternative port or a hop of
 /// its path priced): bounds the time (about 0.1 s) on fabrics where few links can be relieved.
 pub const WORK_BUDGET: usize = 1 << 24;
+
+/// Steps the search for moves above the busiest channel's switch may take in all
+/// ([`best_upstream_move`]; on top of [`WORK_BUDGET`]).
+pub const UPSTREAM_BUDGET: usize = 1 << 24;
 
 /// Moves allowed per live end port (a bound on the pass's time; it usually stops far earlier).
 pub const MOVE_BUDGET_PER_END: usize = 8;
@@ -298,6 +309,7 @@ pub fn rebalance(
     let mut moved = 0usize;
     let mut frozen = vec![false; nch];
     let mut work = 0usize;
+    let mut up_work = 0usize;
     while moved < max_moves && work < WORK_BUDGET {
         let Some((le, Reverse(e))) = heap.pop() else {
             break;
@@ -306,7 +318,11 @@ pub fn rebalance(
         if load[e as usize] != le || frozen[e as usize] {
             continue; // stale, or known not to be relieved
         }
-        match best_move(&ps, rk, &r.lft, &load, &mut sc, e, le, &mut work) {
+        let mv = best_move(&ps, rk, &r.lft, &load, &mut sc, e, le, &mut work).or_else(|| {
+            (up_work < UPSTREAM_BUDGET)
+                .then(|| best_upstream_move(&ps, rk, &r.lft, &load, &mut sc, e, le, &mut up_work))?
+        });
+        match mv {
             Some(mv) => {
                 apply(&mut ps, &mut load, &mut heap, r, &mut sc, mv);
                 moved += 1;
@@ -687,6 +703,149 @@ fn best_move(
                 let fl = flags_via(rk.is_up_sw(s, q), ps.fl[row + q]);
                 best = Some((m, Move { i, s, to: b, fl }));
             }
+        }
+    }
+    best.map(|b| b.1)
+}
+
+/// How many levels above a channel's tail [`best_upstream_move`] looks for entries to move.
+const UPSTREAM_DEPTH: usize = 2;
+
+/// When no entry of the busiest channel `e`'s own switch can leave it: an entry further up,
+/// at a switch whose traffic for a destination crosses `e` (at most [`UPSTREAM_DEPTH`] hops
+/// before it), moved to an equally short port under the same rule as [`best_move`] whose
+/// path joins the old one only after `e` — so `e` loses that switch's traffic. A leaf's up
+/// choice decides the load two levels above it: a spine that lost a core cable is relieved by
+/// the leaves below it sending fewer destinations its way, and a core's cable down to a spine
+/// by the leaves of other units choosing another spine. Accepted, as every move, only if
+/// every grown load stays below `le`.
+#[allow(clippy::too_many_arguments)]
+fn best_upstream_move(
+    ps: &Pass,
+    rk: &UpDownRanking,
+    lft: &[u8],
+    load: &[u64],
+    sc: &mut Scratch,
+    e: u32,
+    le: u64,
+    work: &mut usize,
+) -> Option<Move> {
+    let (t, n) = (ps.t, ps.n);
+    let f = t.f;
+    let (src, dst) = (
+        f.port(f.channel_src(ChannelId(e))),
+        f.port(f.channel_dst(ChannelId(e))),
+    );
+    let s = f.switch_index[src.node.idx()] as usize;
+    let p = f.switch_index[dst.node.idx()] as usize;
+    let port = src.num;
+    let row_s = &lft[s * ps.stride..(s + 1) * ps.stride];
+    let mut best: Option<(u64, Move)> = None;
+    // (switch, its next hop toward s): the switches above s on this destination's tree
+    let mut ups: Vec<(u32, u32)> = Vec::new();
+    let mut prefix: Vec<u32> = Vec::new();
+    for (i, &(lid, ds)) in ps.dests.iter().enumerate() {
+        if *work >= UPSTREAM_BUDGET {
+            break;
+        }
+        if row_s[lid] != port || s == ds {
+            continue;
+        }
+        let row = i * n;
+        *work += 1;
+        if ps.w[row + s] == 0 || ps.h[row + s] == UNKNOWN {
+            continue;
+        }
+        // the switches whose path for `i` reaches s within UPSTREAM_DEPTH hops
+        ups.clear();
+        let (mut lo, mut hi) = (0usize, 0usize);
+        for depth in 0..UPSTREAM_DEPTH {
+            let frontier: Vec<u32> = if depth == 0 {
+                vec![s as u32]
+            } else {
+                ups[lo..hi].iter().map(|u| u.0).collect()
+            };
+            lo = ups.len();
+            for &x in &frontier {
+                let x = x as usize;
+                for a in t.links(x) {
+                    let y = a.peer as usize;
+                    *work += 1;
+                    if ps.w[row + y] != 0 && ps.next(i, y).is_some_and(|(q, _)| q == x) {
+                        ups.push((y as u32, x as u32));
+                    }
+                }
+            }
+            hi = ups.len();
+        }
+        if ups.is_empty() {
+            continue;
+        }
+        // the old path after e, stamped
+        let ea = sc.next_epoch();
+        let mut x = p;
+        loop {
+            sc.stamp[x] = ea;
+            *work += 1;
+            match ps.next(i, x) {
+                Some((q, _)) => x = q,
+                None => break,
+            }
+        }
+        for &(y, via) in ups.iter() {
+            let (y, via) = (y as usize, via as usize);
+            let ws = ps.w[row + y] as u64;
+            let bound = best.map_or(le, |b| b.0);
+            let fy = ps.fl[row + y];
+            // the old path from y up to s: the new one must not rejoin it there
+            prefix.clear();
+            let mut z = y;
+            while z != s {
+                prefix.push(z as u32);
+                match ps.next(i, z) {
+                    Some((q, _)) => z = q,
+                    None => break,
+                }
+            }
+            prefix.push(s as u32);
+            let hv = ps.h[row + via];
+            for b in t.adj_start[y] as usize..t.adj_start[y + 1] as usize {
+                let a = t.adj[b];
+                let q = a.peer as usize;
+                *work += 1;
+                if q == via || ps.h[row + q] != hv || load[a.ch as usize] + ws >= bound {
+                    continue;
+                }
+                if !may_move(rk.is_up_sw(y, q), fy, ps.fl[row + q]) {
+                    continue;
+                }
+                let mut m = load[a.ch as usize] + ws;
+                let mut z = q;
+                let ok = loop {
+                    *work += 1;
+                    if sc.stamp[z] == ea {
+                        break true; // joins the old path after e
+                    }
+                    if prefix.contains(&(z as u32)) {
+                        break false; // would cross e again
+                    }
+                    let Some((nz, ch)) = ps.next(i, z) else {
+                        break false;
+                    };
+                    m = m.max(load[ch as usize] + ws);
+                    if m >= bound {
+                        break false;
+                    }
+                    z = nz;
+                };
+                if ok && m < best.map_or(le, |x| x.0) {
+                    let fl = flags_via(rk.is_up_sw(y, q), ps.fl[row + q]);
+                    best = Some((m, Move { i, s: y, to: b, fl }));
+                }
+            }
+        }
+        if best.is_some() {
+            break; // the best move for the first destination that has one
         }
     }
     best.map(|b| b.1)
