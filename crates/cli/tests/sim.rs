@@ -16,6 +16,14 @@ fn gen(dir: &Path, spec: &[&str], name: &str) -> String {
     p
 }
 
+/// `fabroute sim RING -R minhop EXTRA… -o OUT`.
+fn sim_minhop(ring: &str, extra: &[&str], out: &Path) -> std::process::Output {
+    let mut args = vec!["sim", ring, "-R", "minhop"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-o", out.to_str().unwrap()]);
+    fr(&args)
+}
+
 fn json(p: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
@@ -25,19 +33,7 @@ fn d1a_ring_deadlocks_with_exit_1_and_the_cycle() {
     let d = tmp("ring");
     let ring = gen(&d, &["torus", "8", "hcas=1"], "ring.net");
     let out = d.join("out");
-    let o = fr(&[
-        "sim",
-        &ring,
-        "-R",
-        "minhop",
-        "--load",
-        "0.8",
-        "--time",
-        "2ms",
-        "--json",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = sim_minhop(&ring, &["--load", "0.8", "--time", "2ms", "--json"], &out);
     assert_eq!(
         o.status.code(),
         Some(1),
@@ -79,19 +75,11 @@ fn d1a_ring_deadlocks_with_exit_1_and_the_cycle() {
     check_svg(&out.join("latency-histogram.svg"));
     // The dateline fixes it.
     let out2 = d.join("out2");
-    let o = fr(&[
-        "sim",
+    let o = sim_minhop(
         &ring,
-        "-R",
-        "minhop",
-        "--dateline",
-        "--load",
-        "1.0",
-        "--time",
-        "2ms",
-        "-o",
-        out2.to_str().unwrap(),
-    ]);
+        &["--dateline", "--load", "1.0", "--time", "2ms"],
+        &out2,
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     assert_eq!(json(&out2.join("summary.json"))["deadlock"], false);
 }
@@ -103,39 +91,22 @@ fn hop_vls_over_cyclic_tables_do_not_deadlock() {
     let d = tmp("hopvls");
     let ring = gen(&d, &["torus", "8", "hcas=1"], "ring.net");
     let out = d.join("out");
-    let o = fr(&[
-        "sim",
+    let o = sim_minhop(
         &ring,
-        "-R",
-        "minhop",
-        "--hop-vls",
-        "--load",
-        "1.0",
-        "--time",
-        "2ms",
-        "--json",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+        &["--hop-vls", "--load", "1.0", "--time", "2ms", "--json"],
+        &out,
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["deadlock"], false);
     assert_eq!(v["meta"]["hop_vls"], true);
     assert_eq!(v["meta"]["static_deadlock_free"], true);
     assert!(String::from_utf8_lossy(&o.stderr).contains("hop-incremented VLs: 4 VLs"));
-    let o = fr(&[
-        "sim",
+    let o = sim_minhop(
         &ring,
-        "-R",
-        "minhop",
-        "--hop-vls",
-        "--max-vls",
-        "2",
-        "--time",
-        "0.1ms",
-        "-o",
-        d.join("out2").to_str().unwrap(),
-    ]);
+        &["--hop-vls", "--max-vls", "2", "--time", "0.1ms"],
+        &d.join("out2"),
+    );
     assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

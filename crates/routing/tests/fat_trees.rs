@@ -385,27 +385,25 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> (u64, u64, u64) {
         }
     }
     let total: u64 = hosts.iter().sum();
-    // every path's host traffic on every channel (for the busiest link that is no uplink)
+    // Every path's host traffic on every channel (`all`, for the busiest link that is no
+    // uplink), and a leaf's own hosts' traffic on the first channel of its paths (`load`):
+    // transit that missing cables force through a leaf (down to it and up again, on a second
+    // VL) is no part of what its uplink choice can balance.
     let mut all = vec![0u64; f.links.len() * 2];
+    let mut load = vec![0u64; f.links.len() * 2];
     for i in 0..paths.len() {
         if is_compute(paths.dst[i]) {
-            for &c in paths.chans(i) {
-                all[c as usize] += hosts[paths.src[i] as usize];
+            let w = hosts[paths.src[i] as usize];
+            let chans = paths.chans(i);
+            for &c in chans {
+                all[c as usize] += w;
+            }
+            if let Some(&c) = chans.first() {
+                load[c as usize] += w;
             }
         }
     }
     let mut is_uplink = vec![false; f.links.len() * 2];
-    let mut load = vec![0u64; f.links.len() * 2];
-    // A leaf's own hosts' traffic on the first channel of its paths: transit that missing
-    // cables force through a leaf (down to it and up again, on a second VL) is no part of
-    // what its uplink choice can balance.
-    for i in 0..paths.len() {
-        if is_compute(paths.dst[i]) {
-            if let Some(&c) = paths.chans(i).first() {
-                load[c as usize] += hosts[paths.src[i] as usize];
-            }
-        }
-    }
     let peer = |c: u32| {
         let d = f.port(f.channel_dst(fabric::ChannelId(c))).node;
         f.is_switch(d).then(|| f.switch_index[d.idx()] as usize)

@@ -160,6 +160,20 @@ struct Pass<'t, 'a> {
 }
 
 impl Pass<'_, '_> {
+    /// Tail switch, head switch and output port of switch-to-switch channel `e`.
+    fn ends(&self, e: u32) -> (usize, usize, u8) {
+        let f = self.t.f;
+        let (src, dst) = (
+            f.port(f.channel_src(ChannelId(e))),
+            f.port(f.channel_dst(ChannelId(e))),
+        );
+        (
+            f.switch_index[src.node.idx()] as usize,
+            f.switch_index[dst.node.idx()] as usize,
+            src.num,
+        )
+    }
+
     /// The next switch and the channel to it of switch `s`'s entry for destination `i`
     /// (`None` at the destination's switch, for a dead end, or an entry that leaves the
     /// switch graph).
@@ -308,6 +322,8 @@ pub fn rebalance(
         stamp: vec![0; n],
         epoch: 0,
         alts: Vec::new(),
+        ups: Vec::new(),
+        prefix: Vec::new(),
     };
     let mut moved = 0usize;
     let mut frozen = vec![false; nch];
@@ -374,6 +390,7 @@ fn host_chains(
     let mut jobs: Vec<Vec<u32>> = Vec::new();
     let mut parent: Vec<(u32, u32)> = Vec::new();
     let mut queue: Vec<u32> = Vec::new();
+    let mut done: Vec<(usize, usize, usize)> = Vec::new();
     let mut local_of_port = [u32::MAX; 256];
     for (s, &wv) in hosts.iter().enumerate().take(n) {
         if wv == 0 || !t.alive[s] || *work >= 2 * WORK_BUDGET {
@@ -462,7 +479,7 @@ fn host_chains(
                 break;
             };
             // apply the chain from its end; undo it if a grown load passes gmax
-            let mut done: Vec<(usize, usize, usize)> = Vec::new(); // (job, from, to)
+            done.clear(); // (job, from, to)
             let mut over = false;
             while to != jmax {
                 let (i, from) = (parent[to].0 as usize, parent[to].1 as usize);
@@ -541,6 +558,9 @@ struct Scratch {
     epoch: u32,
     /// Candidate channels of the switch being relieved: (load, adjacency index).
     alts: Vec<(u64, usize)>,
+    /// [`best_upstream_move`]'s switches above the channel and one old path's prefix.
+    ups: Vec<(u32, u32)>,
+    prefix: Vec<u32>,
 }
 
 impl Scratch {
@@ -625,14 +645,7 @@ fn best_move(
     work: &mut usize,
 ) -> Option<Move> {
     let (t, n) = (ps.t, ps.n);
-    let f = t.f;
-    let (src, dst) = (
-        f.port(f.channel_src(ChannelId(e))),
-        f.port(f.channel_dst(ChannelId(e))),
-    );
-    let s = f.switch_index[src.node.idx()] as usize;
-    let p = f.switch_index[dst.node.idx()] as usize;
-    let port = src.num;
+    let (s, p, port) = ps.ends(e);
     *work += 1;
     // Only channels of the switch that can take at least one more pair are candidates.
     sc.alts.clear();
@@ -734,19 +747,12 @@ fn best_upstream_move(
     work: &mut usize,
 ) -> Option<Move> {
     let (t, n) = (ps.t, ps.n);
-    let f = t.f;
-    let (src, dst) = (
-        f.port(f.channel_src(ChannelId(e))),
-        f.port(f.channel_dst(ChannelId(e))),
-    );
-    let s = f.switch_index[src.node.idx()] as usize;
-    let p = f.switch_index[dst.node.idx()] as usize;
-    let port = src.num;
+    let (s, p, port) = ps.ends(e);
     let row_s = &lft[s * ps.stride..(s + 1) * ps.stride];
     let mut best: Option<(u64, Move)> = None;
     // (switch, its next hop toward s): the switches above s on this destination's tree
-    let mut ups: Vec<(u32, u32)> = Vec::new();
-    let mut prefix: Vec<u32> = Vec::new();
+    let mut ups = std::mem::take(&mut sc.ups);
+    let mut prefix = std::mem::take(&mut sc.prefix);
     for (i, &(lid, ds)) in ps.dests.iter().enumerate() {
         if *work >= UPSTREAM_BUDGET {
             break;
@@ -760,17 +766,14 @@ fn best_upstream_move(
             continue;
         }
         // the switches whose path for `i` reaches s within UPSTREAM_DEPTH hops
+        // (level by level: the entries pushed for one level are the next level's frontier)
         ups.clear();
-        let (mut lo, mut hi) = (0usize, 0usize);
-        for depth in 0..UPSTREAM_DEPTH {
-            let frontier: Vec<u32> = if depth == 0 {
-                vec![s as u32]
-            } else {
-                ups[lo..hi].iter().map(|u| u.0).collect()
-            };
-            lo = ups.len();
-            for &x in &frontier {
-                let x = x as usize;
+        ups.push((s as u32, u32::MAX));
+        let mut lo = 0;
+        for _ in 0..UPSTREAM_DEPTH {
+            let hi = ups.len();
+            for k in lo..hi {
+                let x = ups[k].0 as usize;
                 for a in t.links(x) {
                     let y = a.peer as usize;
                     *work += 1;
@@ -779,8 +782,9 @@ fn best_upstream_move(
                     }
                 }
             }
-            hi = ups.len();
+            lo = hi;
         }
+        ups.remove(0); // s itself
         if ups.is_empty() {
             continue;
         }
@@ -851,6 +855,8 @@ fn best_upstream_move(
             break; // the best move for the first destination that has one
         }
     }
+    sc.ups = ups;
+    sc.prefix = prefix;
     best.map(|b| b.1)
 }
 
