@@ -16,9 +16,8 @@
 /// finding an edge is a short scan, not a hash lookup.
 #[derive(Clone, Debug, Default)]
 struct Layer {
-    /// Per vertex: successors, and how many paths induce each edge (same index).
-    succ: Vec<Vec<u32>>,
-    cnt: Vec<Vec<u32>>,
+    /// Per vertex: successors, each with how many paths induce the edge.
+    succ: Vec<Vec<(u32, u32)>>,
     pred: Vec<Vec<u32>>,
     /// Per vertex u: the v such that u → v is known to close a cycle with the layer's edges
     /// (found when it was the first new edge of a path, i.e. against the layer alone).
@@ -27,127 +26,163 @@ struct Layer {
     closes: Vec<Vec<u32>>,
     /// Vertices with a non-empty `closes` list (to forget them quickly).
     closing: Vec<u32>,
-    /// Topological position of each vertex.
+    /// Topological position of each vertex: distinct, not necessarily `0..n`. Positions
+    /// below `lo` and from `hi` up are free, so a vertex without predecessors can move to the
+    /// front (and one without successors to the back) in O(1).
     ord: Vec<u32>,
+    lo: u32,
+    hi: u32,
     edges: usize,
     paths: u64,
 }
+
+/// Search buffers shared by the layers of one [`Layers`]: the two Pearce–Kelly sets, a stack,
+/// the positions being handed out, and visit stamps (`seen[x] == epoch`: visited now).
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    fwd: Vec<u32>,
+    back: Vec<u32>,
+    stack: Vec<u32>,
+    slots: Vec<u32>,
+    seen: Vec<u32>,
+    epoch: u32,
+}
+
+impl Scratch {
+    /// A fresh stamp; every vertex unvisited.
+    fn next_epoch(&mut self, n: usize) -> u32 {
+        if self.seen.len() < n {
+            self.seen.resize(n, 0);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.seen.iter_mut().for_each(|s| *s = 0);
+            self.epoch = 1;
+        }
+        self.epoch
+    }
+}
+
+/// Where positions start: room below for every vertex that moves to the front.
+const ORD_BASE: u32 = 1 << 31;
 
 impl Layer {
     fn ensure(&mut self, n: usize) {
         if self.ord.is_empty() && n > 0 {
             self.succ = vec![Vec::new(); n];
-            self.cnt = vec![Vec::new(); n];
             self.pred = vec![Vec::new(); n];
             self.closes = vec![Vec::new(); n];
-            self.ord = (0..n as u32).collect();
+            self.ord = (0..n as u32).map(|i| ORD_BASE + i).collect();
+            self.lo = ORD_BASE - 1;
+            self.hi = ORD_BASE + n as u32;
         }
     }
 
     /// Adds one reference to edge u → v. False (and nothing changed) when it would close a
     /// cycle; `first_new` says no edge was added before it for the same path, so a refusal
     /// is the layer's alone and is remembered. Returns (fits, new edge).
-    fn add_edge(
-        &mut self,
-        u: u32,
-        v: u32,
-        first_new: bool,
-        fwd: &mut Vec<u32>,
-        back: &mut Vec<u32>,
-    ) -> (bool, bool) {
+    fn add_edge(&mut self, u: u32, v: u32, first_new: bool, s: &mut Scratch) -> (bool, bool) {
         if u == v {
             return (false, false);
         }
         let (ui, vi) = (u as usize, v as usize);
-        if let Some(i) = self.succ[ui].iter().position(|&x| x == v) {
-            self.cnt[ui][i] += 1;
+        if let Some(e) = self.succ[ui].iter_mut().find(|e| e.0 == v) {
+            e.1 += 1;
             return (true, false);
         }
         if self.closes[ui].contains(&v) {
             return (false, false);
         }
         let (ou, ov) = (self.ord[ui], self.ord[vi]);
-        if ou > ov && !self.reorder(u, v, ou, ov, fwd, back) {
-            if first_new {
-                if self.closes[ui].is_empty() {
-                    self.closing.push(u);
+        if ou > ov {
+            // Nothing leads into u: u may go first. Nothing leaves v: v may go last. Either
+            // keeps every edge in order (u's all point forward, v's all point into it).
+            if self.pred[ui].is_empty() && self.lo > 0 {
+                self.ord[ui] = self.lo;
+                self.lo -= 1;
+            } else if self.succ[vi].is_empty() && self.hi < u32::MAX {
+                self.ord[vi] = self.hi;
+                self.hi += 1;
+            } else if !self.reorder(u, v, ou, ov, s) {
+                if first_new {
+                    if self.closes[ui].is_empty() {
+                        self.closing.push(u);
+                    }
+                    self.closes[ui].push(v);
                 }
-                self.closes[ui].push(v);
+                return (false, false);
             }
-            return (false, false);
         }
-        self.succ[ui].push(v);
-        self.cnt[ui].push(1);
+        self.succ[ui].push((v, 1));
         self.pred[vi].push(u);
         self.edges += 1;
         (true, true)
     }
 
-    /// Pearce–Kelly: vertices reachable from v with order ≤ ord(u), and those reaching u with
-    /// order ≥ ord(v); a cycle if the first set holds u. Otherwise the two sets are given the
-    /// positions they held, backward set first.
-    fn reorder(
-        &mut self,
-        u: u32,
-        v: u32,
-        ou: u32,
-        ov: u32,
-        fwd: &mut Vec<u32>,
-        back: &mut Vec<u32>,
-    ) -> bool {
+    /// Pearce–Kelly: vertices reachable from v with order < ord(u), and those reaching u with
+    /// order > ord(v); a cycle if the first search meets u. Otherwise the two sets are given
+    /// the positions they held, backward set first.
+    fn reorder(&mut self, u: u32, v: u32, ou: u32, ov: u32, s: &mut Scratch) -> bool {
+        let e = s.next_epoch(self.ord.len());
+        let Scratch {
+            fwd,
+            back,
+            stack,
+            slots,
+            seen,
+            ..
+        } = s;
         fwd.clear();
         back.clear();
-        // Forward from v, bounded by ord(u). Visited: collected in `fwd`, marked by a
-        // temporary shift of their order past every position.
-        let n = self.ord.len() as u32;
-        let mark = |o: u32| o + n;
-        let mut stack = vec![v];
-        self.ord[v as usize] = mark(self.ord[v as usize]);
-        let mut cycle = false;
-        'search: while let Some(x) = stack.pop() {
+        stack.clear();
+        // Forward from v, bounded by ord(u) (every vertex on a path to u lies below it).
+        stack.push(v);
+        seen[v as usize] = e;
+        while let Some(x) = stack.pop() {
             fwd.push(x);
-            for &y in &self.succ[x as usize] {
+            for &(y, _) in &self.succ[x as usize] {
                 if y == u {
-                    cycle = true;
-                    break 'search;
+                    return false;
                 }
-                let oy = self.ord[y as usize];
-                if oy < n && oy <= ou {
-                    self.ord[y as usize] = mark(oy);
+                if seen[y as usize] != e && self.ord[y as usize] < ou {
+                    seen[y as usize] = e;
                     stack.push(y);
                 }
             }
         }
-        if cycle {
-            // Unmark what was visited and what was still queued.
-            for &x in fwd.iter().chain(stack.iter()) {
-                self.ord[x as usize] -= n;
-            }
-            return false;
-        }
-        let mut stack = vec![u];
-        self.ord[u as usize] = mark(self.ord[u as usize]);
+        // Backward from u, bounded by ord(v); disjoint from the forward set (a vertex in both
+        // would be a path v → u, found above).
+        stack.push(u);
+        seen[u as usize] = e;
         while let Some(x) = stack.pop() {
             back.push(x);
             for &y in &self.pred[x as usize] {
-                let oy = self.ord[y as usize];
-                if oy < n && oy >= ov {
-                    self.ord[y as usize] = mark(oy);
+                if seen[y as usize] != e && self.ord[y as usize] > ov {
+                    seen[y as usize] = e;
                     stack.push(y);
                 }
             }
         }
-        for &x in fwd.iter().chain(back.iter()) {
-            self.ord[x as usize] -= n;
+        // The positions both sets hold, in order (a merge of the two sorted sets); backward
+        // set (by order) then forward set.
+        let ord = &mut self.ord;
+        fwd.sort_unstable_by_key(|x| ord[*x as usize]);
+        back.sort_unstable_by_key(|x| ord[*x as usize]);
+        slots.clear();
+        let (mut i, mut j) = (0, 0);
+        while i < fwd.len() || j < back.len() {
+            let a = fwd.get(i).map_or(u32::MAX, |&x| ord[x as usize]);
+            let b = back.get(j).map_or(u32::MAX, |&x| ord[x as usize]);
+            if a < b {
+                slots.push(a);
+                i += 1;
+            } else {
+                slots.push(b);
+                j += 1;
+            }
         }
-        // The positions both sets hold, sorted; backward set (by order) then forward set.
-        let key = |x: &u32| self.ord[*x as usize];
-        fwd.sort_unstable_by_key(key);
-        back.sort_unstable_by_key(key);
-        let mut slots: Vec<u32> = fwd.iter().chain(back.iter()).map(key).collect();
-        slots.sort_unstable();
-        for (&x, &p) in back.iter().chain(fwd.iter()).zip(&slots) {
-            self.ord[x as usize] = p;
+        for (&x, &p) in back.iter().chain(fwd.iter()).zip(slots.iter()) {
+            ord[x as usize] = p;
         }
         true
     }
@@ -155,15 +190,14 @@ impl Layer {
     /// Drops one reference to edge u → v (which must exist); true when the edge is gone.
     fn remove_edge(&mut self, u: u32, v: u32) -> bool {
         let (ui, vi) = (u as usize, v as usize);
-        let Some(i) = self.succ[ui].iter().position(|&x| x == v) else {
+        let Some(i) = self.succ[ui].iter().position(|e| e.0 == v) else {
             return false;
         };
-        self.cnt[ui][i] -= 1;
-        if self.cnt[ui][i] > 0 {
+        self.succ[ui][i].1 -= 1;
+        if self.succ[ui][i].1 > 0 {
             return false;
         }
         self.succ[ui].swap_remove(i);
-        self.cnt[ui].swap_remove(i);
         let p = &mut self.pred[vi];
         if let Some(j) = p.iter().position(|&x| x == u) {
             p.swap_remove(j);
@@ -186,8 +220,7 @@ impl Layer {
 pub struct Layers {
     n: usize,
     layers: Vec<Layer>,
-    fwd: Vec<u32>,
-    back: Vec<u32>,
+    scratch: Scratch,
 }
 
 impl Layers {
@@ -196,8 +229,7 @@ impl Layers {
         Layers {
             n,
             layers: vec![Layer::default(); count],
-            fwd: Vec::new(),
-            back: Vec::new(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -230,7 +262,7 @@ impl Layers {
         layer.ensure(n);
         let mut fresh = true;
         for (i, w) in chans.windows(2).enumerate() {
-            let (fits, new) = layer.add_edge(w[0], w[1], fresh, &mut self.fwd, &mut self.back);
+            let (fits, new) = layer.add_edge(w[0], w[1], fresh, &mut self.scratch);
             if !fits {
                 for w in chans[..i + 1].windows(2) {
                     layer.remove_edge(w[0], w[1]);
@@ -251,7 +283,7 @@ impl Layers {
         let n = self.n;
         let layer = &mut self.layers[l];
         layer.ensure(n);
-        layer.add_edge(u, v, true, &mut self.fwd, &mut self.back).0
+        layer.add_edge(u, v, true, &mut self.scratch).0
     }
 
     /// True when `u → v` is remembered as closing a cycle in layer `l` (a refusal of
@@ -304,7 +336,7 @@ impl Layers {
         let n = layer.succ.len();
         let mut indeg = vec![0u32; n];
         for s in &layer.succ {
-            for &v in s {
+            for &(v, _) in s {
                 indeg[v as usize] += 1;
             }
         }
@@ -312,7 +344,7 @@ impl Layers {
         let mut seen = 0;
         while let Some(x) = q.pop() {
             seen += 1;
-            for &y in &layer.succ[x as usize] {
+            for &(y, _) in &layer.succ[x as usize] {
                 indeg[y as usize] -= 1;
                 if indeg[y as usize] == 0 {
                     q.push(y);
@@ -488,7 +520,7 @@ mod tests {
     /// insert accepted exactly when the layer's graph with the path stays acyclic.
     #[test]
     fn agrees_with_recomputing_acyclicity() {
-        for seed in 0..40u64 {
+        for seed in 0..200u64 {
             let mut rng = Rng::new(seed);
             let n = 3 + rng.below(12) as usize;
             let mut l = Layers::new(n, 1);
@@ -516,7 +548,7 @@ mod tests {
                         let lay = &mut b.layers[0];
                         lay.ensure(n);
                         for &(a, c) in &edges {
-                            lay.succ[a as usize].push(c);
+                            lay.succ[a as usize].push((c, 1));
                         }
                         ok = b.is_acyclic(0);
                     }
@@ -528,6 +560,17 @@ mod tests {
                     inside.push(p);
                 }
                 assert!(l.is_acyclic(0), "seed {seed}");
+                // the kept order is topological, with distinct positions
+                let lay = &l.layers[0];
+                let mut pos = lay.ord.clone();
+                pos.sort_unstable();
+                pos.dedup();
+                assert_eq!(pos.len(), lay.ord.len(), "seed {seed}: positions repeat");
+                for (a, out) in lay.succ.iter().enumerate() {
+                    for &(c, _) in out {
+                        assert!(lay.ord[a] < lay.ord[c as usize], "seed {seed}: {a} -> {c}");
+                    }
+                }
             }
         }
     }
