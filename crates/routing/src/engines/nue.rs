@@ -38,9 +38,10 @@
 //! path from switch `s` gains `s`'s sources (its end ports).
 //!
 //! **Orders.** Which order of destinations balances best depends on the fabric; four are
-//! routed in parallel and the one with the least loaded busiest channel (then the fewest
-//! hops) kept. An order whose busiest channel passes a finished order's gives up, which
-//! cannot change the choice, so the result does not depend on timing or thread count.
+//! routed in parallel (small fabrics add seeded random orders, as many as a fixed amount of
+//! work allows) and the one with the least loaded busiest channel (then the fewest hops)
+//! kept. An order whose busiest channel passes a finished order's gives up, which cannot
+//! change the choice, so the result does not depend on timing or thread count.
 //!
 //! Switch LIDs are routed in their switch's layer like every other destination, so switch
 //! traffic is deadlock-free too (OpenSM routes them without the check unless
@@ -385,6 +386,15 @@ const ORDERS: [&str; 4] = [
     "OpenSM's order (port GUIDs, byte-swapped)",
 ];
 
+/// Random orders tried beside [`ORDERS`] (order `4 + i` is the fabric's order shuffled with
+/// seed `4 + i`): as many as fit `EXTRA_WORK` (destination LIDs × switches per order), at most
+/// `MAX_EXTRA`. On the shared fabrics that is none from about 200 switches up and up to 60 on
+/// the smallest, where each order costs well under a millisecond, and it lowers the busiest
+/// channel of some of them (measured: a 36-switch Dragonfly with failed links at 1 VL, 218
+/// with the four named orders, 160 with 60 more).
+const EXTRA_WORK: u64 = 1 << 17;
+const MAX_EXTRA: usize = 60;
+
 /// The orders of [`ORDERS`] by how often each was the best over the shared fabrics at 1 and
 /// 8 VLs (2026-12-01), which is the order they are started in.
 const FIRST: [usize; 4] = [3, 2, 1, 0];
@@ -415,7 +425,7 @@ fn order_destinations(t: &Topo, roots: &[usize], o: usize, mine: &mut Vec<Dest>)
             keyed.sort_by_key(|x| x.0);
             *mine = keyed.into_iter().map(|x| x.1).collect();
         }
-        _ => {
+        3 => {
             // end-port LIDs by their port GUID as OpenSM's map orders it, switch LIDs after
             let guid = |d: &Dest| {
                 t.f.lid_port(d.1 as u16)
@@ -424,6 +434,7 @@ fn order_destinations(t: &Topo, roots: &[usize], o: usize, mine: &mut Vec<Dest>)
             let is_switch = |d: &Dest| d.2 == 0 && t.sw_lid[d.0 as usize] as u32 == d.1;
             mine.sort_by_key(|d| (is_switch(d), guid(d)));
         }
+        _ => fabric::rng::Rng::new(o as u64).shuffle(mine),
     }
 }
 
@@ -493,12 +504,16 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
     let bound = AtomicU64::new(u64::MAX);
     // Workers take the next order from `FIRST` as they become free, so the orders most often
     // best run first and the bound is tight when the others run.
+    // small fabrics also try random orders, as many as a fixed amount of work allows
+    let work = (dests.len() as u64 * t.num_alive() as u64).max(1);
+    let extra = (EXTRA_WORK / work).min(MAX_EXTRA as u64) as usize;
+    let first: Vec<usize> = FIRST.iter().copied().chain(4..4 + extra).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let worker = || {
         let mut mine = Vec::new();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&o) = FIRST.get(i) else { break };
+            let Some(&o) = first.get(i) else { break };
             let c = Common {
                 plans: &plans,
                 scored: &scored,
@@ -536,8 +551,8 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
     let mut notes = vec![format!(
         "nue: {used} of {k} layers hold destinations (VLs {start_vl}..{}, SL = VL); destination LIDs per layer {per_layer:?}; destinations in {} (the best of {} orders)",
         start_vl as usize + k - 1,
-        ORDERS[best],
-        ORDERS.len()
+        ORDERS.get(best).copied().unwrap_or("a random order"),
+        first.len()
     )];
     if a.tally.backtracked > 0 {
         notes.push(format!(
