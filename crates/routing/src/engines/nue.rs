@@ -43,6 +43,14 @@
 //! kept. An order whose busiest channel passes a finished order's gives up, which cannot
 //! change the choice, so the result does not depend on timing or thread count.
 //!
+//! **Rip-up and reroute.** On small fabrics (a fixed amount of work, [`improve`]) the kept
+//! order is then improved in place: a destination LID crossing the busiest channel is taken
+//! out of its layer (its routes and its dependencies) and routed again on the loads without
+//! it, kept when the busiest channel (then how many channels are that busy, then all routes)
+//! drops, else put back; then LIDs with the most hops above shortest are routed again with
+//! hops costing more, kept when the routes drop and the busiest channel does not rise. The
+//! layer graphs stay exactly the dependencies of the tables, so they stay acyclic.
+//!
 //! Switch LIDs are routed in their switch's layer like every other destination, so switch
 //! traffic is deadlock-free too (OpenSM routes them without the check unless
 //! `nue_include_switches`).
@@ -343,6 +351,8 @@ fn mark_escape(layers: &mut Layers, l: usize, tree: &Tree, dests: &[usize], n: u
 
 /// Reusable per-destination state.
 struct Work {
+    /// The cost of one hop in route counts (`Net::hop`, more when [`improve`] shortens).
+    hop: u64,
     /// Per switch: the channel it forwards on (`NONE` = unreached or the destination).
     out: Vec<u32>,
     /// Per switch: the next switch's channel its dependency leads into (`NONE`: none added).
@@ -364,6 +374,24 @@ struct Work {
 }
 
 /// What routing one layer's destinations came to.
+impl Work {
+    fn new(n: usize, hop: u64) -> Self {
+        Work {
+            hop,
+            out: vec![NONE; n],
+            dep: vec![NONE; n],
+            par: vec![NONE; n],
+            done: vec![false; n],
+            order: Vec::with_capacity(n),
+            heap: BinaryHeap::new(),
+            dist: vec![u64::MAX; n],
+            cand: vec![NONE; n],
+            touched: Vec::new(),
+            acc: vec![0; n],
+        }
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     /// Destination LIDs whose search left switches unreached.
@@ -398,6 +426,14 @@ const MAX_EXTRA: usize = 60;
 /// The orders of [`ORDERS`] by how often each was the best over the shared fabrics at 1 and
 /// 8 VLs (2026-12-01), which is the order they are started in.
 const FIRST: [usize; 4] = [3, 2, 1, 0];
+
+/// Rip-up and reroute after the choice of order: at most this many units of work (tries ×
+/// destination LIDs × switches), so only small fabrics do it, and at most
+/// `IMPROVE_PER_DEST` tries per destination LID.
+const IMPROVE_WORK: u64 = 1 << 22;
+const IMPROVE_PER_DEST: u64 = 8;
+/// While [`improve`] shortens paths, a hop costs this many times [`Net::hop`].
+const SHORTEN: u64 = 8;
 
 /// Puts a layer's destinations (in the fabric's order: end-port LIDs, then switch LIDs) in
 /// order `o` of [`ORDERS`]; stable, so ties keep the fabric's order.
@@ -448,6 +484,12 @@ struct Attempt {
     tally: Tally,
     /// Routes of end-port pairs on the busiest channel, and over all channels (base LIDs).
     score: (u64, u64),
+    /// What [`improve`] works on: the layers' graphs, the routes per channel (all LIDs, and
+    /// the scored ones), and per LID whether it follows an escape tree (never moved).
+    layers: Layers,
+    load: Vec<u64>,
+    pair_load: Vec<u64>,
+    escaped: Vec<bool>,
 }
 
 fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
@@ -509,28 +551,38 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
     let extra = (EXTRA_WORK / work).min(MAX_EXTRA as u64) as usize;
     let first: Vec<usize> = FIRST.iter().copied().chain(4..4 + extra).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
+    let c = Common {
+        plans: &plans,
+        scored: &scored,
+        stride,
+    };
+    // each worker keeps its best attempt (least score, then least order index)
     let worker = || {
-        let mut mine = Vec::new();
+        let mut mine: Option<(usize, Attempt)> = None;
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(&o) = first.get(i) else { break };
-            let c = Common {
-                plans: &plans,
-                scored: &scored,
-                stride,
-            };
-            mine.push((o, route_order(&net, &c, o, &bound)));
+            if let Some(a) = route_order(&net, &c, o, &bound) {
+                if mine
+                    .as_ref()
+                    .is_none_or(|(bo, b)| (a.score, o) < (b.score, *bo))
+                {
+                    mine = Some((o, a));
+                }
+            }
         }
         mine
     };
     let (a, b) = rayon::join(worker, worker);
-    let mut attempts: Vec<(usize, Option<Attempt>)> = a.into_iter().chain(b).collect();
-    attempts.sort_by_key(|x| x.0);
-    let (best, a) = attempts
+    let (best, mut a) = a
         .into_iter()
-        .filter_map(|(o, a)| a.map(|a| (o, a)))
+        .chain(b)
         .min_by_key(|(o, a)| (a.score, *o))
         .expect("the first order to finish is kept");
+    // small fabrics: rip-up and reroute what crosses the busiest channel
+    let trials = (IMPROVE_WORK / work).min(IMPROVE_PER_DEST * dests.len() as u64) as usize;
+    let before = a.score;
+    let (moved, tried) = improve(&net, &c, &mut a, trials);
     // trivial entries (own switch LID, own end ports) are already in `r`; copy the rest
     let lft = transpose_rect(&a.cols, stride, n);
     for (i, &p) in lft.iter().enumerate() {
@@ -566,8 +618,253 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
             a.tally.impasses, a.tally.escaping
         ));
     }
+    if tried > 0 {
+        notes.push(format!(
+            "nue: then rip-up and reroute moved {moved} of {tried} destination LIDs tried: end-port routes on the busiest channel {} -> {}, over all channels {} -> {}",
+            before.0, a.score.0, before.1, a.score.1
+        ));
+    }
     unreached_note(t, a.tally.unreached, &mut notes);
     Routed { routing: r, notes }
+}
+
+/// The output channel of switch `s` at `port`.
+fn channel_at(t: &Topo, s: usize, port: u8) -> u32 {
+    t.links(s)
+        .iter()
+        .find(|a| a.port == port)
+        .map_or(NONE, |a| a.ch)
+}
+
+/// Adds (`sign` true) or takes away the routes of one scored destination `ds` whose
+/// switches forward on `out` (`NONE` at `ds` and outside its component): every channel on
+/// the way from a switch gains or loses its end ports.
+#[allow(clippy::too_many_arguments)]
+fn shift(
+    net: &Net,
+    members: &[u32],
+    ds: usize,
+    out: &[u32],
+    src_w: &[u64],
+    load: &mut [u64],
+    pair_load: &mut [u64],
+    add: bool,
+) {
+    for &s in members {
+        let (s, wgt) = (s as usize, src_w[s as usize]);
+        if s == ds || wgt == 0 {
+            continue;
+        }
+        let mut x = s;
+        let mut steps = 0;
+        while x != ds && out[x] != NONE && steps < members.len() {
+            let ch = out[x] as usize;
+            if add {
+                load[ch] += wgt;
+                pair_load[ch] += wgt;
+            } else {
+                load[ch] -= wgt;
+                pair_load[ch] -= wgt;
+            }
+            x = net.ch_dst[ch] as usize;
+            steps += 1;
+        }
+    }
+}
+
+/// The local search's objective: routes on the busiest channel, how many channels carry
+/// that many, and routes over all channels (hops), least first.
+fn objective(pair_load: &[u64]) -> (u64, usize, u64) {
+    let top = pair_load.iter().copied().max().unwrap_or(0);
+    let at = pair_load.iter().filter(|&&x| x == top).count();
+    (top, at, pair_load.iter().sum())
+}
+
+/// Rip-up and reroute on the chosen attempt, at most `budget` tries in all. First, while a
+/// destination LID crossing the busiest channel can be taken out of its layer and routed
+/// again so that [`objective`] drops, it is (the lowest channel of the busiest first).
+/// Then LIDs whose paths are longer than shortest, the most extra hops first, are routed
+/// again with a hop costing [`SHORTEN`] times more, kept when the routes over all channels
+/// drop and the busiest channel does not rise. LIDs that follow an escape tree are never
+/// moved (they hold tree dependencies the graph does not count). Returns (moved, tried).
+fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usize) {
+    if budget == 0 {
+        return (0, 0);
+    }
+    let t = net.t;
+    let n = t.n;
+    let src_w: Vec<u64> = (0..n).map(|s| t.ends_on(s).len() as u64).collect();
+    let cands: Vec<(usize, Dest)> = c
+        .plans
+        .iter()
+        .enumerate()
+        .flat_map(|(l, p)| p.dests.iter().map(move |&d| (l, d)))
+        .filter(|(_, d)| c.scored[d.1 as usize] && !a.escaped[d.1 as usize])
+        .collect();
+    let mut m = Mover {
+        w: Work::new(n, net.hop),
+        old: vec![NONE; n],
+        src_w,
+        score: objective(&a.pair_load),
+    };
+    let (mut moved, mut tried) = (0, 0);
+    'search: loop {
+        let hot = (0..a.pair_load.len())
+            .max_by_key(|&ch| (a.pair_load[ch], Reverse(ch)))
+            .unwrap_or(0);
+        let (hs, hp) = (net.ch_dst[hot ^ 1] as usize, net.ch_port[hot]);
+        let mut better = false;
+        for &(l, (ds, lid, _)) in &cands {
+            let (ds, lid) = (ds as usize, lid as usize);
+            if hs == ds || a.cols[lid * n + hs] != hp {
+                continue;
+            }
+            if tried >= budget {
+                break 'search;
+            }
+            tried += 1;
+            if m.try_move(net, a, l, ds, lid, |new, old| new < old) {
+                moved += 1;
+                better = true;
+                break;
+            }
+        }
+        if !better {
+            break;
+        }
+    }
+    m.w.hop = net.hop * SHORTEN;
+    let mut excess: Vec<(u64, usize)> = Vec::new();
+    for (i, &(_, (ds, lid, _))) in cands.iter().enumerate() {
+        if tried >= budget {
+            break;
+        }
+        let ex = extra_hops(net, &a.cols, &m.src_w, ds as usize, lid as usize);
+        if ex > 0 {
+            excess.push((ex, i));
+        }
+    }
+    excess.sort_by_key(|&(ex, i)| (Reverse(ex), i));
+    for &(_, i) in &excess {
+        if tried >= budget {
+            break;
+        }
+        tried += 1;
+        let (l, (ds, lid, _)) = cands[i];
+        if m.try_move(net, a, l, ds as usize, lid as usize, |new, old| {
+            new.0 <= old.0 && new.2 < old.2
+        }) {
+            moved += 1;
+        }
+    }
+    a.score = (m.score.0, m.score.2);
+    (moved, tried)
+}
+
+/// Hops above shortest of LID `lid` (switch `ds`), summed over its sources.
+fn extra_hops(net: &Net, cols: &[u8], src_w: &[u64], ds: usize, lid: usize) -> u64 {
+    let t = net.t;
+    let n = t.n;
+    let lv = super::ranking::bfs_levels(t, &[ds]);
+    let col = &cols[lid * n..(lid + 1) * n];
+    let mut ex = 0u64;
+    for &s in &net.members[net.comp[ds] as usize] {
+        let s = s as usize;
+        if s == ds || src_w[s] == 0 {
+            continue;
+        }
+        let (mut x, mut len) = (s, 0u32);
+        while x != ds && len as usize <= n {
+            x = net.ch_dst[channel_at(t, x, col[x]) as usize] as usize;
+            len += 1;
+        }
+        ex += len.saturating_sub(lv[s]) as u64 * src_w[s];
+    }
+    ex
+}
+
+/// What [`improve`]'s moves share: the search's buffers, a LID's old channels, the sources
+/// per switch, and the objective of the tables as they stand.
+struct Mover {
+    w: Work,
+    old: Vec<u32>,
+    src_w: Vec<u64>,
+    score: (u64, usize, u64),
+}
+
+impl Mover {
+    /// Takes LID `lid` (switch `ds`, layer `l`) out of the attempt, its routes and its
+    /// dependencies, routes it again on the loads without it, and keeps the new tables when
+    /// `keep(new objective, objective)`. Otherwise, or when the search meets an impasse,
+    /// the old routes and dependencies go back: they fitted with everything else before, so
+    /// they fit again. Returns whether the LID moved.
+    #[allow(clippy::too_many_arguments)]
+    fn try_move(
+        &mut self,
+        net: &Net,
+        a: &mut Attempt,
+        l: usize,
+        ds: usize,
+        lid: usize,
+        keep: impl Fn((u64, usize, u64), (u64, usize, u64)) -> bool,
+    ) -> bool {
+        let t = net.t;
+        let n = t.n;
+        let members = &net.members[net.comp[ds] as usize];
+        let (w, old) = (&mut self.w, &mut self.old);
+        let col = &a.cols[lid * n..(lid + 1) * n];
+        for &s in members {
+            let s = s as usize;
+            old[s] = if s == ds || col[s] == NO_PORT {
+                NONE
+            } else {
+                channel_at(t, s, col[s])
+            };
+        }
+        let (load, pair) = (&mut a.load, &mut a.pair_load);
+        shift(net, members, ds, old, &self.src_w, load, pair, false);
+        let held = |s: u32| {
+            let ch = old[s as usize];
+            let u = if ch == NONE {
+                ds
+            } else {
+                net.ch_dst[ch as usize] as usize
+            };
+            (u != ds).then(|| (ch, old[u]))
+        };
+        for (u, v) in members.iter().filter_map(|&s| held(s)) {
+            a.layers.remove_edge(l, u, v);
+        }
+        a.layers.forget_refusals(l);
+        let mut tally = Tally::default();
+        if route_one(net, &mut a.layers, l, None, ds, load, w, &mut tally) {
+            shift(net, members, ds, &w.out, &self.src_w, load, pair, true);
+            let new = objective(pair);
+            if keep(new, self.score) {
+                let col = &mut a.cols[lid * n..(lid + 1) * n];
+                for &s in members.iter().filter(|&&s| s as usize != ds) {
+                    col[s as usize] = net.ch_port[w.out[s as usize] as usize];
+                }
+                self.score = new;
+                return true;
+            }
+            shift(net, members, ds, &w.out, &self.src_w, load, pair, false);
+        }
+        for &s in &w.order {
+            let s = s as usize;
+            if s != ds && w.dep[s] != NONE {
+                a.layers.remove_edge(l, w.out[s], w.dep[s]);
+            }
+        }
+        // refusals met while the new routes were in may not hold without them
+        a.layers.forget_refusals(l);
+        for (u, v) in members.iter().filter_map(|&s| held(s)) {
+            let back = a.layers.try_add_edge(l, u, v);
+            assert!(back, "a LID's old dependencies fit again");
+        }
+        shift(net, members, ds, old, &self.src_w, load, pair, true);
+        false
+    }
 }
 
 /// One layer's destinations (in the fabric's order), their switches (ascending) and the
@@ -603,19 +900,9 @@ fn route_order(net: &Net, c: &Common, o: usize, bound: &AtomicU64) -> Option<Att
     let mut pair_load = vec![0u64; nch];
     let mut layers = Layers::new(nch, plans.len());
     let mut cols = vec![NO_PORT; stride * n];
-    let mut w = Work {
-        out: vec![NONE; n],
-        dep: vec![NONE; n],
-        par: vec![NONE; n],
-        done: vec![false; n],
-        order: Vec::with_capacity(n),
-        heap: BinaryHeap::new(),
-        dist: vec![u64::MAX; n],
-        cand: vec![NONE; n],
-        touched: Vec::new(),
-        acc: vec![0; n],
-    };
+    let mut w = Work::new(n, net.hop);
     let mut tally = Tally::default();
+    let mut escaped = vec![false; stride];
     let alive = t.num_alive();
     let mut busiest = 0u64;
     for (l, plan) in plans.iter().enumerate() {
@@ -627,16 +914,18 @@ fn route_order(net: &Net, c: &Common, o: usize, bound: &AtomicU64) -> Option<Att
         order_destinations(t, &plan.roots, o, &mut mine);
         mark_escape(&mut layers, l, &tree, &plan.switches, n);
         for &(ds, lid, port) in &mine {
+            let before = tally.impasses;
             route_one(
                 net,
                 &mut layers,
                 l,
-                &tree,
+                Some(&tree),
                 ds as usize,
                 &load,
                 &mut w,
                 &mut tally,
             );
+            escaped[lid as usize] = tally.impasses > before;
             tally.unreached += alive - w.order.len();
             // tables
             let col = &mut cols[lid as usize * n..(lid as usize + 1) * n];
@@ -674,23 +963,33 @@ fn route_order(net: &Net, c: &Common, o: usize, bound: &AtomicU64) -> Option<Att
     }
     bound.fetch_min(busiest, Ordering::Relaxed);
     let score = (busiest, pair_load.iter().sum());
-    Some(Attempt { cols, tally, score })
+    Some(Attempt {
+        cols,
+        tally,
+        score,
+        layers,
+        load,
+        pair_load,
+        escaped,
+    })
 }
 
 /// Routes destination switch `ds` (one LID) in layer `l`: fills `w.order` (switches reached,
 /// each after the one it forwards to), `w.out` and `w.par`, with every dependency in the
-/// layer's graph.
+/// layer's graph. Without an escape `tree`, an impasse the backtracking does not solve
+/// returns false, with the reached switches in `w.order` holding their dependencies
+/// (`w.out[s] → w.dep[s]`); true when every switch of the component is reached.
 #[allow(clippy::too_many_arguments)]
 fn route_one(
     net: &Net,
     layers: &mut Layers,
     l: usize,
-    tree: &Tree,
+    tree: Option<&Tree>,
     ds: usize,
     load: &[u64],
     w: &mut Work,
     tally: &mut Tally,
-) {
+) -> bool {
     let t = net.t;
     for &s in &w.order {
         let s = s as usize;
@@ -734,7 +1033,7 @@ fn route_one(
                         if next != NONE && layers.refused(l, a.ch, next) {
                             continue;
                         }
-                        best = best.min((w.dist[u] + net.hop + load[a.ch as usize], a.ch));
+                        best = best.min((w.dist[u] + w.hop + load[a.ch as usize], a.ch));
                     }
                     w.dist[v] = best.0;
                     w.cand[v] = best.1;
@@ -749,7 +1048,7 @@ fn route_one(
             }
             w.done[v] = true;
             w.order.push(v as u32);
-            relax(t, net.hop, w, load, v, d);
+            relax(t, w.hop, w, load, v, d);
         }
         if w.order.len() >= want {
             break;
@@ -759,7 +1058,7 @@ fn route_one(
             Some(v) => {
                 moved = true;
                 let d = w.dist[v];
-                relax(t, net.hop, w, load, v, d);
+                relax(t, w.hop, w, load, v, d);
             }
             None => break,
         }
@@ -778,9 +1077,11 @@ fn route_one(
         }
     }
     if w.order.len() < want {
+        let Some(tree) = tree else { return false };
         tally.impasses += 1;
         tally.escaping += escape(net, layers, l, tree, ds, w);
     }
+    true
 }
 
 /// Offers every unreached neighbour of `v` (finished at cost `d`) the hand-over to `v`.
@@ -873,7 +1174,7 @@ fn backtrack(net: &Net, layers: &mut Layers, l: usize, ds: usize, w: &mut Work) 
                 w.out[x] = xa.ch;
                 w.par[x] = a as u32;
                 w.dep[x] = lch;
-                w.dist[x] = w.dist[a] + net.hop;
+                w.dist[x] = w.dist[a] + w.hop;
                 w.order.push(x as u32);
                 return Some(x);
             }

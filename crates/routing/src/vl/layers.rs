@@ -302,6 +302,12 @@ impl Layers {
         self.layers[l].remove_edge(u, v);
     }
 
+    /// Forgets the refusals remembered in layer `l`: after [`Layers::remove_edge`] took
+    /// edges out, a refused edge may fit again.
+    pub fn forget_refusals(&mut self, l: usize) {
+        self.layers[l].forget_closing();
+    }
+
     /// Takes a path placed with [`Layers::try_add`] out of layer `l`.
     pub fn remove(&mut self, l: usize, chans: &[u32]) {
         let layer = &mut self.layers[l];
