@@ -43,7 +43,7 @@
 //! kept. An order whose busiest channel passes a finished order's gives up, which cannot
 //! change the choice, so the result does not depend on timing or thread count.
 //!
-//! **Rip-up and reroute.** On small fabrics (a fixed amount of work, [`improve`]) the kept
+//! **Rip-up and reroute.** On small fabrics (a fixed amount of work, `improve`) the kept
 //! order is then improved in place: a destination LID crossing the busiest channel is taken
 //! out of its layer (its routes and its dependencies) and routed again on the loads without
 //! it, kept when the busiest channel (then how many channels are that busy, then all routes)
