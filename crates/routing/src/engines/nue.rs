@@ -709,9 +709,13 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
     };
     let (mut moved, mut tried) = (0, 0);
     'search: loop {
-        let hot = (0..a.pair_load.len())
+        let Some(hot) = (0..a.pair_load.len())
+            .filter(|&ch| a.pair_load[ch] > 0)
             .max_by_key(|&ch| (a.pair_load[ch], Reverse(ch)))
-            .unwrap_or(0);
+        else {
+            break; // no end-port routes cross a switch-to-switch channel
+        };
+        // (a loaded channel joins two switches)
         let (hs, hp) = (net.ch_dst[hot ^ 1] as usize, net.ch_port[hot]);
         let mut better = false;
         for &(l, (ds, lid, _)) in &cands {
