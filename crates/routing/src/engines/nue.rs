@@ -708,13 +708,11 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
         score: objective(&a.pair_load),
     };
     let (mut moved, mut tried) = (0, 0);
-    'search: loop {
-        let Some(hot) = (0..a.pair_load.len())
-            .filter(|&ch| a.pair_load[ch] > 0)
-            .max_by_key(|&ch| (a.pair_load[ch], Reverse(ch)))
-        else {
-            break; // no end-port routes cross a switch-to-switch channel
-        };
+    // the busiest channel; none when no end-port route crosses a switch-to-switch channel
+    'search: while let Some(hot) = (0..a.pair_load.len())
+        .filter(|&ch| a.pair_load[ch] > 0)
+        .max_by_key(|&ch| (a.pair_load[ch], Reverse(ch)))
+    {
         // (a loaded channel joins two switches)
         let (hs, hp) = (net.ch_dst[hot ^ 1] as usize, net.ch_port[hot]);
         let mut better = false;
