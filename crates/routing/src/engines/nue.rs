@@ -777,7 +777,11 @@ fn extra_hops(net: &Net, cols: &[u8], src_w: &[u64], ds: usize, lid: usize) -> u
         }
         let (mut x, mut len) = (s, 0u32);
         while x != ds && len as usize <= n {
-            x = net.ch_dst[channel_at(t, x, col[x]) as usize] as usize;
+            let ch = channel_at(t, x, col[x]);
+            if ch == NONE {
+                return 0; // not a complete tree (never for a LID without an impasse)
+            }
+            x = net.ch_dst[ch as usize] as usize;
             len += 1;
         }
         ex += len.saturating_sub(lv[s]) as u64 * src_w[s];
