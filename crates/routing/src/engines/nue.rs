@@ -492,7 +492,31 @@ struct Attempt {
     escaped: Vec<bool>,
 }
 
+/// Routes with `k` layers; on a small fabric (one that tries random orders) with `k > 1` also
+/// with one layer, and keeps the one layer when it balances better (then its busiest channel
+/// is lower, or as low with fewer hops): on trees the layers' escape trees and split
+/// destinations can cost more than the cycles they avoid, and more VLs should never route
+/// worse than one.
 fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
+    let (layered, score, small) = route_layers(t, k, start_vl);
+    if k == 1 || !small {
+        return layered;
+    }
+    let (mut one, one_score, _) = route_layers(t, 1, start_vl);
+    if one_score < score {
+        one.notes.push(format!(
+            "nue: one layer balances better than {k} here (end-port routes on the busiest channel {} against {}, over all channels {} against {}): one layer kept, on VL {start_vl}",
+            one_score.0, score.0, one_score.1, score.1
+        ));
+        one
+    } else {
+        layered
+    }
+}
+
+/// Routes with `k` layers. Returns the tables, their score (end-port routes on the busiest
+/// channel, over all channels) and whether the fabric is small (tries random orders).
+fn route_layers(t: &Topo, k: usize, start_vl: u8) -> (Routed, (u64, u64), bool) {
     let n = t.n;
     let net = Net::new(t);
     let mut r = t.base_routing();
@@ -625,7 +649,7 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
         ));
     }
     unreached_note(t, a.tally.unreached, &mut notes);
-    Routed { routing: r, notes }
+    (Routed { routing: r, notes }, a.score, extra > 0)
 }
 
 /// The output channel of switch `s` at `port`.
