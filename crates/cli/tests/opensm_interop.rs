@@ -348,7 +348,10 @@ fn ibdmchk_finds_our_vl_engines_deadlock_free() {
             "{engine} on {spec:?}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        if free {
+        // (nue keeps one layer, all on SL 0, where that balances better: then there are no
+        // path SLs to write and ibdmchk's default SL 0 is exact)
+        let one_layer = String::from_utf8_lossy(&o.stderr).contains("one layer kept");
+        if free && !one_layer {
             assert!(
                 out.join("opensm-path-sl.psl").exists(),
                 "{engine} writes its path SLs"
