@@ -10,6 +10,8 @@
 //! is the identity. Each layer keeps its own channel dependency graph ([`Layers`], an
 //! incremental topological order), and the invariant is that it stays **acyclic**: every
 //! dependency any table of the layer creates is in it, and none is added that closes a cycle.
+//! On small fabrics the whole routing is also done with one layer, kept when it balances
+//! better (trees), so there more VLs never route worse than one.
 //!
 //! **Escape paths.** Per layer a spanning tree from the layer's central switch (least
 //! eccentricity toward the layer's destination switches, then least total distance) by
