@@ -506,15 +506,15 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
-    /// RFTR over the VL engines' tables (their VLs and SLs kept, repaired paths on the VLs
+    #![proptest_config(ProptestConfig { cases: 40, .. ProptestConfig::default() })]
+    /// RFTR over the VL engines' tables (nue and torus-2QoS included) (their VLs and SLs kept, repaired paths on the VLs
     /// above): every invariant after every fault, with the walker of this file (every
     /// selected pair arrives, VLs within the budget, the union of the surviving old walks and
     /// the new ones acyclic over (channel, VL)), and the verifier agrees.
     #[test]
     fn random_faults_on_vl_engine_bases(
         kind in 0usize..4,
-        engine in 0usize..3,
+        engine in 0usize..5,
         seed in 0u64..1000,
         nfaults in 1usize..4,
         with_switch in any::<bool>(),
@@ -525,7 +525,7 @@ proptest! {
             2 => "slimfly 5 hosts=2 lmc=3".to_string(),
             _ => format!("randreg 12 4 hcas=2 lmc=3 seed={seed}"),
         };
-        let name = ["dfsssp", "lash", "hopvl"][engine];
+        let name = ["dfsssp", "lash", "hopvl", "nue", "torus-2QoS"][engine];
         let f = fabric(&spec);
         let vls = 8u8;
         // the engine may decline (VLs): nothing to repair then
@@ -785,7 +785,7 @@ proptest! {
     #[test]
     fn random_faults_on_tree_bases(
         kind in 0usize..3,
-        engine in 0usize..3,
+        engine in 0usize..5,
         seed in 0u64..1000,
         nfaults in 1usize..4,
     ) {
@@ -846,7 +846,7 @@ proptest! {
     #[test]
     fn tables_completed_for_checkers_over_vl_bases(
         kind in 0usize..4,
-        engine in 0usize..3,
+        engine in 0usize..5,
         seed in 0u64..1000,
         nfaults in 1usize..3,
     ) {
