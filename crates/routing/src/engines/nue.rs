@@ -662,7 +662,7 @@ fn channel_at(t: &Topo, s: usize, port: u8) -> u32 {
         .map_or(NONE, |a| a.ch)
 }
 
-/// Adds (`sign` true) or takes away the routes of one scored destination `ds` whose
+/// Adds (`add`) or takes away the routes of one scored destination `ds` whose
 /// switches forward on `out` (`NONE` at `ds` and outside its component): every channel on
 /// the way from a switch gains or loses its end ports.
 #[allow(clippy::too_many_arguments)]
