@@ -323,15 +323,7 @@ fn nue_routes_fabrics_with_no_loaded_switch_link() {
     let one = "Switch 4 \"S0\"\n[1] \"H0\"[1]\n[2] \"H1\"[1]\n\nHca 1 \"H0\"\n[1] \"S0\"[1]\n\nHca 1 \"H1\"\n[1] \"S0\"[2]\n";
     let two = "Switch 4 \"S0\"\n[1] \"H0\"[1]\n[2] \"H1\"[1]\n[3] \"S1\"[3]\n\nSwitch 4 \"S1\"\n[3] \"S0\"[3]\n\nHca 1 \"H0\"\n[1] \"S0\"[1]\n\nHca 1 \"H1\"\n[1] \"S0\"[2]\n";
     for (name, text) in [("one switch", one), ("hosts on one of two switches", two)] {
-        let mut none = |n: &str| -> Result<(String, Vec<u8>), String> { Err(n.to_string()) };
-        let f = fabric::io::read(
-            text.as_bytes(),
-            name,
-            &mut none,
-            fabric::BuildOptions::default(),
-        )
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
-        .fabric;
+        let f = common::parse_fabric(text.as_bytes(), name);
         for vls in [1u8, 8] {
             let (_, rep) = nue_verdict(&f, &FaultMask::none(&f), vls, name);
             assert_eq!(rep.pairs.ok, 2, "{name}");

@@ -106,6 +106,8 @@ struct Net<'t> {
     /// The cost of one hop in route counts: the number of end ports (a path may take one
     /// hop more to avoid channels that carry that many more routes).
     hop: u64,
+    /// Per switch: its sources (end ports), the routes a path from it carries.
+    src_w: Vec<u64>,
 }
 
 impl<'t> Net<'t> {
@@ -148,6 +150,7 @@ impl<'t> Net<'t> {
             comp,
             members,
             hop: t.ends.len().max(1) as u64,
+            src_w: (0..t.n).map(|s| t.ends_on(s).len() as u64).collect(),
         }
     }
 }
@@ -500,11 +503,13 @@ struct Attempt {
 /// destinations can cost more than the cycles they avoid, and more VLs should never route
 /// worse than one.
 fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
-    let (layered, score, small) = route_layers(t, k, start_vl);
+    let net = Net::new(t);
+    let dests = Dests::new(t);
+    let (layered, score, small) = route_layers(&net, &dests, k, start_vl);
     if k == 1 || !small {
         return layered;
     }
-    let (mut one, one_score, _) = route_layers(t, 1, start_vl);
+    let (mut one, one_score, _) = route_layers(&net, &dests, 1, start_vl);
     if one_score < score {
         one.notes.push(format!(
             "nue: one layer balances better than {k} here (end-port routes on the busiest channel {} against {}, over all channels {} against {}): one layer kept, on VL {start_vl}",
@@ -516,36 +521,56 @@ fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
     }
 }
 
+/// The destination LIDs, the same whatever the layers.
+struct Dests {
+    /// Every LID of every end port, then every switch LID (within the LFT).
+    all: Vec<Dest>,
+    /// Per LID: an end port's base LID (what the score counts).
+    scored: Vec<bool>,
+    /// Per switch: its destination LIDs.
+    weight: Vec<u64>,
+}
+
+impl Dests {
+    fn new(t: &Topo) -> Self {
+        let stride = t.base_routing().stride();
+        let mut all: Vec<Dest> = Vec::new();
+        let mut scored = vec![false; stride];
+        for e in &t.ends {
+            if let Some(x) = scored.get_mut(e.base as usize) {
+                *x = true;
+            }
+            for off in 0..e.nlids as u32 {
+                all.push((e.sw, e.base as u32 + off, e.sw_port));
+            }
+        }
+        for s in 0..t.n {
+            if t.alive[s] && t.sw_lid[s] != 0 {
+                all.push((s as u32, t.sw_lid[s] as u32, 0));
+            }
+        }
+        all.retain(|d| (d.1 as usize) < stride);
+        let mut weight = vec![0u64; t.n];
+        for d in &all {
+            weight[d.0 as usize] += 1;
+        }
+        Dests {
+            all,
+            scored,
+            weight,
+        }
+    }
+}
+
 /// Routes with `k` layers. Returns the tables, their score (end-port routes on the busiest
 /// channel, over all channels) and whether the fabric is small (tries random orders).
-fn route_layers(t: &Topo, k: usize, start_vl: u8) -> (Routed, (u64, u64), bool) {
+fn route_layers(net: &Net, d: &Dests, k: usize, start_vl: u8) -> (Routed, (u64, u64), bool) {
+    let t = net.t;
     let n = t.n;
-    let net = Net::new(t);
     let mut r = t.base_routing();
     let stride = r.stride();
-    // destinations: every LID of every end port, then every switch LID; the base LIDs of end
-    // ports are what the score counts
-    let mut dests: Vec<Dest> = Vec::new();
-    let mut scored = vec![false; stride];
-    for e in &t.ends {
-        if let Some(x) = scored.get_mut(e.base as usize) {
-            *x = true;
-        }
-        for off in 0..e.nlids as u32 {
-            dests.push((e.sw, e.base as u32 + off, e.sw_port));
-        }
-    }
-    for s in 0..n {
-        if t.alive[s] && t.sw_lid[s] != 0 {
-            dests.push((s as u32, t.sw_lid[s] as u32, 0));
-        }
-    }
-    dests.retain(|d| (d.1 as usize) < stride);
-    let mut weight = vec![0u64; n];
-    for d in &dests {
-        weight[d.0 as usize] += 1;
-    }
-    let layer_of = partition(&net, k, &weight);
+    let (dests, scored) = (&d.all, &d.scored);
+    let layer_of = partition(net, k, &d.weight);
     // per layer: its destinations (fabric order), destination switches and central switches,
     // the same for every order
     let mut plans: Vec<Layer> = (0..k)
@@ -555,7 +580,7 @@ fn route_layers(t: &Topo, k: usize, start_vl: u8) -> (Routed, (u64, u64), bool) 
             roots: Vec::new(),
         })
         .collect();
-    for &d in &dests {
+    for &d in dests {
         plans[layer_of[d.0 as usize] as usize].dests.push(d);
     }
     for p in &mut plans {
@@ -563,7 +588,7 @@ fn route_layers(t: &Topo, k: usize, start_vl: u8) -> (Routed, (u64, u64), bool) 
         p.switches.sort_unstable();
         p.switches.dedup();
         if !p.switches.is_empty() {
-            p.roots = centres(&net, &p.switches);
+            p.roots = centres(net, &p.switches);
         }
     }
     let per_layer: Vec<usize> = plans.iter().map(|p| p.dests.len()).collect();
@@ -579,7 +604,7 @@ fn route_layers(t: &Topo, k: usize, start_vl: u8) -> (Routed, (u64, u64), bool) 
     let next = std::sync::atomic::AtomicUsize::new(0);
     let c = Common {
         plans: &plans,
-        scored: &scored,
+        scored,
         stride,
     };
     // each worker keeps its best attempt (least score, then least order index)
@@ -588,7 +613,7 @@ fn route_layers(t: &Topo, k: usize, start_vl: u8) -> (Routed, (u64, u64), bool) 
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(&o) = first.get(i) else { break };
-            if let Some(a) = route_order(&net, &c, o, &bound) {
+            if let Some(a) = route_order(net, &c, o, &bound) {
                 if mine
                     .as_ref()
                     .is_none_or(|(bo, b)| (a.score, o) < (b.score, *bo))
@@ -608,7 +633,7 @@ fn route_layers(t: &Topo, k: usize, start_vl: u8) -> (Routed, (u64, u64), bool) 
     // small fabrics: rip-up and reroute what crosses the busiest channel
     let trials = (IMPROVE_WORK / work).min(IMPROVE_PER_DEST * dests.len() as u64) as usize;
     let before = a.score;
-    let (moved, tried) = improve(&net, &c, &mut a, trials);
+    let (moved, tried) = improve(net, &c, &mut a, trials);
     // trivial entries (own switch LID, own end ports) are already in `r`; copy the rest
     let lft = transpose_rect(&a.cols, stride, n);
     for (i, &p) in lft.iter().enumerate() {
@@ -620,7 +645,7 @@ fn route_layers(t: &Topo, k: usize, start_vl: u8) -> (Routed, (u64, u64), bool) 
         PathSl::Uniform(start_vl)
     } else {
         let mut sl = vec![start_vl; stride];
-        for d in &dests {
+        for d in dests {
             sl[d.1 as usize] = start_vl + layer_of[d.0 as usize];
         }
         PathSl::PerDest(sl)
@@ -671,13 +696,12 @@ fn shift(
     members: &[u32],
     ds: usize,
     out: &[u32],
-    src_w: &[u64],
     load: &mut [u64],
     pair_load: &mut [u64],
     add: bool,
 ) {
     for &s in members {
-        let (s, wgt) = (s as usize, src_w[s as usize]);
+        let (s, wgt) = (s as usize, net.src_w[s as usize]);
         if s == ds || wgt == 0 {
             continue;
         }
@@ -701,9 +725,13 @@ fn shift(
 /// The local search's objective: routes on the busiest channel, how many channels carry
 /// that many, and routes over all channels (hops), least first.
 fn objective(pair_load: &[u64]) -> (u64, usize, u64) {
-    let top = pair_load.iter().copied().max().unwrap_or(0);
-    let at = pair_load.iter().filter(|&&x| x == top).count();
-    (top, at, pair_load.iter().sum())
+    pair_load
+        .iter()
+        .fold((0, 0, 0), |(top, at, sum), &x| match x.cmp(&top) {
+            std::cmp::Ordering::Greater => (x, 1, sum + x),
+            std::cmp::Ordering::Equal => (top, at + 1, sum + x),
+            std::cmp::Ordering::Less => (top, at, sum + x),
+        })
 }
 
 /// Rip-up and reroute on the chosen attempt, at most `budget` tries in all. First, while a
@@ -719,7 +747,6 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
     }
     let t = net.t;
     let n = t.n;
-    let src_w: Vec<u64> = (0..n).map(|s| t.ends_on(s).len() as u64).collect();
     let cands: Vec<(usize, Dest)> = c
         .plans
         .iter()
@@ -730,7 +757,6 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
     let mut m = Mover {
         w: Work::new(n, net.hop),
         old: vec![NONE; n],
-        src_w,
         score: objective(&a.pair_load),
     };
     let (mut moved, mut tried) = (0, 0);
@@ -763,11 +789,16 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
     }
     m.w.hop = net.hop * SHORTEN;
     let mut excess: Vec<(u64, usize)> = Vec::new();
+    let hop = if tried < budget {
+        super::common::hop_matrix(t)
+    } else {
+        Vec::new()
+    };
     for (i, &(_, (ds, lid, _))) in cands.iter().enumerate() {
         if tried >= budget {
             break;
         }
-        let ex = extra_hops(net, &a.cols, &m.src_w, ds as usize, lid as usize);
+        let ex = extra_hops(net, &a.cols, &hop, ds as usize, lid as usize);
         if ex > 0 {
             excess.push((ex, i));
         }
@@ -789,11 +820,12 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
     (moved, tried)
 }
 
-/// Hops above shortest of LID `lid` (switch `ds`), summed over its sources.
-fn extra_hops(net: &Net, cols: &[u8], src_w: &[u64], ds: usize, lid: usize) -> u64 {
+/// Hops above shortest (`hop`: the switch graph's hop matrix) of LID `lid` (switch `ds`),
+/// summed over its sources.
+fn extra_hops(net: &Net, cols: &[u8], hop: &[u16], ds: usize, lid: usize) -> u64 {
     let t = net.t;
     let n = t.n;
-    let lv = super::ranking::bfs_levels(t, &[ds]);
+    let src_w = &net.src_w;
     let col = &cols[lid * n..(lid + 1) * n];
     let mut ex = 0u64;
     for &s in &net.members[net.comp[ds] as usize] {
@@ -810,17 +842,16 @@ fn extra_hops(net: &Net, cols: &[u8], src_w: &[u64], ds: usize, lid: usize) -> u
             x = net.ch_dst[ch as usize] as usize;
             len += 1;
         }
-        ex += len.saturating_sub(lv[s]) as u64 * src_w[s];
+        ex += len.saturating_sub(hop[ds * n + s] as u32) as u64 * src_w[s];
     }
     ex
 }
 
-/// What [`improve`]'s moves share: the search's buffers, a LID's old channels, the sources
-/// per switch, and the objective of the tables as they stand.
+/// What [`improve`]'s moves share: the search's buffers, a LID's old channels, and the
+/// objective of the tables as they stand.
 struct Mover {
     w: Work,
     old: Vec<u32>,
-    src_w: Vec<u64>,
     score: (u64, usize, u64),
 }
 
@@ -854,7 +885,7 @@ impl Mover {
             };
         }
         let (load, pair) = (&mut a.load, &mut a.pair_load);
-        shift(net, members, ds, old, &self.src_w, load, pair, false);
+        shift(net, members, ds, old, load, pair, false);
         let held = |s: u32| {
             let ch = old[s as usize];
             let u = if ch == NONE {
@@ -870,7 +901,7 @@ impl Mover {
         a.layers.forget_refusals(l);
         let mut tally = Tally::default();
         if route_one(net, &mut a.layers, l, None, ds, load, w, &mut tally) {
-            shift(net, members, ds, &w.out, &self.src_w, load, pair, true);
+            shift(net, members, ds, &w.out, load, pair, true);
             let new = objective(pair);
             if keep(new, self.score) {
                 let col = &mut a.cols[lid * n..(lid + 1) * n];
@@ -880,7 +911,7 @@ impl Mover {
                 self.score = new;
                 return true;
             }
-            shift(net, members, ds, &w.out, &self.src_w, load, pair, false);
+            shift(net, members, ds, &w.out, load, pair, false);
         }
         for &s in &w.order {
             let s = s as usize;
@@ -894,7 +925,7 @@ impl Mover {
             let back = a.layers.try_add_edge(l, u, v);
             assert!(back, "a LID's old dependencies fit again");
         }
-        shift(net, members, ds, old, &self.src_w, load, pair, true);
+        shift(net, members, ds, old, load, pair, true);
         false
     }
 }
@@ -925,8 +956,6 @@ fn route_order(net: &Net, c: &Common, o: usize, bound: &AtomicU64) -> Option<Att
     } = *c;
     let t = net.t;
     let n = t.n;
-    // sources per switch: its end ports
-    let src_w: Vec<u64> = (0..n).map(|s| t.ends_on(s).len() as u64).collect();
     let nch = t.f.links.len() * 2;
     let mut load = vec![0u64; nch];
     let mut pair_load = vec![0u64; nch];
@@ -971,7 +1000,7 @@ fn route_order(net: &Net, c: &Common, o: usize, bound: &AtomicU64) -> Option<Att
             }
             // loads: every channel on s's path gains s's sources
             for &s in &w.order {
-                w.acc[s as usize] = src_w[s as usize];
+                w.acc[s as usize] = net.src_w[s as usize];
             }
             let count = scored[lid as usize];
             for &s in w.order.iter().rev() {

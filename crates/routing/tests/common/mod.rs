@@ -8,9 +8,13 @@ use std::path::Path;
 /// Reads a fabric file of the repository's test data (any format `fabric::io` detects).
 pub fn read_fabric(path: &Path) -> Fabric {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let name = path.display().to_string();
+    parse_fabric(&bytes, &path.display().to_string())
+}
+
+/// Parses fabric text (any format `fabric::io` detects) named `name` in errors.
+pub fn parse_fabric(bytes: &[u8], name: &str) -> Fabric {
     let mut none = |n: &str| -> Result<(String, Vec<u8>), String> { Err(n.to_string()) };
-    fabric::io::read(&bytes, &name, &mut none, fabric::BuildOptions::default())
+    fabric::io::read(bytes, name, &mut none, fabric::BuildOptions::default())
         .unwrap_or_else(|e| panic!("{e}"))
         .fabric
 }
