@@ -255,6 +255,14 @@ impl Plane {
         self.hops[(st + o as u32) as usize]
     }
 
+    /// Where [`Plane::hop`] of (`s`, `o`) is stored, when it is (for a caller that wants to
+    /// prefetch it).
+    #[inline]
+    pub fn hop_ref(&self, s: usize, o: u8) -> Option<&Hop> {
+        let st = *self.hop_start.get(s)?;
+        self.hops.get((st + o as u32) as usize)
+    }
+
     /// How end port `ep` (index into `Fabric::end_ports`) is attached.
     #[inline]
     pub fn attach(&self, ep: u32) -> Attach {

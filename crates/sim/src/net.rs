@@ -56,6 +56,14 @@ impl Rings {
         self.len[q] -= 1;
         Some(v)
     }
+    /// Prefetches queue `q`'s head entry and its length.
+    #[inline]
+    pub fn prefetch(&self, q: usize) {
+        if let (Some(&h), Some(_)) = (self.head.get(q), self.len.get(q)) {
+            prefetch_index::prefetch_index(&self.buf, (q << self.shift) + h as usize);
+            prefetch_index::prefetch_index(&self.len, q);
+        }
+    }
     /// The entries of queue `q`, front first.
     pub fn iter(&self, q: usize) -> impl Iterator<Item = u32> + '_ {
         let cap = self.cap();

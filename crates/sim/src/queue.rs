@@ -145,6 +145,15 @@ impl EventQueue {
         self.cur + if dist == 0 { self.nb } else { dist }
     }
 
+    /// The payload of the event `k` places after the next one to pop, when it is in the
+    /// bucket being drained (`ahead(0)` is the next event); for prefetching what it reads.
+    #[inline]
+    pub fn ahead(&self, k: usize) -> Option<u64> {
+        self.buckets[(self.cur & self.mask) as usize]
+            .get(self.pos + k)
+            .map(|e| e.1)
+    }
+
     /// Pops the next event: (time, payload).
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, u64)> {
