@@ -78,6 +78,26 @@ struct Packet {
     state: u8,
 }
 
+/// The routed head of an input buffer (per (channel, VL)): what the crossbar reads of it, kept
+/// beside the buffer so that arbitration does not fetch every waiting packet. Valid while the
+/// buffer is not empty; `out` is `NONE` while the head is not routed (held).
+#[derive(Clone, Copy, Debug)]
+struct Head {
+    p: u32,
+    out: u32,
+    ovl: u8,
+    cr: u8,
+}
+
+impl Head {
+    const EMPTY: Head = Head {
+        p: NONE,
+        out: NONE,
+        ovl: 0,
+        cr: 0,
+    };
+}
+
 struct Host {
     ep: u32,
     ch: u32,
@@ -159,6 +179,8 @@ pub struct Sim<'f> {
     cred_fly: Vec<u32>,
     out_space: Vec<u32>,
     inq: Rings,
+    /// Per (channel, VL): the head of `inq`, see [`Head`].
+    hd: Vec<Head>,
     outq: Rings,
     in_cap: u32,
     out_cap: u32,
@@ -422,6 +444,7 @@ impl<'f> Sim<'f> {
             cred_fly: vec![0; nch * nvl],
             out_space: vec![out_cap; nch * nvl],
             inq: Rings::new(nch * nvl, in_cap as usize / min_cr),
+            hd: vec![Head::EMPTY; nch * nvl],
             outq: Rings::new(nch * nvl, out_cap as usize / min_cr),
             in_cap,
             out_cap,
@@ -495,6 +518,7 @@ impl<'f> Sim<'f> {
         self.cred_fly = vec![0; nch * nvl];
         self.out_space = vec![self.out_cap; nch * nvl];
         self.inq = Rings::new(nch * nvl, self.in_cap as usize / min_cr);
+        self.hd = vec![Head::EMPTY; nch * nvl];
         self.outq = Rings::new(nch * nvl, self.out_cap as usize / min_cr);
     }
 
@@ -1056,6 +1080,12 @@ impl<'f> Sim<'f> {
                         let pm = &mut self.pk[p as usize];
                         pm.out = o.0;
                         pm.ovl = ovl;
+                        self.hd[k] = Head {
+                            p,
+                            out: o.0,
+                            ovl,
+                            cr: pk.cr,
+                        };
                         let bit = ch.dst_port as usize * self.nvl + vl as usize;
                         self.req[o.idx() * self.rw + bit / 64] |= 1u64 << (bit % 64);
                         return Some(o.0);
@@ -1064,11 +1094,13 @@ impl<'f> Sim<'f> {
                 Hop::Fail(Failure::DeadChannel) if !self.cfg.model.drop_on_dead_port => {
                     // Kept: it waits for a table update.
                     self.pk[p as usize].out = NONE;
+                    self.hd[k].out = NONE;
                     self.held.push((c, vl));
                     return None;
                 }
                 Hop::Fail(_) if self.cfg.model.unroutable == Unroutable::Hold => {
                     self.pk[p as usize].out = NONE;
+                    self.hd[k].out = NONE;
                     self.held.push((c, vl));
                     return None;
                 }
@@ -1117,12 +1149,11 @@ impl<'f> Sim<'f> {
                 if self.xin_pkt[ci] != NONE {
                     continue;
                 }
-                let p = self.inq.front(ci * nvl + v).expect("a request has a head");
-                let pk = &self.pk[p as usize];
-                debug_assert_eq!(pk.out, o);
-                if self.out_space[oi * nvl + pk.ovl as usize] >= pk.cr as u32 {
+                let h = self.hd[ci * nvl + v];
+                debug_assert_eq!(h.out, o, "a request has a routed head");
+                if self.out_space[oi * nvl + h.ovl as usize] >= h.cr as u32 {
                     self.xout_rr[oi] = b as u32;
-                    self.grant(c, v as u8, o, p);
+                    self.grant(c, v as u8, o, h.p);
                     return;
                 }
             }
@@ -1141,6 +1172,7 @@ impl<'f> Sim<'f> {
         let (ci, oi) = (c as usize, o as usize);
         let nvl = self.nvl;
         self.inq.pop(ci * nvl + vl as usize);
+        self.hd[ci * nvl + vl as usize].out = NONE;
         self.clear_req(c, vl, o);
         let pk = &mut self.pk[p as usize];
         let ko = oi * nvl + pk.ovl as usize;
@@ -1182,8 +1214,9 @@ impl<'f> Sim<'f> {
             if self.xin_pkt[ci] != NONE {
                 break;
             }
-            if let Some(p) = self.inq.front(ci * nvl + v) {
-                let out = self.pk[p as usize].out;
+            let k = ci * nvl + v;
+            if self.inq.len(k) > 0 {
+                let out = self.hd[k].out;
                 if out != NONE && out != o {
                     self.arbitrate(out);
                 }
@@ -1614,11 +1647,22 @@ impl<'f> Sim<'f> {
                 for v in 0..nvl {
                     let bit = port * nvl + v;
                     let set = self.req[o * self.rw + bit / 64] >> (bit % 64) & 1 == 1;
-                    let routed = c != NONE
-                        && self
-                            .inq
-                            .front(c as usize * nvl + v)
-                            .is_some_and(|p| self.pk[p as usize].out == o as u32);
+                    let head = (c != NONE)
+                        .then(|| self.inq.front(c as usize * nvl + v))
+                        .flatten();
+                    let routed = head.is_some_and(|p| self.pk[p as usize].out == o as u32);
+                    if let Some(p) = head {
+                        let (h, pk) = (self.hd[c as usize * nvl + v], &self.pk[p as usize]);
+                        assert_eq!(
+                            (
+                                h.out,
+                                pk.out == NONE || (h.p, h.ovl, h.cr) == (p, pk.ovl, pk.cr)
+                            ),
+                            (pk.out, true),
+                            "the head record of port {port} VL {v} at switch {}",
+                            ch.src_sw
+                        );
+                    }
                     assert_eq!(
                         set, routed,
                         "request bit of port {port} VL {v} at channel {o}"
