@@ -55,8 +55,10 @@ const P_WIRE: u8 = 2;
 const P_IN: u8 = 3;
 const P_OUT: u8 = 4;
 
-/// One packet in the slab.
+/// One packet in the slab, one cache line each (48 bytes unaligned would straddle two lines
+/// for a third of the packets, and a packet is read at every hop).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
 struct Packet {
     gen: u64,
     inj: u64,
