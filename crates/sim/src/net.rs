@@ -59,7 +59,7 @@ impl Rings {
     /// Prefetches queue `q`'s head entry and its length.
     #[inline]
     pub fn prefetch(&self, q: usize) {
-        if let (Some(&h), Some(_)) = (self.head.get(q), self.len.get(q)) {
+        if let Some(&h) = self.head.get(q) {
             prefetch_index::prefetch_index(&self.buf, (q << self.shift) + h as usize);
             prefetch_index::prefetch_index(&self.len, q);
         }

@@ -66,23 +66,21 @@ struct Packet {
     tail: u64,
     /// Destination host.
     dst: u32,
-    /// Channel it is on (wire) or arrived by (input buffer).
+    /// Channel it is on (wire) or arrived by (input buffer). Where a head is routed to is
+    /// its buffer's [`Head`].
     ch: u32,
-    /// Output channel chosen at the current switch (`NONE`: not routed, or held).
-    out: u32,
     dlid: Lid,
     bytes: u16,
     sl: u8,
     vl: u8,
-    ovl: u8,
     cr: u8,
     hops: u8,
     state: u8,
 }
 
-/// The routed head of an input buffer (per (channel, VL)): what the crossbar reads of it, kept
-/// beside the buffer so that arbitration does not fetch every waiting packet. Valid while the
-/// buffer is not empty; `out` is `NONE` while the head is not routed (held).
+/// The head of an input buffer (per (channel, VL)) as routed: the one record of where it goes,
+/// kept beside the buffer so that arbitration does not fetch every waiting packet. Valid while
+/// the buffer is not empty; `out` is `NONE` while the head is not routed (held).
 #[derive(Clone, Copy, Debug)]
 struct Head {
     p: u32,
@@ -819,12 +817,10 @@ impl<'f> Sim<'f> {
             tail: now,
             dst,
             ch: self.hosts[hi].ch,
-            out: NONE,
             dlid,
             bytes,
             sl,
             vl,
-            ovl: 0,
             cr: (bytes as u32).div_ceil(64) as u8,
             hops: 0,
             state: P_SOURCE,
@@ -890,7 +886,6 @@ impl<'f> Sim<'f> {
         self.busy_ps[ci] += ser;
         pk.ch = c;
         pk.vl = vl;
-        pk.out = NONE;
         pk.state = P_WIRE;
         pk.tail = end + m.t_prop;
         let arrive = if ch.dst_sw != NONE {
@@ -1079,9 +1074,6 @@ impl<'f> Sim<'f> {
                     } else if pk.hops > loop_limit {
                         Some(DropReason::Loop)
                     } else {
-                        let pm = &mut self.pk[p as usize];
-                        pm.out = o.0;
-                        pm.ovl = ovl;
                         self.hd[k] = Head {
                             p,
                             out: o.0,
@@ -1095,13 +1087,11 @@ impl<'f> Sim<'f> {
                 }
                 Hop::Fail(Failure::DeadChannel) if !self.cfg.model.drop_on_dead_port => {
                     // Kept: it waits for a table update.
-                    self.pk[p as usize].out = NONE;
                     self.hd[k].out = NONE;
                     self.held.push((c, vl));
                     return None;
                 }
                 Hop::Fail(_) if self.cfg.model.unroutable == Unroutable::Hold => {
-                    self.pk[p as usize].out = NONE;
                     self.hd[k].out = NONE;
                     self.held.push((c, vl));
                     return None;
@@ -1155,7 +1145,7 @@ impl<'f> Sim<'f> {
                 debug_assert_eq!(h.out, o, "a request has a routed head");
                 if self.out_space[oi * nvl + h.ovl as usize] >= h.cr as u32 {
                     self.xout_rr[oi] = b as u32;
-                    self.grant(c, v as u8, o, h.p);
+                    self.grant(c, v as u8, o, h);
                     return;
                 }
             }
@@ -1170,15 +1160,16 @@ impl<'f> Sim<'f> {
         self.req[o as usize * self.rw + bit / 64] &= !(1u64 << (bit % 64));
     }
 
-    fn grant(&mut self, c: u32, vl: u8, o: u32, p: u32) {
-        let (ci, oi) = (c as usize, o as usize);
+    /// Moves head `h` of input buffer (`c`, `vl`) across the crossbar to output `o`.
+    fn grant(&mut self, c: u32, vl: u8, o: u32, h: Head) {
+        let (ci, oi, p) = (c as usize, o as usize, h.p);
         let nvl = self.nvl;
         self.inq.pop(ci * nvl + vl as usize);
         self.hd[ci * nvl + vl as usize].out = NONE;
         self.clear_req(c, vl, o);
         let pk = &mut self.pk[p as usize];
-        let ko = oi * nvl + pk.ovl as usize;
-        self.oq_mask[oi] |= 1 << pk.ovl;
+        let ko = oi * nvl + h.ovl as usize;
+        self.oq_mask[oi] |= 1 << h.ovl;
         self.out_space[ko] -= pk.cr as u32;
         let tx =
             pk.bytes as u64 * self.net.chans[oi].t_byte as u64 / self.cfg.model.xbar_speedup as u64;
@@ -1317,11 +1308,9 @@ impl<'f> Sim<'f> {
         let held = std::mem::take(&mut self.held);
         for (c, vl) in held {
             let k = c as usize * self.nvl + vl as usize;
-            if let Some(p) = self.inq.front(k) {
-                if self.pk[p as usize].out == NONE {
-                    if let Some(o) = self.route_head(c, vl) {
-                        self.arbitrate(o);
-                    }
+            if self.inq.len(k) > 0 && self.hd[k].out == NONE {
+                if let Some(o) = self.route_head(c, vl) {
+                    self.arbitrate(o);
                 }
             }
         }
@@ -1371,11 +1360,9 @@ impl<'f> Sim<'f> {
                 let Some(oc) = f.out_channel(p) else { continue };
                 let ic = oc.reverse().0 as usize;
                 for v in 0..nvl {
-                    if let Some(h) = self.inq.front(ic * nvl + v) {
-                        let out = self.pk[h as usize].out;
-                        if out != NONE {
-                            self.clear_req(ic as u32, v as u8, out);
-                        }
+                    let k = ic * nvl + v;
+                    if self.inq.len(k) > 0 && self.hd[k].out != NONE {
+                        self.clear_req(ic as u32, v as u8, self.hd[k].out);
                     }
                     self.oq_mask[oc.idx()] = 0;
                     for q in [
@@ -1414,7 +1401,7 @@ impl<'f> Sim<'f> {
                 for v in 0..nvl {
                     let k = ic as usize * nvl + v;
                     if let Some(p) = self.inq.front(k) {
-                        if self.pk[p as usize].out == c {
+                        if self.hd[k].out == c {
                             let pk = self.pk[p as usize];
                             self.inq.pop(k);
                             self.clear_req(ic, v as u8, c);
@@ -1469,17 +1456,16 @@ impl<'f> Sim<'f> {
         let k = node / 2;
         let (c, v) = (k / nvl, k % nvl);
         if node & 1 == 0 {
-            let p = self.inq.front(k)?;
-            let pk = &self.pk[p as usize];
-            if pk.out == NONE {
+            if self.inq.len(k) == 0 || self.hd[k].out == NONE {
                 return None;
             }
-            let o = pk.out as usize;
-            let ko = o * nvl + pk.ovl as usize;
-            if !self.alive[o] || self.out_space[ko] >= pk.cr as u32 {
+            let h = self.hd[k];
+            let o = h.out as usize;
+            let ko = o * nvl + h.ovl as usize;
+            if !self.alive[o] || self.out_space[ko] >= h.cr as u32 {
                 return None;
             }
-            if self.busy[o] && self.send_vl[o] == pk.ovl {
+            if self.busy[o] && self.send_vl[o] == h.ovl {
                 return None;
             }
             Some(2 * ko + 1)
@@ -1652,16 +1638,14 @@ impl<'f> Sim<'f> {
                     let head = (c != NONE)
                         .then(|| self.inq.front(c as usize * nvl + v))
                         .flatten();
-                    let routed = head.is_some_and(|p| self.pk[p as usize].out == o as u32);
-                    if let Some(p) = head {
-                        let (h, pk) = (self.hd[c as usize * nvl + v], &self.pk[p as usize]);
-                        assert_eq!(
-                            (
-                                h.out,
-                                pk.out == NONE || (h.p, h.ovl, h.cr) == (p, pk.ovl, pk.cr)
-                            ),
-                            (pk.out, true),
-                            "the head record of port {port} VL {v} at switch {}",
+                    let h = (c != NONE).then(|| self.hd[c as usize * nvl + v]);
+                    let routed = head.is_some() && h.is_some_and(|h| h.out == o as u32);
+                    if let (Some(p), Some(h)) = (head, h) {
+                        assert!(
+                            h.out == NONE
+                                || (h.p, h.cr) == (p, self.pk[p as usize].cr)
+                                    && (h.ovl as usize) < nvl,
+                            "the head record of port {port} VL {v} at switch {}: {h:?}",
                             ch.src_sw
                         );
                     }
