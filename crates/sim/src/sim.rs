@@ -38,6 +38,10 @@ const EV_WATCH: u64 = 5;
 const EV_CTRL: u64 = 6;
 const EV_END: u64 = 7;
 const EV_TRACE: u64 = 8;
+/// A crossbar transfer and the link transmission it fed, ending at the same time: an
+/// [`EV_XBAR`] and the [`EV_LINK`] right behind it in the queue, as one event (see
+/// [`Sim::grant`]).
+const EV_XL: u64 = 9;
 const KIND_SHIFT: u32 = 60;
 /// How many events ahead each stage of [`Sim::prefetch`] looks.
 const PF: [usize; 5] = [12, 9, 6, 3, 1];
@@ -173,6 +177,9 @@ pub struct Sim<'f> {
     rw: usize,
     /// Per channel: the VLs whose output buffer is not empty (bit per VL).
     oq_mask: Vec<u16>,
+    /// While [`Sim::grant`] calls `try_link`: the crossbar event it holds back (input
+    /// channel or `NONE`, packet, end time).
+    xbar_pending: (u32, u32, u64),
     max_ports: usize,
     // Per (channel, VL).
     credits: Vec<u32>,
@@ -439,6 +446,7 @@ impl<'f> Sim<'f> {
             req: vec![0; nch * rw],
             rw,
             oq_mask: vec![0; nch],
+            xbar_pending: (NONE, NONE, 0),
             max_ports: max_ports as usize,
             credits: vec![in_cap; nch * nvl],
             cred_fly: vec![0; nch * nvl],
@@ -550,6 +558,13 @@ impl<'f> Sim<'f> {
                 EV_ARRIVE => self.on_arrive(data as u32),
                 EV_XBAR => self.on_xbar_done(data as u32),
                 EV_LINK => self.on_link_free(data as u32),
+                EV_XL => {
+                    let c = data as u32;
+                    let o = self.xin_out[c as usize];
+                    self.on_xbar_done(c);
+                    self.events += 1;
+                    self.on_link_free(o);
+                }
                 EV_CREDIT => self.on_credit(data),
                 EV_GEN => self.on_gen(data as u32),
                 EV_WATCH => {
@@ -590,7 +605,7 @@ impl<'f> Sim<'f> {
         };
         match at(PF[0]) {
             Some((EV_ARRIVE, p)) => pf(&self.pk, p),
-            Some((EV_XBAR, c)) => {
+            Some((EV_XBAR | EV_XL, c)) => {
                 pf(&self.xin_out, c);
                 pf(&self.xin_pkt, c);
                 pf(&self.net.chans, c);
@@ -618,6 +633,16 @@ impl<'f> Sim<'f> {
                     pf(&self.xout_busy, o);
                     pf(&self.req, o * self.rw);
                     pf(&self.out_space, o * self.nvl);
+                }
+            }
+            Some((EV_XL, c)) => {
+                if let Some(&o) = self.xin_out.get(c) {
+                    let o = o as usize;
+                    pf(&self.xout_busy, o);
+                    pf(&self.req, o * self.rw);
+                    pf(&self.out_space, o * self.nvl);
+                    pf(&self.busy, o);
+                    pf(&self.oq_mask, o);
                 }
             }
             Some((EV_LINK, c)) => {
@@ -894,7 +919,20 @@ impl<'f> Sim<'f> {
         } else {
             end + m.t_prop
         };
-        self.q.push(end, ev(EV_LINK, c as u64));
+        let (xc, xp, xdone) = self.xbar_pending;
+        if xc == NONE {
+            self.q.push(end, ev(EV_LINK, c as u64));
+        } else {
+            // Called from `grant` for its output: the crossbar event it holds back goes in
+            // first, as one event with this one when the two end together.
+            self.xbar_pending.0 = NONE;
+            if xp == p && xdone == end {
+                self.q.push(end, ev(EV_XL, xc as u64));
+            } else {
+                self.q.push(xdone, ev(EV_XBAR, xc as u64));
+                self.q.push(end, ev(EV_LINK, c as u64));
+            }
+        }
         self.q.push(arrive, ev(EV_ARRIVE, p as u64));
         self.progress += 1;
     }
@@ -1109,23 +1147,37 @@ impl<'f> Sim<'f> {
     /// Crossbar arbitration for output `o`: round robin over the (input port, VL) heads
     /// routed to `o` (an input sends one packet at a time); a head needs room for the whole
     /// packet in the output buffer of its VL (virtual cut-through).
+    #[inline]
     fn arbitrate(&mut self, o: u32) {
         let oi = o as usize;
         if self.xout_busy[oi] || !self.alive[oi] {
             return;
         }
+        // Most calls find no request: answer those without the scan's set-up.
+        if self.rw == 1 && self.req[oi] == 0 {
+            return;
+        }
+        self.arbitrate_scan(o);
+    }
+
+    /// [`Sim::arbitrate`] past its quick checks: scans the request bits round robin.
+    #[inline(never)]
+    fn arbitrate_scan(&mut self, o: u32) {
+        let oi = o as usize;
         let s = self.net.chans[oi].src_sw;
         let nvl = self.nvl;
-        let rw = self.rw;
         let nbits = self.net.ports(s) as usize * nvl;
         let words = nbits.div_ceil(64);
-        let base = oi * rw;
-        let start = (self.xout_rr[oi] as usize + 1) % nbits;
+        let base = oi * self.rw;
+        let mut start = self.xout_rr[oi] as usize + 1;
+        if start >= nbits {
+            start = 0;
+        }
         // Words from the one holding `start`, wrapping; the first word masked below `start`
         // and visited again at the end for the bits below it.
         let (w0, b0) = (start / 64, start % 64);
+        let mut wi = w0;
         for step in 0..=words {
-            let wi = (w0 + step) % words;
             let mut bits = self.req[base + wi];
             if step == 0 {
                 bits &= !0u64 << b0;
@@ -1135,7 +1187,7 @@ impl<'f> Sim<'f> {
             while bits != 0 {
                 let b = wi * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let (port, v) = (b / nvl, b % nvl);
+                let (port, v) = if nvl == 1 { (b, 0) } else { (b / nvl, b % nvl) };
                 let c = self.net.in_channel(s, port as u8);
                 let ci = c as usize;
                 if self.xin_pkt[ci] != NONE {
@@ -1148,6 +1200,10 @@ impl<'f> Sim<'f> {
                     self.grant(c, v as u8, o, h);
                     return;
                 }
+            }
+            wi += 1;
+            if wi == words {
+                wi = 0;
             }
         }
     }
@@ -1171,8 +1227,11 @@ impl<'f> Sim<'f> {
         let ko = oi * nvl + h.ovl as usize;
         self.oq_mask[oi] |= 1 << h.ovl;
         self.out_space[ko] -= pk.cr as u32;
-        let tx =
-            pk.bytes as u64 * self.net.chans[oi].t_byte as u64 / self.cfg.model.xbar_speedup as u64;
+        let tx = pk.bytes as u64 * self.net.chans[oi].t_byte as u64;
+        let tx = match self.cfg.model.xbar_speedup {
+            1 => tx,
+            k => tx / k as u64,
+        };
         let done = (self.now + tx).max(pk.tail);
         pk.tail = done;
         pk.state = P_OUT;
@@ -1182,8 +1241,15 @@ impl<'f> Sim<'f> {
         self.xin_cr[ci] = pk.cr;
         self.xout_busy[oi] = true;
         self.outq.push(ko, p);
-        self.q.push(done, ev(EV_XBAR, c as u64));
+        // The crossbar event is pushed where it always was, before what `try_link` pushes;
+        // when `try_link` starts this packet on the link and the two end at the same time,
+        // they are adjacent in the queue and go in as one event ([`EV_XL`]).
+        self.xbar_pending = (c, p, done);
         self.try_link(o);
+        if self.xbar_pending.0 != NONE {
+            self.xbar_pending.0 = NONE;
+            self.q.push(done, ev(EV_XBAR, c as u64));
+        }
         // The next packet of this input buffer is routed now (its request waits for the
         // input to be free).
         self.route_head(c, vl);
