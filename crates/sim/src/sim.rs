@@ -102,6 +102,76 @@ impl Head {
     };
 }
 
+/// The state of one directed channel, everything the hot path reads about it in one cache
+/// line: its static facts (a copy of [`crate::net::Chan`]), its output side (at the switch
+/// or host it leaves: link, crossbar output, VL arbitration) and its input side (at the
+/// switch it enters: the crossbar transfer in progress). Per-VL state lives beside it, in
+/// arrays indexed `channel * nvl + vl`.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
+struct Cs {
+    src_sw: u32,
+    dst_sw: u32,
+    src_host: u32,
+    dst_host: u32,
+    /// Picoseconds per byte.
+    t_byte: u32,
+    src_port: u8,
+    dst_port: u8,
+    /// The link is up (and both its ends).
+    alive: bool,
+    /// A packet is on the link (its VL and credits: `send_vl`, `send_cr`).
+    busy: bool,
+    send_vl: u8,
+    send_cr: u8,
+    /// The VL the link served last (round robin).
+    vlarb: u8,
+    /// The crossbar output feeding this channel is busy.
+    xout_busy: bool,
+    /// The VLs whose output buffer is not empty (bit per VL).
+    oq_mask: u16,
+    /// Round-robin pointer over the crossbar output's request bits.
+    xout_rr: u32,
+    /// The crossbar output's request bits when they fit one word (see `Sim::req`).
+    req: u64,
+    /// Picoseconds the link has been sending.
+    busy_ps: u64,
+    /// Crossbar, this channel as an input: the packet crossing (or `NONE`), to which output,
+    /// from which VL, with how many credits.
+    xin_pkt: u32,
+    xin_out: u32,
+    xin_vl: u8,
+    xin_cr: u8,
+}
+
+impl Cs {
+    fn new(ch: &crate::net::Chan) -> Cs {
+        Cs {
+            src_sw: ch.src_sw,
+            dst_sw: ch.dst_sw,
+            src_host: ch.src_host,
+            dst_host: ch.dst_host,
+            t_byte: ch.t_byte,
+            src_port: ch.src_port,
+            dst_port: ch.dst_port,
+            alive: true,
+            busy: false,
+            send_vl: 0,
+            send_cr: 0,
+            vlarb: 0,
+            xout_busy: false,
+            oq_mask: 0,
+            xout_rr: 0,
+            req: 0,
+            busy_ps: 0,
+            xin_pkt: NONE,
+            xin_out: NONE,
+            xin_vl: 0,
+            xin_cr: 0,
+        }
+    }
+}
+
 struct Host {
     ep: u32,
     ch: u32,
@@ -156,27 +226,13 @@ pub struct Sim<'f> {
     now: u64,
     end: u64,
 
-    // Per channel.
-    alive: Vec<bool>,
-    busy: Vec<bool>,
-    send_vl: Vec<u8>,
-    send_cr: Vec<u8>,
-    vlarb: Vec<u8>,
-    busy_ps: Vec<u64>,
-    // Crossbar, per input channel: the transfer in progress.
-    xin_pkt: Vec<u32>,
-    xin_out: Vec<u32>,
-    xin_vl: Vec<u8>,
-    xin_cr: Vec<u8>,
-    // Crossbar, per output channel: busy, round-robin pointer over request bits, and the
-    // request bits: bit `port * nvl + vl` is set exactly when the head of input buffer
-    // (port, vl) of the switch is routed to this output.
-    xout_busy: Vec<bool>,
-    xout_rr: Vec<u32>,
+    /// Per channel: its state, in one cache line (see [`Cs`]).
+    cs: Vec<Cs>,
+    // Crossbar, per output channel: the request bits: bit `port * nvl + vl` is set exactly
+    // when the head of input buffer (port, vl) of the switch is routed to this output.
+    // `rw` words per output; when that is one word, it is `Cs::req` and this is empty.
     req: Vec<u64>,
     rw: usize,
-    /// Per channel: the VLs whose output buffer is not empty (bit per VL).
-    oq_mask: Vec<u16>,
     /// While [`Sim::grant`] calls `try_link`: the crossbar event it holds back (input
     /// channel or `NONE`, packet, end time).
     xbar_pending: (u32, u32, u64),
@@ -353,6 +409,7 @@ impl<'f> Sim<'f> {
             }
         };
         let net = Net::new(f, &plane, &t_byte);
+        let cs: Vec<Cs> = net.chans.iter().map(Cs::new).collect();
         let nh = net.host_ep.len();
         if nh < 2 {
             return Err(SimError::TooFewHosts);
@@ -431,21 +488,13 @@ impl<'f> Sim<'f> {
             q,
             now: 0,
             end,
-            alive: vec![true; nch],
-            busy: vec![false; nch],
-            send_vl: vec![0; nch],
-            send_cr: vec![0; nch],
-            vlarb: vec![0; nch],
-            busy_ps: vec![0; nch],
-            xin_pkt: vec![NONE; nch],
-            xin_out: vec![NONE; nch],
-            xin_vl: vec![0; nch],
-            xin_cr: vec![0; nch],
-            xout_busy: vec![false; nch],
-            xout_rr: vec![0; nch],
-            req: vec![0; nch * rw],
+            cs,
+            req: if rw == 1 {
+                Vec::new()
+            } else {
+                vec![0; nch * rw]
+            },
             rw,
-            oq_mask: vec![0; nch],
             xbar_pending: (NONE, NONE, 0),
             max_ports: max_ports as usize,
             credits: vec![in_cap; nch * nvl],
@@ -521,7 +570,12 @@ impl<'f> Sim<'f> {
         let min_cr = self.inq_min_cr;
         self.nvl = nvl;
         self.rw = ((self.max_ports + 1) * nvl).div_ceil(64);
-        self.req = vec![0; nch * self.rw];
+        self.req = if self.rw == 1 {
+            Vec::new()
+        } else {
+            vec![0; nch * self.rw]
+        };
+        self.cs.iter_mut().for_each(|c| c.req = 0);
         self.credits = vec![self.in_cap; nch * nvl];
         self.cred_fly = vec![0; nch * nvl];
         self.out_space = vec![self.out_cap; nch * nvl];
@@ -560,7 +614,7 @@ impl<'f> Sim<'f> {
                 EV_LINK => self.on_link_free(data as u32),
                 EV_XL => {
                     let c = data as u32;
-                    let o = self.xin_out[c as usize];
+                    let o = self.cs[c as usize].xin_out;
                     self.on_xbar_done(c);
                     self.events += 1;
                     self.on_link_free(o);
@@ -605,15 +659,7 @@ impl<'f> Sim<'f> {
         };
         match at(PF[0]) {
             Some((EV_ARRIVE, p)) => pf(&self.pk, p),
-            Some((EV_XBAR | EV_XL, c)) => {
-                pf(&self.xin_out, c);
-                pf(&self.xin_pkt, c);
-                pf(&self.net.chans, c);
-            }
-            Some((EV_LINK, c)) => {
-                pf(&self.busy, c);
-                pf(&self.net.chans, c);
-            }
+            Some((EV_XBAR | EV_XL | EV_LINK, c)) => pf(&self.cs, c),
             Some((EV_CREDIT, d)) => {
                 let k = (d >> 24) * self.nvl;
                 pf(&self.credits, k);
@@ -624,30 +670,24 @@ impl<'f> Sim<'f> {
         match at(PF[1]) {
             Some((EV_ARRIVE, p)) => {
                 if let Some(pk) = self.pk.get(p) {
-                    pf(&self.net.chans, pk.ch as usize);
+                    pf(&self.cs, pk.ch as usize);
                 }
             }
-            Some((EV_XBAR, c)) => {
-                if let Some(&o) = self.xin_out.get(c) {
-                    let o = o as usize;
-                    pf(&self.xout_busy, o);
-                    pf(&self.req, o * self.rw);
+            Some((kind @ (EV_XBAR | EV_XL), c)) => {
+                if let Some(o) = self.cs.get(c).map(|x| x.xin_out as usize) {
+                    pf(&self.cs, o);
+                    if self.rw > 1 {
+                        pf(&self.req, o * self.rw);
+                    }
                     pf(&self.out_space, o * self.nvl);
-                }
-            }
-            Some((EV_XL, c)) => {
-                if let Some(&o) = self.xin_out.get(c) {
-                    let o = o as usize;
-                    pf(&self.xout_busy, o);
-                    pf(&self.req, o * self.rw);
-                    pf(&self.out_space, o * self.nvl);
-                    pf(&self.busy, o);
-                    pf(&self.oq_mask, o);
+                    if kind == EV_XL {
+                        pf(&self.credits, o * self.nvl);
+                    }
                 }
             }
             Some((EV_LINK, c)) => {
                 pf(&self.out_space, c * self.nvl);
-                pf(&self.oq_mask, c);
+                pf(&self.credits, c * self.nvl);
             }
             _ => {}
         }
@@ -655,7 +695,7 @@ impl<'f> Sim<'f> {
         let arrival = |k: usize| match at(k) {
             Some((EV_ARRIVE, p)) => {
                 let pk = self.pk.get(p)?;
-                let s = self.net.chans.get(pk.ch as usize)?.dst_sw;
+                let s = self.cs.get(pk.ch as usize)?.dst_sw;
                 (s != NONE).then_some((pk, s as usize))
             }
             _ => None,
@@ -678,12 +718,11 @@ impl<'f> Sim<'f> {
         }
         if let Some(o) = hop(PF[4]).and_then(|h| h.channel()) {
             let o = o.idx();
-            pf(&self.xout_busy, o);
-            pf(&self.alive, o);
-            pf(&self.xout_rr, o);
-            pf(&self.req, o * self.rw);
+            pf(&self.cs, o);
+            if self.rw > 1 {
+                pf(&self.req, o * self.rw);
+            }
             pf(&self.out_space, o * self.nvl);
-            pf(&self.net.chans, o);
         }
     }
 
@@ -741,7 +780,7 @@ impl<'f> Sim<'f> {
     }
 
     fn quantum_of(&self, h: usize) -> u64 {
-        self.net.chans[self.hosts[h].ch as usize].t_byte as u64
+        self.cs[self.hosts[h].ch as usize].t_byte as u64
     }
 
     fn next_gap(&mut self, h: usize) -> Option<u64> {
@@ -867,7 +906,7 @@ impl<'f> Sim<'f> {
     fn try_inject(&mut self, h: u32) {
         let host = &self.hosts[h as usize];
         let c = host.ch as usize;
-        if self.busy[c] || self.inject_stopped || !self.alive[c] {
+        if self.cs[c].busy || self.inject_stopped || !self.cs[c].alive {
             return;
         }
         let Some(&p) = host.queue.front() else { return };
@@ -898,17 +937,17 @@ impl<'f> Sim<'f> {
     #[inline]
     fn start_tx(&mut self, c: u32, p: u32, vl: u8) {
         let ci = c as usize;
-        let ch = self.net.chans[ci];
+        let ch = self.cs[ci];
         let m = &self.cfg.model;
         let pk = &mut self.pk[p as usize];
         let tb = ch.t_byte as u64;
         let ser = pk.bytes as u64 * tb;
         let s = self.now.max(pk.tail.saturating_sub(ser));
         let end = s + ser;
-        self.busy[ci] = true;
-        self.send_vl[ci] = vl;
-        self.send_cr[ci] = pk.cr;
-        self.busy_ps[ci] += ser;
+        self.cs[ci].busy = true;
+        self.cs[ci].send_vl = vl;
+        self.cs[ci].send_cr = pk.cr;
+        self.cs[ci].busy_ps += ser;
         pk.ch = c;
         pk.vl = vl;
         pk.state = P_WIRE;
@@ -941,14 +980,14 @@ impl<'f> Sim<'f> {
     /// eligible when its head has the credits downstream.
     fn try_link(&mut self, c: u32) {
         let ci = c as usize;
-        let mask = self.oq_mask[ci] as u32;
-        if mask == 0 || self.busy[ci] || !self.alive[ci] {
+        let mask = self.cs[ci].oq_mask as u32;
+        if mask == 0 || self.cs[ci].busy || !self.cs[ci].alive {
             return;
         }
         let nvl = self.nvl as u32;
-        let to_switch = self.net.chans[ci].dst_sw != NONE;
+        let to_switch = self.cs[ci].dst_sw != NONE;
         // Rotate so that bit 0 is the VL after the last one served.
-        let first = (self.vlarb[ci] as u32 + 1) % nvl;
+        let first = (self.cs[ci].vlarb as u32 + 1) % nvl;
         let rot = ((mask >> first) | (mask << (nvl - first))) & ((1u32 << nvl) - 1);
         let mut bits = rot;
         while bits != 0 {
@@ -961,9 +1000,9 @@ impl<'f> Sim<'f> {
             }
             self.outq.pop(k);
             if self.outq.len(k) == 0 {
-                self.oq_mask[ci] &= !(1 << v);
+                self.cs[ci].oq_mask &= !(1 << v);
             }
-            self.vlarb[ci] = v as u8;
+            self.cs[ci].vlarb = v as u8;
             self.start_tx(c, p, v as u8);
             return;
         }
@@ -971,16 +1010,17 @@ impl<'f> Sim<'f> {
 
     fn on_link_free(&mut self, c: u32) {
         let ci = c as usize;
-        self.busy[ci] = false;
-        let ch = self.net.chans[ci];
+        self.cs[ci].busy = false;
+        let ch = self.cs[ci];
         if ch.src_sw != NONE {
-            self.out_space[ci * self.nvl + self.send_vl[ci] as usize] += self.send_cr[ci] as u32;
-            if !self.alive[ci] {
+            self.out_space[ci * self.nvl + self.cs[ci].send_vl as usize] +=
+                self.cs[ci].send_cr as u32;
+            if !self.cs[ci].alive {
                 return;
             }
             self.try_link(c);
             self.arbitrate(c);
-        } else if self.alive[ci] {
+        } else if self.cs[ci].alive {
             self.try_inject(ch.src_host);
         }
     }
@@ -995,11 +1035,11 @@ impl<'f> Sim<'f> {
     }
 
     fn credit_arrived(&mut self, c: u32, k: usize, cr: u32) {
-        if !self.alive[c as usize] {
+        if !self.cs[c as usize].alive {
             return;
         }
         self.credits[k] += cr;
-        let src_host = self.net.chans[c as usize].src_host;
+        let src_host = self.cs[c as usize].src_host;
         if src_host != NONE {
             self.try_inject(src_host);
         } else {
@@ -1032,11 +1072,9 @@ impl<'f> Sim<'f> {
     fn on_arrive(&mut self, p: u32) {
         let pk = self.pk[p as usize];
         let c = pk.ch as usize;
-        if !self.alive[c] {
-            let why = if self.net.chans[c].dst_sw != NONE
-                && !self.sw_alive[self.net.chans[c].dst_sw as usize]
-                || self.net.chans[c].src_sw != NONE
-                    && !self.sw_alive[self.net.chans[c].src_sw as usize]
+        if !self.cs[c].alive {
+            let why = if self.cs[c].dst_sw != NONE && !self.sw_alive[self.cs[c].dst_sw as usize]
+                || self.cs[c].src_sw != NONE && !self.sw_alive[self.cs[c].src_sw as usize]
             {
                 DropReason::SwitchDown
             } else {
@@ -1045,7 +1083,7 @@ impl<'f> Sim<'f> {
             self.drop_pkt(p, why);
             return;
         }
-        let ch = self.net.chans[c];
+        let ch = self.cs[c];
         if ch.dst_sw == NONE {
             self.deliver(p, ch.dst_host);
             return;
@@ -1098,7 +1136,7 @@ impl<'f> Sim<'f> {
     /// that cannot go on (or holds them). Returns the output channel of a routed head.
     fn route_head(&mut self, c: u32, vl: u8) -> Option<u32> {
         let k = c as usize * self.nvl + vl as usize;
-        let ch = self.net.chans[c as usize];
+        let ch = self.cs[c as usize];
         let loop_limit = (2 * self.net.sw_base.len() + 4).min(255) as u8;
         loop {
             let p = self.inq.front(k)?;
@@ -1119,7 +1157,7 @@ impl<'f> Sim<'f> {
                             cr: pk.cr,
                         };
                         let bit = ch.dst_port as usize * self.nvl + vl as usize;
-                        self.req[o.idx() * self.rw + bit / 64] |= 1u64 << (bit % 64);
+                        *self.req_mut(o.idx(), bit / 64) |= 1u64 << (bit % 64);
                         return Some(o.0);
                     }
                 }
@@ -1150,11 +1188,11 @@ impl<'f> Sim<'f> {
     #[inline]
     fn arbitrate(&mut self, o: u32) {
         let oi = o as usize;
-        if self.xout_busy[oi] || !self.alive[oi] {
+        if self.cs[oi].xout_busy || !self.cs[oi].alive {
             return;
         }
         // Most calls find no request: answer those without the scan's set-up.
-        if self.rw == 1 && self.req[oi] == 0 {
+        if self.rw == 1 && self.cs[oi].req == 0 {
             return;
         }
         self.arbitrate_scan(o);
@@ -1164,12 +1202,11 @@ impl<'f> Sim<'f> {
     #[inline(never)]
     fn arbitrate_scan(&mut self, o: u32) {
         let oi = o as usize;
-        let s = self.net.chans[oi].src_sw;
+        let s = self.cs[oi].src_sw;
         let nvl = self.nvl;
         let nbits = self.net.ports(s) as usize * nvl;
         let words = nbits.div_ceil(64);
-        let base = oi * self.rw;
-        let mut start = self.xout_rr[oi] as usize + 1;
+        let mut start = self.cs[oi].xout_rr as usize + 1;
         if start >= nbits {
             start = 0;
         }
@@ -1178,7 +1215,7 @@ impl<'f> Sim<'f> {
         let (w0, b0) = (start / 64, start % 64);
         let mut wi = w0;
         for step in 0..=words {
-            let mut bits = self.req[base + wi];
+            let mut bits = self.req_word(oi, wi);
             if step == 0 {
                 bits &= !0u64 << b0;
             } else if step == words {
@@ -1190,13 +1227,13 @@ impl<'f> Sim<'f> {
                 let (port, v) = if nvl == 1 { (b, 0) } else { (b / nvl, b % nvl) };
                 let c = self.net.in_channel(s, port as u8);
                 let ci = c as usize;
-                if self.xin_pkt[ci] != NONE {
+                if self.cs[ci].xin_pkt != NONE {
                     continue;
                 }
                 let h = self.hd[ci * nvl + v];
                 debug_assert_eq!(h.out, o, "a request has a routed head");
                 if self.out_space[oi * nvl + h.ovl as usize] >= h.cr as u32 {
-                    self.xout_rr[oi] = b as u32;
+                    self.cs[oi].xout_rr = b as u32;
                     self.grant(c, v as u8, o, h);
                     return;
                 }
@@ -1208,12 +1245,31 @@ impl<'f> Sim<'f> {
         }
     }
 
+    /// Word `wi` of output `o`'s request bits.
+    #[inline]
+    fn req_word(&self, o: usize, wi: usize) -> u64 {
+        if self.rw == 1 {
+            self.cs[o].req
+        } else {
+            self.req[o * self.rw + wi]
+        }
+    }
+
+    #[inline]
+    fn req_mut(&mut self, o: usize, wi: usize) -> &mut u64 {
+        if self.rw == 1 {
+            &mut self.cs[o].req
+        } else {
+            &mut self.req[o * self.rw + wi]
+        }
+    }
+
     /// Clears the request of input buffer (`c`, `vl`) at output `o`.
     #[inline]
     fn clear_req(&mut self, c: u32, vl: u8, o: u32) {
-        let port = self.net.chans[c as usize].dst_port as usize;
+        let port = self.cs[c as usize].dst_port as usize;
         let bit = port * self.nvl + vl as usize;
-        self.req[o as usize * self.rw + bit / 64] &= !(1u64 << (bit % 64));
+        *self.req_mut(o as usize, bit / 64) &= !(1u64 << (bit % 64));
     }
 
     /// Moves head `h` of input buffer (`c`, `vl`) across the crossbar to output `o`.
@@ -1225,9 +1281,9 @@ impl<'f> Sim<'f> {
         self.clear_req(c, vl, o);
         let pk = &mut self.pk[p as usize];
         let ko = oi * nvl + h.ovl as usize;
-        self.oq_mask[oi] |= 1 << h.ovl;
+        self.cs[oi].oq_mask |= 1 << h.ovl;
         self.out_space[ko] -= pk.cr as u32;
-        let tx = pk.bytes as u64 * self.net.chans[oi].t_byte as u64;
+        let tx = pk.bytes as u64 * self.cs[oi].t_byte as u64;
         let tx = match self.cfg.model.xbar_speedup {
             1 => tx,
             k => tx / k as u64,
@@ -1235,11 +1291,11 @@ impl<'f> Sim<'f> {
         let done = (self.now + tx).max(pk.tail);
         pk.tail = done;
         pk.state = P_OUT;
-        self.xin_pkt[ci] = p;
-        self.xin_out[ci] = o;
-        self.xin_vl[ci] = vl;
-        self.xin_cr[ci] = pk.cr;
-        self.xout_busy[oi] = true;
+        self.cs[ci].xin_pkt = p;
+        self.cs[ci].xin_out = o;
+        self.cs[ci].xin_vl = vl;
+        self.cs[ci].xin_cr = pk.cr;
+        self.cs[oi].xout_busy = true;
         self.outq.push(ko, p);
         // The crossbar event is pushed where it always was, before what `try_link` pushes;
         // when `try_link` starts this packet on the link and the two end at the same time,
@@ -1257,11 +1313,11 @@ impl<'f> Sim<'f> {
 
     fn on_xbar_done(&mut self, c: u32) {
         let ci = c as usize;
-        let o = self.xin_out[ci];
-        let (vl, cr) = (self.xin_vl[ci], self.xin_cr[ci]);
-        self.xin_pkt[ci] = NONE;
-        self.xout_busy[o as usize] = false;
-        let s = self.net.chans[ci].dst_sw;
+        let o = self.cs[ci].xin_out;
+        let (vl, cr) = (self.cs[ci].xin_vl, self.cs[ci].xin_cr);
+        self.cs[ci].xin_pkt = NONE;
+        self.cs[o as usize].xout_busy = false;
+        let s = self.cs[ci].dst_sw;
         if !self.sw_alive[s as usize] {
             return;
         }
@@ -1270,7 +1326,7 @@ impl<'f> Sim<'f> {
         // The input is free: every output its heads wait for may take it.
         let nvl = self.nvl;
         for v in 0..nvl {
-            if self.xin_pkt[ci] != NONE {
+            if self.cs[ci].xin_pkt != NONE {
                 break;
             }
             let k = ci * nvl + v;
@@ -1407,12 +1463,12 @@ impl<'f> Sim<'f> {
             }
         }
         for &c in &chans {
-            self.alive[c as usize] = false;
+            self.cs[c as usize].alive = false;
         }
         let nvl = self.nvl;
         // Hosts whose link died: their queues are lost, they stop sending.
         for h in 0..self.hosts.len() {
-            if !self.alive[self.hosts[h].ch as usize] && self.hosts[h].alive {
+            if !self.cs[self.hosts[h].ch as usize].alive && self.hosts[h].alive {
                 self.hosts[h].alive = false;
                 let q = std::mem::take(&mut self.hosts[h].queue);
                 for p in q {
@@ -1430,7 +1486,7 @@ impl<'f> Sim<'f> {
                     if self.inq.len(k) > 0 && self.hd[k].out != NONE {
                         self.clear_req(ic as u32, v as u8, self.hd[k].out);
                     }
-                    self.oq_mask[oc.idx()] = 0;
+                    self.cs[oc.idx()].oq_mask = 0;
                     for q in [
                         self.inq.drain(ic * nvl + v),
                         self.outq.drain(oc.idx() * nvl + v),
@@ -1445,11 +1501,11 @@ impl<'f> Sim<'f> {
         // Outputs that died: their queues are dropped (or kept), heads routed to them too.
         for &c in &chans {
             let ci = c as usize;
-            let src = self.net.chans[ci].src_sw;
+            let src = self.cs[ci].src_sw;
             if src == NONE || !self.sw_alive[src as usize] || !self.cfg.model.drop_on_dead_port {
                 continue;
             }
-            self.oq_mask[ci] = 0;
+            self.cs[ci].oq_mask = 0;
             for v in 0..nvl {
                 let k = ci * nvl + v;
                 for pkt in self.outq.drain(k) {
@@ -1461,7 +1517,7 @@ impl<'f> Sim<'f> {
             let nports = self.net.ports(src);
             for port in 1..nports {
                 let ic = self.net.in_channel(src, port as u8);
-                if ic == NONE || !self.alive[ic as usize] {
+                if ic == NONE || !self.cs[ic as usize].alive {
                     continue;
                 }
                 for v in 0..nvl {
@@ -1528,22 +1584,22 @@ impl<'f> Sim<'f> {
             let h = self.hd[k];
             let o = h.out as usize;
             let ko = o * nvl + h.ovl as usize;
-            if !self.alive[o] || self.out_space[ko] >= h.cr as u32 {
+            if !self.cs[o].alive || self.out_space[ko] >= h.cr as u32 {
                 return None;
             }
-            if self.busy[o] && self.send_vl[o] == h.ovl {
+            if self.cs[o].busy && self.cs[o].send_vl == h.ovl {
                 return None;
             }
             Some(2 * ko + 1)
         } else {
             let p = self.outq.front(k)?;
-            let ch = self.net.chans[c];
-            if ch.dst_sw == NONE || !self.alive[c] {
+            let ch = self.cs[c];
+            if ch.dst_sw == NONE || !self.cs[c].alive {
                 return None;
             }
             let mut coming = self.credits[k] + self.cred_fly[k];
-            if self.xin_pkt[c] != NONE && self.xin_vl[c] as usize == v {
-                coming += self.xin_cr[c] as u32;
+            if self.cs[c].xin_pkt != NONE && self.cs[c].xin_vl as usize == v {
+                coming += self.cs[c].xin_cr as u32;
             }
             if coming >= self.pk[p as usize].cr as u32 || self.inq.len(k) == 0 {
                 return None;
@@ -1593,7 +1649,7 @@ impl<'f> Sim<'f> {
             .map(|&x| {
                 let k = x / 2;
                 let c = k / self.nvl;
-                let ch = self.net.chans[c];
+                let ch = self.cs[c];
                 let node = self.f.node(self.f.switches[ch.src_sw as usize]);
                 BufferRef {
                     switch: node.name.clone(),
@@ -1642,8 +1698,8 @@ impl<'f> Sim<'f> {
             self.hosts.iter().map(|h| h.queue.len() as u64).sum::<u64>()
         );
         for c in 0..nch {
-            let ch = self.net.chans[c];
-            if !self.alive[c] {
+            let ch = self.cs[c];
+            if !self.cs[c].alive {
                 continue;
             }
             for v in 0..nvl {
@@ -1654,8 +1710,8 @@ impl<'f> Sim<'f> {
                         .iter(k)
                         .map(|p| self.pk[p as usize].cr as u32)
                         .sum();
-                    if self.xin_pkt[c] != NONE && self.xin_vl[c] as usize == v {
-                        buffered += self.xin_cr[c] as u32;
+                    if self.cs[c].xin_pkt != NONE && self.cs[c].xin_vl as usize == v {
+                        buffered += self.cs[c].xin_cr as u32;
                     }
                     assert_eq!(
                         self.credits[k] + wire[k] + buffered + self.cred_fly[k],
@@ -1665,7 +1721,7 @@ impl<'f> Sim<'f> {
                 }
                 if ch.src_sw != NONE {
                     assert_eq!(
-                        self.oq_mask[c] >> v & 1 == 1,
+                        self.cs[c].oq_mask >> v & 1 == 1,
                         self.outq.len(k) > 0,
                         "non-empty VL mask of channel {c}"
                     );
@@ -1674,8 +1730,8 @@ impl<'f> Sim<'f> {
                         .iter(k)
                         .map(|p| self.pk[p as usize].cr as u32)
                         .sum();
-                    let sending = if self.busy[c] && self.send_vl[c] as usize == v {
-                        self.send_cr[c] as u32
+                    let sending = if self.cs[c].busy && self.cs[c].send_vl as usize == v {
+                        self.cs[c].send_cr as u32
                     } else {
                         0
                     };
@@ -1693,14 +1749,14 @@ impl<'f> Sim<'f> {
     fn check_requests(&self) {
         let nvl = self.nvl;
         for (o, ch) in self.net.chans.iter().enumerate() {
-            if ch.src_sw == NONE || !self.alive[o] || !self.sw_alive[ch.src_sw as usize] {
+            if ch.src_sw == NONE || !self.cs[o].alive || !self.sw_alive[ch.src_sw as usize] {
                 continue;
             }
             for port in 1..self.net.ports(ch.src_sw) as usize {
                 let c = self.net.in_channel(ch.src_sw, port as u8);
                 for v in 0..nvl {
                     let bit = port * nvl + v;
-                    let set = self.req[o * self.rw + bit / 64] >> (bit % 64) & 1 == 1;
+                    let set = self.req_word(o, bit / 64) >> (bit % 64) & 1 == 1;
                     let head = (c != NONE)
                         .then(|| self.inq.front(c as usize * nvl + v))
                         .flatten();
@@ -1742,8 +1798,8 @@ impl<'f> Sim<'f> {
             .map(|&h| 1.0 / self.quantum_of(h) as f64)
             .sum();
         let sw_busy: Vec<u64> = (0..self.net.chans.len())
-            .filter(|&c| self.net.chans[c].src_sw != NONE && self.net.chans[c].dst_sw != NONE)
-            .map(|c| self.busy_ps[c])
+            .filter(|&c| self.cs[c].src_sw != NONE && self.cs[c].dst_sw != NONE)
+            .map(|c| self.cs[c].busy_ps)
             .collect();
         let facts = RunFacts {
             cfg: &self.cfg,
