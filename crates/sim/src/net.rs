@@ -5,13 +5,20 @@ use fabric::{ChannelId, Fabric, PortId};
 use routing::forward::{Plane, NONE};
 
 /// Fixed-capacity FIFO rings of `u32`, all in one array: queue `q` owns
-/// `buf[q << shift .. (q + 1) << shift]`.
+/// `buf[q << shift .. (q + 1) << shift]`. Where each queue starts and how long it is
+/// ([`RingHdr`]) the caller keeps, beside the rest of its state for that queue, and passes in:
+/// the simulator reads it with the queue's credits and head record, in the same cache line.
 #[derive(Clone, Debug)]
 pub(crate) struct Rings {
     shift: u32,
     buf: Vec<u32>,
-    head: Vec<u16>,
-    len: Vec<u16>,
+}
+
+/// Where one ring of [`Rings`] starts and how many entries it holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RingHdr {
+    pub head: u16,
+    pub len: u16,
 }
 
 impl Rings {
@@ -21,8 +28,6 @@ impl Rings {
         Rings {
             shift: cap.trailing_zeros(),
             buf: vec![0; n << cap.trailing_zeros()],
-            head: vec![0; n],
-            len: vec![0; n],
         }
     }
     #[inline]
@@ -30,51 +35,43 @@ impl Rings {
         1 << self.shift
     }
     #[inline]
-    pub fn len(&self, q: usize) -> usize {
-        self.len[q] as usize
-    }
-    #[inline]
-    pub fn front(&self, q: usize) -> Option<u32> {
-        if self.len[q] == 0 {
+    pub fn front(&self, q: usize, h: RingHdr) -> Option<u32> {
+        if h.len == 0 {
             None
         } else {
-            Some(self.buf[(q << self.shift) + self.head[q] as usize])
+            Some(self.buf[(q << self.shift) + h.head as usize])
         }
     }
     #[inline]
-    pub fn push(&mut self, q: usize, v: u32) {
+    pub fn push(&mut self, q: usize, h: &mut RingHdr, v: u32) {
         let cap = self.cap();
-        debug_assert!((self.len[q] as usize) < cap, "ring {q} overflows");
-        let at = (self.head[q] as usize + self.len[q] as usize) & (cap - 1);
+        debug_assert!((h.len as usize) < cap, "ring {q} overflows");
+        let at = (h.head as usize + h.len as usize) & (cap - 1);
         self.buf[(q << self.shift) + at] = v;
-        self.len[q] += 1;
+        h.len += 1;
     }
     #[inline]
-    pub fn pop(&mut self, q: usize) -> Option<u32> {
-        let v = self.front(q)?;
-        self.head[q] = ((self.head[q] as usize + 1) & (self.cap() - 1)) as u16;
-        self.len[q] -= 1;
+    pub fn pop(&mut self, q: usize, h: &mut RingHdr) -> Option<u32> {
+        let v = self.front(q, *h)?;
+        h.head = ((h.head as usize + 1) & (self.cap() - 1)) as u16;
+        h.len -= 1;
         Some(v)
     }
-    /// Prefetches queue `q`'s head entry and its length.
+    /// Prefetches queue `q`'s head entry.
     #[inline]
-    pub fn prefetch(&self, q: usize) {
-        if let Some(&h) = self.head.get(q) {
-            prefetch_index::prefetch_index(&self.buf, (q << self.shift) + h as usize);
-            prefetch_index::prefetch_index(&self.len, q);
-        }
+    pub fn prefetch(&self, q: usize, h: RingHdr) {
+        prefetch_index::prefetch_index(&self.buf, (q << self.shift) + h.head as usize);
     }
     /// The entries of queue `q`, front first.
-    pub fn iter(&self, q: usize) -> impl Iterator<Item = u32> + '_ {
+    pub fn iter(&self, q: usize, h: RingHdr) -> impl Iterator<Item = u32> + '_ {
         let cap = self.cap();
-        (0..self.len[q] as usize)
-            .map(move |i| self.buf[(q << self.shift) + ((self.head[q] as usize + i) & (cap - 1))])
+        (0..h.len as usize)
+            .map(move |i| self.buf[(q << self.shift) + ((h.head as usize + i) & (cap - 1))])
     }
     /// Empties queue `q`, returning its entries.
-    pub fn drain(&mut self, q: usize) -> Vec<u32> {
-        let v: Vec<u32> = self.iter(q).collect();
-        self.len[q] = 0;
-        self.head[q] = 0;
+    pub fn drain(&mut self, q: usize, h: &mut RingHdr) -> Vec<u32> {
+        let v: Vec<u32> = self.iter(q, *h).collect();
+        *h = RingHdr::default();
         v
     }
 }

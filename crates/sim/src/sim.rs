@@ -2,7 +2,7 @@
 //! state and the event handlers.
 
 use crate::config::{Config, LinkRate, Unroutable};
-use crate::net::{Net, Rings};
+use crate::net::{Net, RingHdr, Rings};
 use crate::queue::EventQueue;
 use crate::reconf::{self, FaultEvent, Scheme, Smp};
 use crate::report::{self, BufferRef, DropReason, Report, RunFacts};
@@ -172,6 +172,36 @@ impl Cs {
     }
 }
 
+/// The state of one (channel, VL): its credits, its input buffer's routed head, and where
+/// its two rings start.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(32))]
+struct Vs {
+    /// Credits the sender holds for the receiver's input buffer, and credits on their way
+    /// back.
+    credits: u32,
+    cred_fly: u32,
+    /// Room left in the output buffer (credits).
+    out_space: u32,
+    /// The input buffer's head, see [`Head`].
+    hd: Head,
+    inq: RingHdr,
+    outq: RingHdr,
+}
+
+impl Vs {
+    fn new(in_cap: u32, out_cap: u32) -> Vs {
+        Vs {
+            credits: in_cap,
+            cred_fly: 0,
+            out_space: out_cap,
+            hd: Head::EMPTY,
+            inq: RingHdr::default(),
+            outq: RingHdr::default(),
+        }
+    }
+}
+
 struct Host {
     ep: u32,
     ch: u32,
@@ -237,13 +267,12 @@ pub struct Sim<'f> {
     /// channel or `NONE`, packet, end time).
     xbar_pending: (u32, u32, u64),
     max_ports: usize,
-    // Per (channel, VL).
-    credits: Vec<u32>,
-    cred_fly: Vec<u32>,
-    out_space: Vec<u32>,
+    /// Per (channel, VL), at `channel * nvl + vl`: its state, see [`Vs`].
+    vs: Vec<Vs>,
+    /// Per (channel, VL): the input buffer (packets, front first); where each ring starts
+    /// and its length are `Vs::inq`.
     inq: Rings,
-    /// Per (channel, VL): the head of `inq`, see [`Head`].
-    hd: Vec<Head>,
+    /// Per (channel, VL): the output buffer; `Vs::outq`.
     outq: Rings,
     in_cap: u32,
     out_cap: u32,
@@ -497,11 +526,8 @@ impl<'f> Sim<'f> {
             rw,
             xbar_pending: (NONE, NONE, 0),
             max_ports: max_ports as usize,
-            credits: vec![in_cap; nch * nvl],
-            cred_fly: vec![0; nch * nvl],
-            out_space: vec![out_cap; nch * nvl],
+            vs: vec![Vs::new(in_cap, out_cap); nch * nvl],
             inq: Rings::new(nch * nvl, in_cap as usize / min_cr),
-            hd: vec![Head::EMPTY; nch * nvl],
             outq: Rings::new(nch * nvl, out_cap as usize / min_cr),
             in_cap,
             out_cap,
@@ -576,11 +602,8 @@ impl<'f> Sim<'f> {
             vec![0; nch * self.rw]
         };
         self.cs.iter_mut().for_each(|c| c.req = 0);
-        self.credits = vec![self.in_cap; nch * nvl];
-        self.cred_fly = vec![0; nch * nvl];
-        self.out_space = vec![self.out_cap; nch * nvl];
+        self.vs = vec![Vs::new(self.in_cap, self.out_cap); nch * nvl];
         self.inq = Rings::new(nch * nvl, self.in_cap as usize / min_cr);
-        self.hd = vec![Head::EMPTY; nch * nvl];
         self.outq = Rings::new(nch * nvl, self.out_cap as usize / min_cr);
     }
 
@@ -661,9 +684,7 @@ impl<'f> Sim<'f> {
             Some((EV_ARRIVE, p)) => pf(&self.pk, p),
             Some((EV_XBAR | EV_XL | EV_LINK, c)) => pf(&self.cs, c),
             Some((EV_CREDIT, d)) => {
-                let k = (d >> 24) * self.nvl;
-                pf(&self.credits, k);
-                pf(&self.cred_fly, k);
+                pf(&self.vs, (d >> 24) * self.nvl + ((d >> 16) & 0xff));
             }
             _ => {}
         }
@@ -679,15 +700,14 @@ impl<'f> Sim<'f> {
                     if self.rw > 1 {
                         pf(&self.req, o * self.rw);
                     }
-                    pf(&self.out_space, o * self.nvl);
-                    if kind == EV_XL {
-                        pf(&self.credits, o * self.nvl);
+                    pf(&self.vs, o * self.nvl);
+                    if kind == EV_XL && self.nvl > 1 {
+                        pf(&self.vs, (o + 1) * self.nvl - 1);
                     }
                 }
             }
             Some((EV_LINK, c)) => {
-                pf(&self.out_space, c * self.nvl);
-                pf(&self.credits, c * self.nvl);
+                pf(&self.vs, c * self.nvl);
             }
             _ => {}
         }
@@ -705,8 +725,13 @@ impl<'f> Sim<'f> {
                 &self.routing.lft,
                 s * self.routing.stride() + pk.dlid as usize,
             );
-            self.inq
-                .prefetch(pk.ch as usize * self.nvl + pk.vl as usize);
+            pf(&self.vs, pk.ch as usize * self.nvl + pk.vl as usize);
+        }
+        if let Some((pk, _)) = arrival(PF[3]) {
+            let k = pk.ch as usize * self.nvl + pk.vl as usize;
+            if let Some(v) = self.vs.get(k) {
+                self.inq.prefetch(k, v.inq);
+            }
         }
         let hop = |k: usize| {
             let (pk, s) = arrival(k)?;
@@ -722,7 +747,7 @@ impl<'f> Sim<'f> {
             if self.rw > 1 {
                 pf(&self.req, o * self.rw);
             }
-            pf(&self.out_space, o * self.nvl);
+            pf(&self.vs, o * self.nvl);
         }
     }
 
@@ -914,7 +939,7 @@ impl<'f> Sim<'f> {
             let pk = &self.pk[p as usize];
             (pk.vl as usize, pk.cr as u32)
         };
-        if self.credits[c * self.nvl + vl] < cr {
+        if self.vs[c * self.nvl + vl].credits < cr {
             return;
         }
         self.hosts[h as usize].queue.pop_front();
@@ -953,7 +978,7 @@ impl<'f> Sim<'f> {
         pk.state = P_WIRE;
         pk.tail = end + m.t_prop;
         let arrive = if ch.dst_sw != NONE {
-            self.credits[ci * self.nvl + vl as usize] -= pk.cr as u32;
+            self.vs[ci * self.nvl + vl as usize].credits -= pk.cr as u32;
             s + m.t_prop + m.hdr_bytes as u64 * tb + m.t_route
         } else {
             end + m.t_prop
@@ -994,12 +1019,12 @@ impl<'f> Sim<'f> {
             let v = ((bits.trailing_zeros() + first) % nvl) as usize;
             bits &= bits - 1;
             let k = ci * self.nvl + v;
-            let p = self.outq.front(k).expect("non-empty by the mask");
-            if to_switch && self.credits[k] < self.pk[p as usize].cr as u32 {
+            let p = self.outq_front(k).expect("non-empty by the mask");
+            if to_switch && self.vs[k].credits < self.pk[p as usize].cr as u32 {
                 continue;
             }
-            self.outq.pop(k);
-            if self.outq.len(k) == 0 {
+            self.outq_pop(k);
+            if self.outq_len(k) == 0 {
                 self.cs[ci].oq_mask &= !(1 << v);
             }
             self.cs[ci].vlarb = v as u8;
@@ -1013,7 +1038,7 @@ impl<'f> Sim<'f> {
         self.cs[ci].busy = false;
         let ch = self.cs[ci];
         if ch.src_sw != NONE {
-            self.out_space[ci * self.nvl + self.cs[ci].send_vl as usize] +=
+            self.vs[ci * self.nvl + self.cs[ci].send_vl as usize].out_space +=
                 self.cs[ci].send_cr as u32;
             if !self.cs[ci].alive {
                 return;
@@ -1030,7 +1055,7 @@ impl<'f> Sim<'f> {
         let vl = ((data >> 16) & 0xff) as usize;
         let cr = (data & 0xffff) as u32;
         let k = c as usize * self.nvl + vl;
-        self.cred_fly[k] -= cr;
+        self.vs[k].cred_fly -= cr;
         self.credit_arrived(c, k, cr);
     }
 
@@ -1038,7 +1063,7 @@ impl<'f> Sim<'f> {
         if !self.cs[c as usize].alive {
             return;
         }
-        self.credits[k] += cr;
+        self.vs[k].credits += cr;
         let src_host = self.cs[c as usize].src_host;
         if src_host != NONE {
             self.try_inject(src_host);
@@ -1056,7 +1081,7 @@ impl<'f> Sim<'f> {
         if t <= self.now {
             self.credit_arrived(c, k, cr as u32);
         } else {
-            self.cred_fly[k] += cr as u32;
+            self.vs[k].cred_fly += cr as u32;
             self.q.push(
                 t,
                 ev(
@@ -1095,8 +1120,8 @@ impl<'f> Sim<'f> {
             pm.hops += 1;
         }
         self.hops += 1;
-        self.inq.push(k, p);
-        if self.inq.len(k) == 1 {
+        self.inq_push(k, p);
+        if self.inq_len(k) == 1 {
             if let Some(o) = self.route_head(c as u32, pk.vl) {
                 self.arbitrate(o);
             }
@@ -1139,7 +1164,7 @@ impl<'f> Sim<'f> {
         let ch = self.cs[c as usize];
         let loop_limit = (2 * self.net.sw_base.len() + 4).min(255) as u8;
         loop {
-            let p = self.inq.front(k)?;
+            let p = self.inq_front(k)?;
             let pk = self.pk[p as usize];
             let fw = Forward::new(self.f, &self.plane, &self.routing);
             let (_, hop, ovl) = fw.step(ch.dst_sw, ch.dst_port, pk.dlid, pk.sl);
@@ -1150,7 +1175,7 @@ impl<'f> Sim<'f> {
                     } else if pk.hops > loop_limit {
                         Some(DropReason::Loop)
                     } else {
-                        self.hd[k] = Head {
+                        self.vs[k].hd = Head {
                             p,
                             out: o.0,
                             ovl,
@@ -1163,19 +1188,19 @@ impl<'f> Sim<'f> {
                 }
                 Hop::Fail(Failure::DeadChannel) if !self.cfg.model.drop_on_dead_port => {
                     // Kept: it waits for a table update.
-                    self.hd[k].out = NONE;
+                    self.vs[k].hd.out = NONE;
                     self.held.push((c, vl));
                     return None;
                 }
                 Hop::Fail(_) if self.cfg.model.unroutable == Unroutable::Hold => {
-                    self.hd[k].out = NONE;
+                    self.vs[k].hd.out = NONE;
                     self.held.push((c, vl));
                     return None;
                 }
                 Hop::Fail(Failure::DeadChannel) => Some(DropReason::DeadPort),
                 Hop::Fail(_) => Some(DropReason::Unroutable),
             };
-            self.inq.pop(k);
+            self.inq_pop(k);
             let at = self.now.max(pk.tail);
             self.return_credits(c, vl, pk.cr, at);
             self.drop_pkt(p, why.expect("a reason"));
@@ -1230,9 +1255,9 @@ impl<'f> Sim<'f> {
                 if self.cs[ci].xin_pkt != NONE {
                     continue;
                 }
-                let h = self.hd[ci * nvl + v];
+                let h = self.vs[ci * nvl + v].hd;
                 debug_assert_eq!(h.out, o, "a request has a routed head");
-                if self.out_space[oi * nvl + h.ovl as usize] >= h.cr as u32 {
+                if self.vs[oi * nvl + h.ovl as usize].out_space >= h.cr as u32 {
                     self.cs[oi].xout_rr = b as u32;
                     self.grant(c, v as u8, o, h);
                     return;
@@ -1243,6 +1268,45 @@ impl<'f> Sim<'f> {
                 wi = 0;
             }
         }
+    }
+
+    #[inline]
+    fn inq_len(&self, k: usize) -> usize {
+        self.vs[k].inq.len as usize
+    }
+    #[inline]
+    fn inq_front(&self, k: usize) -> Option<u32> {
+        self.inq.front(k, self.vs[k].inq)
+    }
+    #[inline]
+    fn inq_push(&mut self, k: usize, p: u32) {
+        self.inq.push(k, &mut self.vs[k].inq, p)
+    }
+    #[inline]
+    fn inq_pop(&mut self, k: usize) -> Option<u32> {
+        self.inq.pop(k, &mut self.vs[k].inq)
+    }
+    fn inq_drain(&mut self, k: usize) -> Vec<u32> {
+        self.inq.drain(k, &mut self.vs[k].inq)
+    }
+    #[inline]
+    fn outq_len(&self, k: usize) -> usize {
+        self.vs[k].outq.len as usize
+    }
+    #[inline]
+    fn outq_front(&self, k: usize) -> Option<u32> {
+        self.outq.front(k, self.vs[k].outq)
+    }
+    #[inline]
+    fn outq_push(&mut self, k: usize, p: u32) {
+        self.outq.push(k, &mut self.vs[k].outq, p)
+    }
+    #[inline]
+    fn outq_pop(&mut self, k: usize) -> Option<u32> {
+        self.outq.pop(k, &mut self.vs[k].outq)
+    }
+    fn outq_drain(&mut self, k: usize) -> Vec<u32> {
+        self.outq.drain(k, &mut self.vs[k].outq)
     }
 
     /// Word `wi` of output `o`'s request bits.
@@ -1276,13 +1340,13 @@ impl<'f> Sim<'f> {
     fn grant(&mut self, c: u32, vl: u8, o: u32, h: Head) {
         let (ci, oi, p) = (c as usize, o as usize, h.p);
         let nvl = self.nvl;
-        self.inq.pop(ci * nvl + vl as usize);
-        self.hd[ci * nvl + vl as usize].out = NONE;
+        self.inq_pop(ci * nvl + vl as usize);
+        self.vs[ci * nvl + vl as usize].hd.out = NONE;
         self.clear_req(c, vl, o);
         let pk = &mut self.pk[p as usize];
         let ko = oi * nvl + h.ovl as usize;
         self.cs[oi].oq_mask |= 1 << h.ovl;
-        self.out_space[ko] -= pk.cr as u32;
+        self.vs[ko].out_space -= pk.cr as u32;
         let tx = pk.bytes as u64 * self.cs[oi].t_byte as u64;
         let tx = match self.cfg.model.xbar_speedup {
             1 => tx,
@@ -1296,7 +1360,7 @@ impl<'f> Sim<'f> {
         self.cs[ci].xin_vl = vl;
         self.cs[ci].xin_cr = pk.cr;
         self.cs[oi].xout_busy = true;
-        self.outq.push(ko, p);
+        self.outq_push(ko, p);
         // The crossbar event is pushed where it always was, before what `try_link` pushes;
         // when `try_link` starts this packet on the link and the two end at the same time,
         // they are adjacent in the queue and go in as one event ([`EV_XL`]).
@@ -1330,8 +1394,8 @@ impl<'f> Sim<'f> {
                 break;
             }
             let k = ci * nvl + v;
-            if self.inq.len(k) > 0 {
-                let out = self.hd[k].out;
+            if self.inq_len(k) > 0 {
+                let out = self.vs[k].hd.out;
                 if out != NONE && out != o {
                     self.arbitrate(out);
                 }
@@ -1430,7 +1494,7 @@ impl<'f> Sim<'f> {
         let held = std::mem::take(&mut self.held);
         for (c, vl) in held {
             let k = c as usize * self.nvl + vl as usize;
-            if self.inq.len(k) > 0 && self.hd[k].out == NONE {
+            if self.inq_len(k) > 0 && self.vs[k].hd.out == NONE {
                 if let Some(o) = self.route_head(c, vl) {
                     self.arbitrate(o);
                 }
@@ -1483,13 +1547,13 @@ impl<'f> Sim<'f> {
                 let ic = oc.reverse().0 as usize;
                 for v in 0..nvl {
                     let k = ic * nvl + v;
-                    if self.inq.len(k) > 0 && self.hd[k].out != NONE {
-                        self.clear_req(ic as u32, v as u8, self.hd[k].out);
+                    if self.inq_len(k) > 0 && self.vs[k].hd.out != NONE {
+                        self.clear_req(ic as u32, v as u8, self.vs[k].hd.out);
                     }
                     self.cs[oc.idx()].oq_mask = 0;
                     for q in [
-                        self.inq.drain(ic * nvl + v),
-                        self.outq.drain(oc.idx() * nvl + v),
+                        self.inq_drain(ic * nvl + v),
+                        self.outq_drain(oc.idx() * nvl + v),
                     ] {
                         for pkt in q {
                             self.drop_pkt(pkt, DropReason::SwitchDown);
@@ -1508,8 +1572,8 @@ impl<'f> Sim<'f> {
             self.cs[ci].oq_mask = 0;
             for v in 0..nvl {
                 let k = ci * nvl + v;
-                for pkt in self.outq.drain(k) {
-                    self.out_space[k] += self.pk[pkt as usize].cr as u32;
+                for pkt in self.outq_drain(k) {
+                    self.vs[k].out_space += self.pk[pkt as usize].cr as u32;
                     self.drop_pkt(pkt, DropReason::DeadPort);
                 }
             }
@@ -1522,10 +1586,10 @@ impl<'f> Sim<'f> {
                 }
                 for v in 0..nvl {
                     let k = ic as usize * nvl + v;
-                    if let Some(p) = self.inq.front(k) {
-                        if self.hd[k].out == c {
+                    if let Some(p) = self.inq_front(k) {
+                        if self.vs[k].hd.out == c {
                             let pk = self.pk[p as usize];
-                            self.inq.pop(k);
+                            self.inq_pop(k);
                             self.clear_req(ic, v as u8, c);
                             let at = self.now.max(pk.tail);
                             self.return_credits(ic, v as u8, pk.cr, at);
@@ -1578,13 +1642,13 @@ impl<'f> Sim<'f> {
         let k = node / 2;
         let (c, v) = (k / nvl, k % nvl);
         if node & 1 == 0 {
-            if self.inq.len(k) == 0 || self.hd[k].out == NONE {
+            if self.inq_len(k) == 0 || self.vs[k].hd.out == NONE {
                 return None;
             }
-            let h = self.hd[k];
+            let h = self.vs[k].hd;
             let o = h.out as usize;
             let ko = o * nvl + h.ovl as usize;
-            if !self.cs[o].alive || self.out_space[ko] >= h.cr as u32 {
+            if !self.cs[o].alive || self.vs[ko].out_space >= h.cr as u32 {
                 return None;
             }
             if self.cs[o].busy && self.cs[o].send_vl == h.ovl {
@@ -1592,16 +1656,16 @@ impl<'f> Sim<'f> {
             }
             Some(2 * ko + 1)
         } else {
-            let p = self.outq.front(k)?;
+            let p = self.outq_front(k)?;
             let ch = self.cs[c];
             if ch.dst_sw == NONE || !self.cs[c].alive {
                 return None;
             }
-            let mut coming = self.credits[k] + self.cred_fly[k];
+            let mut coming = self.vs[k].credits + self.vs[k].cred_fly;
             if self.cs[c].xin_pkt != NONE && self.cs[c].xin_vl as usize == v {
                 coming += self.cs[c].xin_cr as u32;
             }
-            if coming >= self.pk[p as usize].cr as u32 || self.inq.len(k) == 0 {
+            if coming >= self.pk[p as usize].cr as u32 || self.inq_len(k) == 0 {
                 return None;
             }
             Some(2 * k)
@@ -1707,14 +1771,14 @@ impl<'f> Sim<'f> {
                 if ch.dst_sw != NONE {
                     let mut buffered: u32 = self
                         .inq
-                        .iter(k)
+                        .iter(k, self.vs[k].inq)
                         .map(|p| self.pk[p as usize].cr as u32)
                         .sum();
                     if self.cs[c].xin_pkt != NONE && self.cs[c].xin_vl as usize == v {
                         buffered += self.cs[c].xin_cr as u32;
                     }
                     assert_eq!(
-                        self.credits[k] + wire[k] + buffered + self.cred_fly[k],
+                        self.vs[k].credits + wire[k] + buffered + self.vs[k].cred_fly,
                         self.in_cap,
                         "credits + in flight + buffered = capacity on channel {c} VL {v}"
                     );
@@ -1722,12 +1786,12 @@ impl<'f> Sim<'f> {
                 if ch.src_sw != NONE {
                     assert_eq!(
                         self.cs[c].oq_mask >> v & 1 == 1,
-                        self.outq.len(k) > 0,
+                        self.outq_len(k) > 0,
                         "non-empty VL mask of channel {c}"
                     );
                     let queued: u32 = self
                         .outq
-                        .iter(k)
+                        .iter(k, self.vs[k].outq)
                         .map(|p| self.pk[p as usize].cr as u32)
                         .sum();
                     let sending = if self.cs[c].busy && self.cs[c].send_vl as usize == v {
@@ -1736,7 +1800,7 @@ impl<'f> Sim<'f> {
                         0
                     };
                     assert_eq!(
-                        self.out_space[k] + queued + sending,
+                        self.vs[k].out_space + queued + sending,
                         self.out_cap,
                         "output space on channel {c} VL {v}"
                     );
@@ -1758,9 +1822,9 @@ impl<'f> Sim<'f> {
                     let bit = port * nvl + v;
                     let set = self.req_word(o, bit / 64) >> (bit % 64) & 1 == 1;
                     let head = (c != NONE)
-                        .then(|| self.inq.front(c as usize * nvl + v))
+                        .then(|| self.inq_front(c as usize * nvl + v))
                         .flatten();
-                    let h = (c != NONE).then(|| self.hd[c as usize * nvl + v]);
+                    let h = (c != NONE).then(|| self.vs[c as usize * nvl + v].hd);
                     let routed = head.is_some() && h.is_some_and(|h| h.out == o as u32);
                     if let (Some(p), Some(h)) = (head, h) {
                         assert!(
