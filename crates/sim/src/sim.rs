@@ -205,6 +205,9 @@ impl Vs {
 struct Host {
     ep: u32,
     ch: u32,
+    /// Its end port: node and port number.
+    node: fabric::NodeId,
+    num: u8,
     rng: Rng,
     dest: Option<Dest>,
     queue: VecDeque<u32>,
@@ -282,6 +285,8 @@ pub struct Sim<'f> {
     held: Vec<(u32, u8)>,
 
     hosts: Vec<Host>,
+    /// Per host: its LID (dense, for the destinations of new packets).
+    host_lid: Vec<Lid>,
     pk: Vec<Packet>,
     free_pk: Vec<u32>,
     mean_bytes: u64,
@@ -439,6 +444,11 @@ impl<'f> Sim<'f> {
         };
         let net = Net::new(f, &plane, &t_byte);
         let cs: Vec<Cs> = net.chans.iter().map(Cs::new).collect();
+        let host_lid: Vec<Lid> = net
+            .host_ep
+            .iter()
+            .map(|&e| f.port(f.end_ports[e as usize]).lid)
+            .collect();
         let nh = net.host_ep.len();
         if nh < 2 {
             return Err(SimError::TooFewHosts);
@@ -463,6 +473,8 @@ impl<'f> Sim<'f> {
             .map(|h| Host {
                 ep: net.host_ep[h],
                 ch: net.host_ch[h],
+                node: f.port(f.end_ports[net.host_ep[h] as usize]).node,
+                num: f.port(f.end_ports[net.host_ep[h] as usize]).num,
                 rng: Rng::new(
                     cfg.seed
                         .wrapping_mul(0xD1B5_4A32_D192_ED03)
@@ -534,6 +546,7 @@ impl<'f> Sim<'f> {
             inq_min_cr: min_cr,
             sw_alive: vec![true; f.num_switches()],
             held: Vec::new(),
+            host_lid,
             hosts,
             pk: Vec::new(),
             free_pk: Vec::new(),
@@ -695,6 +708,9 @@ impl<'f> Sim<'f> {
                 }
             }
             Some((kind @ (EV_XBAR | EV_XL), c)) => {
+                if let Some(x) = self.cs.get(c) {
+                    pf(&self.vs, c * self.nvl + x.xin_vl as usize);
+                }
                 if let Some(o) = self.cs.get(c).map(|x| x.xin_out as usize) {
                     pf(&self.cs, o);
                     if self.rw > 1 {
@@ -727,21 +743,23 @@ impl<'f> Sim<'f> {
             );
             pf(&self.vs, pk.ch as usize * self.nvl + pk.vl as usize);
         }
-        if let Some((pk, _)) = arrival(PF[3]) {
+        let hop = |pk: &Packet, s: usize| {
+            self.plane
+                .hop_ref(s, self.routing.out_port_checked(s, pk.dlid))
+        };
+        if let Some((pk, s)) = arrival(PF[3]) {
             let k = pk.ch as usize * self.nvl + pk.vl as usize;
             if let Some(v) = self.vs.get(k) {
                 self.inq.prefetch(k, v.inq);
             }
+            if let Some(h) = hop(pk, s) {
+                pf(std::slice::from_ref(h), 0);
+            }
         }
-        let hop = |k: usize| {
-            let (pk, s) = arrival(k)?;
-            self.plane
-                .hop_ref(s, self.routing.out_port_checked(s, pk.dlid))
-        };
-        if let Some(h) = hop(PF[3]) {
-            pf(std::slice::from_ref(h), 0);
-        }
-        if let Some(o) = hop(PF[4]).and_then(|h| h.channel()) {
+        if let Some(o) = arrival(PF[4])
+            .and_then(|(pk, s)| hop(pk, s))
+            .and_then(|h| h.channel())
+        {
             let o = o.idx();
             pf(&self.cs, o);
             if self.rw > 1 {
@@ -888,17 +906,20 @@ impl<'f> Sim<'f> {
     fn make_packet(&mut self, h: u32, dst: u32, bytes: u16) {
         let hi = h as usize;
         let now = self.now;
-        let src_ep = self.hosts[hi].ep;
-        let dst_ep = self.net.host_ep[dst as usize];
-        let (dlid, sl) = match self.overrides.get(&(src_ep, dst_ep)) {
-            Some(&x) => x,
-            None => {
-                let lid = self.f.port(self.f.end_ports[dst_ep as usize]).lid;
-                (lid, self.routing.path_sl.get(src_ep as usize, lid))
-            }
+        let src = &self.hosts[hi];
+        let (src_ep, node, num) = (src.ep, src.node, src.num);
+        let over = if self.overrides.is_empty() {
+            None
+        } else {
+            self.overrides
+                .get(&(src_ep, self.net.host_ep[dst as usize]))
+                .copied()
         };
-        let node = self.f.port(self.f.end_ports[src_ep as usize]);
-        let vl = self.routing.sl2vl.vl(node.node, 0, node.num, sl);
+        let (dlid, sl) = over.unwrap_or_else(|| {
+            let lid = self.host_lid[dst as usize];
+            (lid, self.routing.path_sl.get(src_ep as usize, lid))
+        });
+        let vl = self.routing.sl2vl.vl(node, 0, num, sl);
         let vl = if (vl as usize) < self.nvl { vl } else { 0 };
         let p = self.alloc(Packet {
             gen: now,
@@ -1012,11 +1033,16 @@ impl<'f> Sim<'f> {
         let nvl = self.nvl as u32;
         let to_switch = self.cs[ci].dst_sw != NONE;
         // Rotate so that bit 0 is the VL after the last one served.
-        let first = (self.cs[ci].vlarb as u32 + 1) % nvl;
+        let first = if nvl == 1 {
+            0
+        } else {
+            (self.cs[ci].vlarb as u32 + 1) % nvl
+        };
         let rot = ((mask >> first) | (mask << (nvl - first))) & ((1u32 << nvl) - 1);
         let mut bits = rot;
         while bits != 0 {
-            let v = ((bits.trailing_zeros() + first) % nvl) as usize;
+            let v = bits.trailing_zeros() + first;
+            let v = (if v >= nvl { v - nvl } else { v }) as usize;
             bits &= bits - 1;
             let k = ci * self.nvl + v;
             let p = self.outq_front(k).expect("non-empty by the mask");
