@@ -57,21 +57,82 @@ impl Rings {
         h.len -= 1;
         Some(v)
     }
-    /// Prefetches queue `q`'s head entry.
-    #[inline]
-    pub fn prefetch(&self, q: usize, h: RingHdr) {
-        prefetch_index::prefetch_index(&self.buf, (q << self.shift) + h.head as usize);
-    }
     /// The entries of queue `q`, front first.
     pub fn iter(&self, q: usize, h: RingHdr) -> impl Iterator<Item = u32> + '_ {
         let cap = self.cap();
         (0..h.len as usize)
             .map(move |i| self.buf[(q << self.shift) + ((h.head as usize + i) & (cap - 1))])
     }
+}
+
+/// Rings like [`Rings`] whose header also holds the front entry ([`FrontHdr`]): a queue
+/// of one entry (the common case for input buffers below saturation) never touches the
+/// ring's memory. The ring holds the entries behind the front.
+#[derive(Clone, Debug)]
+pub(crate) struct FrontRings {
+    rest: Rings,
+}
+
+/// The front entry of one ring of [`FrontRings`], where the rest starts, and the length
+/// (front included).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FrontHdr {
+    pub front: u32,
+    pub rest: RingHdr,
+}
+
+impl FrontHdr {
+    #[inline]
+    pub fn len(&self) -> usize {
+        if self.rest.len == 0 && self.front == EMPTY_FRONT {
+            0
+        } else {
+            self.rest.len as usize + 1
+        }
+    }
+}
+
+const EMPTY_FRONT: u32 = u32::MAX;
+
+impl FrontRings {
+    /// `n` queues of at least `cap` entries each.
+    pub fn new(n: usize, cap: usize) -> Self {
+        FrontRings {
+            rest: Rings::new(n, cap.saturating_sub(1)),
+        }
+    }
+    /// An empty header.
+    pub const EMPTY: FrontHdr = FrontHdr {
+        front: EMPTY_FRONT,
+        rest: RingHdr { head: 0, len: 0 },
+    };
+    #[inline]
+    pub fn front(&self, h: FrontHdr) -> Option<u32> {
+        (h.front != EMPTY_FRONT).then_some(h.front)
+    }
+    #[inline]
+    pub fn push(&mut self, q: usize, h: &mut FrontHdr, v: u32) {
+        debug_assert!(v != EMPTY_FRONT, "entry {v} is the empty mark");
+        if h.front == EMPTY_FRONT {
+            h.front = v;
+        } else {
+            self.rest.push(q, &mut h.rest, v);
+        }
+    }
+    #[inline]
+    pub fn pop(&mut self, q: usize, h: &mut FrontHdr) -> Option<u32> {
+        let v = self.front(*h)?;
+        h.front = self.rest.pop(q, &mut h.rest).unwrap_or(EMPTY_FRONT);
+        Some(v)
+    }
+    /// The entries of queue `q`, front first.
+    pub fn iter(&self, q: usize, h: FrontHdr) -> impl Iterator<Item = u32> + '_ {
+        self.front(h).into_iter().chain(self.rest.iter(q, h.rest))
+    }
     /// Empties queue `q`, returning its entries.
-    pub fn drain(&mut self, q: usize, h: &mut RingHdr) -> Vec<u32> {
+    pub fn drain(&mut self, q: usize, h: &mut FrontHdr) -> Vec<u32> {
         let v: Vec<u32> = self.iter(q, *h).collect();
-        *h = RingHdr::default();
+        *h = Self::EMPTY;
         v
     }
 }
@@ -180,5 +241,42 @@ impl Net {
     #[inline]
     pub fn ports(&self, s: u32) -> u32 {
         self.sw_base[s as usize + 1] - self.sw_base[s as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::rng::Rng;
+    use std::collections::VecDeque;
+
+    /// Random pushes, pops and drains on a few queues against `VecDeque`s, up to each
+    /// queue's capacity: front, length, order and the entries behind the front all agree.
+    #[test]
+    fn front_rings_behave_as_fifo_queues() {
+        for cap in [1usize, 2, 3, 16] {
+            let n = 5;
+            let mut r = FrontRings::new(n, cap);
+            let mut hdr = vec![FrontRings::EMPTY; n];
+            let mut model: Vec<VecDeque<u32>> = vec![VecDeque::new(); n];
+            let mut rng = Rng::new(cap as u64);
+            for step in 0..20_000u32 {
+                let q = rng.below(n as u64) as usize;
+                match rng.below(10) {
+                    0..=4 if model[q].len() < cap => {
+                        r.push(q, &mut hdr[q], step);
+                        model[q].push_back(step);
+                    }
+                    9 => assert_eq!(
+                        r.drain(q, &mut hdr[q]),
+                        model[q].drain(..).collect::<Vec<_>>()
+                    ),
+                    _ => assert_eq!(r.pop(q, &mut hdr[q]), model[q].pop_front()),
+                }
+                assert_eq!(hdr[q].len(), model[q].len());
+                assert_eq!(r.front(hdr[q]), model[q].front().copied());
+                assert!(r.iter(q, hdr[q]).eq(model[q].iter().copied()));
+            }
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! state and the event handlers.
 
 use crate::config::{Config, LinkRate, Unroutable};
-use crate::net::{Net, RingHdr, Rings};
+use crate::net::{FrontHdr, FrontRings, Net};
 use crate::queue::EventQueue;
 use crate::reconf::{self, FaultEvent, Scheme, Smp};
 use crate::report::{self, BufferRef, DropReason, Report, RunFacts};
@@ -87,7 +87,6 @@ struct Packet {
 /// the buffer is not empty; `out` is `NONE` while the head is not routed (held).
 #[derive(Clone, Copy, Debug)]
 struct Head {
-    p: u32,
     out: u32,
     ovl: u8,
     cr: u8,
@@ -95,7 +94,6 @@ struct Head {
 
 impl Head {
     const EMPTY: Head = Head {
-        p: NONE,
         out: NONE,
         ovl: 0,
         cr: 0,
@@ -177,27 +175,30 @@ impl Cs {
 #[derive(Clone, Copy, Debug)]
 #[repr(align(32))]
 struct Vs {
-    /// Credits the sender holds for the receiver's input buffer, and credits on their way
-    /// back.
+    /// Credits the sender holds for the receiver's input buffer (those on their way back
+    /// are `Sim::cred_fly`).
     credits: u32,
-    cred_fly: u32,
     /// Room left in the output buffer (credits).
     out_space: u32,
     /// The input buffer's head, see [`Head`].
     hd: Head,
-    inq: RingHdr,
-    outq: RingHdr,
+    inq: FrontHdr,
+    outq: FrontHdr,
 }
+
+// The layouts the hot path is built around: one cache line per channel, two (channel, VL)
+// records per line.
+const _: () = assert!(std::mem::size_of::<Cs>() == 64);
+const _: () = assert!(std::mem::size_of::<Vs>() == 32);
 
 impl Vs {
     fn new(in_cap: u32, out_cap: u32) -> Vs {
         Vs {
             credits: in_cap,
-            cred_fly: 0,
             out_space: out_cap,
             hd: Head::EMPTY,
-            inq: RingHdr::default(),
-            outq: RingHdr::default(),
+            inq: FrontRings::EMPTY,
+            outq: FrontRings::EMPTY,
         }
     }
 }
@@ -272,11 +273,14 @@ pub struct Sim<'f> {
     max_ports: usize,
     /// Per (channel, VL), at `channel * nvl + vl`: its state, see [`Vs`].
     vs: Vec<Vs>,
-    /// Per (channel, VL): the input buffer (packets, front first); where each ring starts
-    /// and its length are `Vs::inq`.
-    inq: Rings,
+    /// Per (channel, VL): the input buffer (packets, front first); its front packet, where
+    /// the rest starts and its length are `Vs::inq`.
+    inq: FrontRings,
+    /// Per (channel, VL): credits on their way back upstream (only with a propagation or
+    /// flow-control delay).
+    cred_fly: Vec<u32>,
     /// Per (channel, VL): the output buffer; `Vs::outq`.
-    outq: Rings,
+    outq: FrontRings,
     in_cap: u32,
     out_cap: u32,
     inq_min_cr: usize,
@@ -539,8 +543,9 @@ impl<'f> Sim<'f> {
             xbar_pending: (NONE, NONE, 0),
             max_ports: max_ports as usize,
             vs: vec![Vs::new(in_cap, out_cap); nch * nvl],
-            inq: Rings::new(nch * nvl, in_cap as usize / min_cr),
-            outq: Rings::new(nch * nvl, out_cap as usize / min_cr),
+            inq: FrontRings::new(nch * nvl, in_cap as usize / min_cr),
+            cred_fly: vec![0; nch * nvl],
+            outq: FrontRings::new(nch * nvl, out_cap as usize / min_cr),
             in_cap,
             out_cap,
             inq_min_cr: min_cr,
@@ -616,8 +621,9 @@ impl<'f> Sim<'f> {
         };
         self.cs.iter_mut().for_each(|c| c.req = 0);
         self.vs = vec![Vs::new(self.in_cap, self.out_cap); nch * nvl];
-        self.inq = Rings::new(nch * nvl, self.in_cap as usize / min_cr);
-        self.outq = Rings::new(nch * nvl, self.out_cap as usize / min_cr);
+        self.inq = FrontRings::new(nch * nvl, self.in_cap as usize / min_cr);
+        self.cred_fly = vec![0; nch * nvl];
+        self.outq = FrontRings::new(nch * nvl, self.out_cap as usize / min_cr);
     }
 
     /// Data VLs simulated.
@@ -697,7 +703,9 @@ impl<'f> Sim<'f> {
             Some((EV_ARRIVE, p)) => pf(&self.pk, p),
             Some((EV_XBAR | EV_XL | EV_LINK, c)) => pf(&self.cs, c),
             Some((EV_CREDIT, d)) => {
-                pf(&self.vs, (d >> 24) * self.nvl + ((d >> 16) & 0xff));
+                let k = (d >> 24) * self.nvl + ((d >> 16) & 0xff);
+                pf(&self.vs, k);
+                pf(&self.cred_fly, k);
             }
             _ => {}
         }
@@ -747,14 +755,8 @@ impl<'f> Sim<'f> {
             self.plane
                 .hop_ref(s, self.routing.out_port_checked(s, pk.dlid))
         };
-        if let Some((pk, s)) = arrival(PF[3]) {
-            let k = pk.ch as usize * self.nvl + pk.vl as usize;
-            if let Some(v) = self.vs.get(k) {
-                self.inq.prefetch(k, v.inq);
-            }
-            if let Some(h) = hop(pk, s) {
-                pf(std::slice::from_ref(h), 0);
-            }
+        if let Some(h) = arrival(PF[3]).and_then(|(pk, s)| hop(pk, s)) {
+            pf(std::slice::from_ref(h), 0);
         }
         if let Some(o) = arrival(PF[4])
             .and_then(|(pk, s)| hop(pk, s))
@@ -1081,7 +1083,7 @@ impl<'f> Sim<'f> {
         let vl = ((data >> 16) & 0xff) as usize;
         let cr = (data & 0xffff) as u32;
         let k = c as usize * self.nvl + vl;
-        self.vs[k].cred_fly -= cr;
+        self.cred_fly[k] -= cr;
         self.credit_arrived(c, k, cr);
     }
 
@@ -1107,7 +1109,7 @@ impl<'f> Sim<'f> {
         if t <= self.now {
             self.credit_arrived(c, k, cr as u32);
         } else {
-            self.vs[k].cred_fly += cr as u32;
+            self.cred_fly[k] += cr as u32;
             self.q.push(
                 t,
                 ev(
@@ -1202,7 +1204,6 @@ impl<'f> Sim<'f> {
                         Some(DropReason::Loop)
                     } else {
                         self.vs[k].hd = Head {
-                            p,
                             out: o.0,
                             ovl,
                             cr: pk.cr,
@@ -1298,11 +1299,11 @@ impl<'f> Sim<'f> {
 
     #[inline]
     fn inq_len(&self, k: usize) -> usize {
-        self.vs[k].inq.len as usize
+        self.vs[k].inq.len()
     }
     #[inline]
     fn inq_front(&self, k: usize) -> Option<u32> {
-        self.inq.front(k, self.vs[k].inq)
+        self.inq.front(self.vs[k].inq)
     }
     #[inline]
     fn inq_push(&mut self, k: usize, p: u32) {
@@ -1317,11 +1318,11 @@ impl<'f> Sim<'f> {
     }
     #[inline]
     fn outq_len(&self, k: usize) -> usize {
-        self.vs[k].outq.len as usize
+        self.vs[k].outq.len()
     }
     #[inline]
     fn outq_front(&self, k: usize) -> Option<u32> {
-        self.outq.front(k, self.vs[k].outq)
+        self.outq.front(self.vs[k].outq)
     }
     #[inline]
     fn outq_push(&mut self, k: usize, p: u32) {
@@ -1364,9 +1365,11 @@ impl<'f> Sim<'f> {
 
     /// Moves head `h` of input buffer (`c`, `vl`) across the crossbar to output `o`.
     fn grant(&mut self, c: u32, vl: u8, o: u32, h: Head) {
-        let (ci, oi, p) = (c as usize, o as usize, h.p);
+        let (ci, oi) = (c as usize, o as usize);
         let nvl = self.nvl;
-        self.inq_pop(ci * nvl + vl as usize);
+        let p = self
+            .inq_pop(ci * nvl + vl as usize)
+            .expect("a routed head is in its buffer");
         self.vs[ci * nvl + vl as usize].hd.out = NONE;
         self.clear_req(c, vl, o);
         let pk = &mut self.pk[p as usize];
@@ -1687,7 +1690,7 @@ impl<'f> Sim<'f> {
             if ch.dst_sw == NONE || !self.cs[c].alive {
                 return None;
             }
-            let mut coming = self.vs[k].credits + self.vs[k].cred_fly;
+            let mut coming = self.vs[k].credits + self.cred_fly[k];
             if self.cs[c].xin_pkt != NONE && self.cs[c].xin_vl as usize == v {
                 coming += self.cs[c].xin_cr as u32;
             }
@@ -1804,7 +1807,7 @@ impl<'f> Sim<'f> {
                         buffered += self.cs[c].xin_cr as u32;
                     }
                     assert_eq!(
-                        self.vs[k].credits + wire[k] + buffered + self.vs[k].cred_fly,
+                        self.vs[k].credits + wire[k] + buffered + self.cred_fly[k],
                         self.in_cap,
                         "credits + in flight + buffered = capacity on channel {c} VL {v}"
                     );
@@ -1855,8 +1858,7 @@ impl<'f> Sim<'f> {
                     if let (Some(p), Some(h)) = (head, h) {
                         assert!(
                             h.out == NONE
-                                || (h.p, h.cr) == (p, self.pk[p as usize].cr)
-                                    && (h.ovl as usize) < nvl,
+                                || h.cr == self.pk[p as usize].cr && (h.ovl as usize) < nvl,
                             "the head record of port {port} VL {v} at switch {}: {h:?}",
                             ch.src_sw
                         );
