@@ -7,6 +7,13 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// jemalloc, built to back its memory with transparent huge pages (`thp:always`, set in
+/// `.cargo/config.toml`): the simulator and the engines read large tables at random, and with
+/// 4 KB pages most of those reads also miss the TLB.
+#[cfg(all(target_os = "linux", not(target_env = "musl")))]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod cmd;
 mod out;
 mod plot;
