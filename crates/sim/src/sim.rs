@@ -126,6 +126,9 @@ struct Cs {
     vlarb: u8,
     /// The crossbar output feeding this channel is busy.
     xout_busy: bool,
+    /// An injection channel: its host has packets waiting in its source queue (so that a
+    /// link or credit event need not read the host to find its queue empty).
+    src_queued: bool,
     /// The VLs whose output buffer is not empty (bit per VL).
     oq_mask: u16,
     /// Round-robin pointer over the crossbar output's request bits.
@@ -158,6 +161,7 @@ impl Cs {
             send_cr: 0,
             vlarb: 0,
             xout_busy: false,
+            src_queued: false,
             oq_mask: 0,
             xout_rr: 0,
             req: 0,
@@ -946,6 +950,7 @@ impl<'f> Sim<'f> {
         b.gen_bytes += bytes as u64;
         b.gen_pkts += 1;
         self.hosts[hi].queue.push_back(p);
+        self.cs[self.hosts[hi].ch as usize].src_queued = true;
         if self.hosts[hi].queue.len() == 1 {
             self.try_inject(h);
         }
@@ -966,6 +971,7 @@ impl<'f> Sim<'f> {
             return;
         }
         self.hosts[h as usize].queue.pop_front();
+        self.cs[c].src_queued = !self.hosts[h as usize].queue.is_empty();
         self.in_sources -= 1;
         let now = self.now;
         let bytes = self.pk[p as usize].bytes as u64;
@@ -1073,7 +1079,7 @@ impl<'f> Sim<'f> {
             }
             self.try_link(c);
             self.arbitrate(c);
-        } else if self.cs[ci].alive {
+        } else if self.cs[ci].alive && self.cs[ci].src_queued {
             self.try_inject(ch.src_host);
         }
     }
@@ -1094,7 +1100,9 @@ impl<'f> Sim<'f> {
         self.vs[k].credits += cr;
         let src_host = self.cs[c as usize].src_host;
         if src_host != NONE {
-            self.try_inject(src_host);
+            if self.cs[c as usize].src_queued {
+                self.try_inject(src_host);
+            }
         } else {
             self.try_link(c);
         }
@@ -1564,6 +1572,7 @@ impl<'f> Sim<'f> {
             if !self.cs[self.hosts[h].ch as usize].alive && self.hosts[h].alive {
                 self.hosts[h].alive = false;
                 let q = std::mem::take(&mut self.hosts[h].queue);
+                self.cs[self.hosts[h].ch as usize].src_queued = false;
                 for p in q {
                     self.drop_pkt(p, DropReason::SourceDown);
                 }
@@ -1790,6 +1799,13 @@ impl<'f> Sim<'f> {
             in_src,
             self.hosts.iter().map(|h| h.queue.len() as u64).sum::<u64>()
         );
+        for (i, h) in self.hosts.iter().enumerate() {
+            assert_eq!(
+                self.cs[h.ch as usize].src_queued,
+                !h.queue.is_empty(),
+                "host {i}: the queued flag of its channel"
+            );
+        }
         for c in 0..nch {
             let ch = self.cs[c];
             if !self.cs[c].alive {
