@@ -186,9 +186,15 @@ struct Vs {
     out_space: u32,
     /// The input buffer's head, see [`Head`].
     hd: Head,
-    inq: FrontHdr,
-    outq: FrontHdr,
+    /// The input buffer ([`IN`]) and the output buffer ([`OUT`]): front packet, where the
+    /// rest starts in `Sim::bufs`, length.
+    q: [FrontHdr; 2],
 }
+
+/// The input buffer of a (channel, VL): at the switch the channel enters.
+const IN: usize = 0;
+/// The output buffer of a (channel, VL): at the switch the channel leaves.
+const OUT: usize = 1;
 
 // The layouts the hot path is built around: one cache line per channel, two (channel, VL)
 // records per line.
@@ -201,8 +207,7 @@ impl Vs {
             credits: in_cap,
             out_space: out_cap,
             hd: Head::EMPTY,
-            inq: FrontRings::EMPTY,
-            outq: FrontRings::EMPTY,
+            q: [FrontRings::EMPTY; 2],
         }
     }
 }
@@ -277,14 +282,12 @@ pub struct Sim<'f> {
     max_ports: usize,
     /// Per (channel, VL), at `channel * nvl + vl`: its state, see [`Vs`].
     vs: Vec<Vs>,
-    /// Per (channel, VL): the input buffer (packets, front first); its front packet, where
-    /// the rest starts and its length are `Vs::inq`.
-    inq: FrontRings,
+    /// Per (channel, VL): the packets of its input and output buffers ([`IN`], [`OUT`]) behind
+    /// their front ones (`Vs::q`).
+    bufs: [FrontRings; 2],
     /// Per (channel, VL): credits on their way back upstream (only with a propagation or
     /// flow-control delay).
     cred_fly: Vec<u32>,
-    /// Per (channel, VL): the output buffer; `Vs::outq`.
-    outq: FrontRings,
     in_cap: u32,
     out_cap: u32,
     inq_min_cr: usize,
@@ -547,9 +550,11 @@ impl<'f> Sim<'f> {
             xbar_pending: (NONE, NONE, 0),
             max_ports: max_ports as usize,
             vs: vec![Vs::new(in_cap, out_cap); nch * nvl],
-            inq: FrontRings::new(nch * nvl, in_cap as usize / min_cr),
+            bufs: [
+                FrontRings::new(nch * nvl, in_cap as usize / min_cr),
+                FrontRings::new(nch * nvl, out_cap as usize / min_cr),
+            ],
             cred_fly: vec![0; nch * nvl],
-            outq: FrontRings::new(nch * nvl, out_cap as usize / min_cr),
             in_cap,
             out_cap,
             inq_min_cr: min_cr,
@@ -625,9 +630,11 @@ impl<'f> Sim<'f> {
         };
         self.cs.iter_mut().for_each(|c| c.req = 0);
         self.vs = vec![Vs::new(self.in_cap, self.out_cap); nch * nvl];
-        self.inq = FrontRings::new(nch * nvl, self.in_cap as usize / min_cr);
+        self.bufs = [
+            FrontRings::new(nch * nvl, self.in_cap as usize / min_cr),
+            FrontRings::new(nch * nvl, self.out_cap as usize / min_cr),
+        ];
         self.cred_fly = vec![0; nch * nvl];
-        self.outq = FrontRings::new(nch * nvl, self.out_cap as usize / min_cr);
     }
 
     /// Data VLs simulated.
@@ -1053,12 +1060,12 @@ impl<'f> Sim<'f> {
             let v = (if v >= nvl { v - nvl } else { v }) as usize;
             bits &= bits - 1;
             let k = ci * self.nvl + v;
-            let p = self.outq_front(k).expect("non-empty by the mask");
+            let p = self.q_front(OUT, k).expect("non-empty by the mask");
             if to_switch && self.vs[k].credits < self.pk[p as usize].cr as u32 {
                 continue;
             }
-            self.outq_pop(k);
-            if self.outq_len(k) == 0 {
+            self.q_pop(OUT, k);
+            if self.q_len(OUT, k) == 0 {
                 self.cs[ci].oq_mask &= !(1 << v);
             }
             self.cs[ci].vlarb = v as u8;
@@ -1156,8 +1163,8 @@ impl<'f> Sim<'f> {
             pm.hops += 1;
         }
         self.hops += 1;
-        self.inq_push(k, p);
-        if self.inq_len(k) == 1 {
+        self.q_push(IN, k, p);
+        if self.q_len(IN, k) == 1 {
             if let Some(o) = self.route_head(c as u32, pk.vl) {
                 self.arbitrate(o);
             }
@@ -1200,7 +1207,7 @@ impl<'f> Sim<'f> {
         let ch = self.cs[c as usize];
         let loop_limit = (2 * self.net.sw_base.len() + 4).min(255) as u8;
         loop {
-            let p = self.inq_front(k)?;
+            let p = self.q_front(IN, k)?;
             let pk = self.pk[p as usize];
             let fw = Forward::new(self.f, &self.plane, &self.routing);
             let (_, hop, ovl) = fw.step(ch.dst_sw, ch.dst_port, pk.dlid, pk.sl);
@@ -1235,7 +1242,7 @@ impl<'f> Sim<'f> {
                 Hop::Fail(Failure::DeadChannel) => Some(DropReason::DeadPort),
                 Hop::Fail(_) => Some(DropReason::Unroutable),
             };
-            self.inq_pop(k);
+            self.q_pop(IN, k);
             let at = self.now.max(pk.tail);
             self.return_credits(c, vl, pk.cr, at);
             self.drop_pkt(p, why.expect("a reason"));
@@ -1305,43 +1312,28 @@ impl<'f> Sim<'f> {
         }
     }
 
+    /// Length of buffer `b` ([`IN`] or [`OUT`]) of (channel, VL) `k`.
     #[inline]
-    fn inq_len(&self, k: usize) -> usize {
-        self.vs[k].inq.len()
-    }
-    #[inline]
-    fn inq_front(&self, k: usize) -> Option<u32> {
-        self.inq.front(self.vs[k].inq)
+    fn q_len(&self, b: usize, k: usize) -> usize {
+        self.vs[k].q[b].len()
     }
     #[inline]
-    fn inq_push(&mut self, k: usize, p: u32) {
-        self.inq.push(k, &mut self.vs[k].inq, p)
+    fn q_front(&self, b: usize, k: usize) -> Option<u32> {
+        self.bufs[b].front(self.vs[k].q[b])
     }
     #[inline]
-    fn inq_pop(&mut self, k: usize) -> Option<u32> {
-        self.inq.pop(k, &mut self.vs[k].inq)
-    }
-    fn inq_drain(&mut self, k: usize) -> Vec<u32> {
-        self.inq.drain(k, &mut self.vs[k].inq)
+    fn q_push(&mut self, b: usize, k: usize, p: u32) {
+        self.bufs[b].push(k, &mut self.vs[k].q[b], p)
     }
     #[inline]
-    fn outq_len(&self, k: usize) -> usize {
-        self.vs[k].outq.len()
+    fn q_pop(&mut self, b: usize, k: usize) -> Option<u32> {
+        self.bufs[b].pop(k, &mut self.vs[k].q[b])
     }
-    #[inline]
-    fn outq_front(&self, k: usize) -> Option<u32> {
-        self.outq.front(self.vs[k].outq)
+    fn q_drain(&mut self, b: usize, k: usize) -> Vec<u32> {
+        self.bufs[b].drain(k, &mut self.vs[k].q[b])
     }
-    #[inline]
-    fn outq_push(&mut self, k: usize, p: u32) {
-        self.outq.push(k, &mut self.vs[k].outq, p)
-    }
-    #[inline]
-    fn outq_pop(&mut self, k: usize) -> Option<u32> {
-        self.outq.pop(k, &mut self.vs[k].outq)
-    }
-    fn outq_drain(&mut self, k: usize) -> Vec<u32> {
-        self.outq.drain(k, &mut self.vs[k].outq)
+    fn q_iter(&self, b: usize, k: usize) -> impl Iterator<Item = u32> + '_ {
+        self.bufs[b].iter(k, self.vs[k].q[b])
     }
 
     /// Word `wi` of output `o`'s request bits.
@@ -1376,7 +1368,7 @@ impl<'f> Sim<'f> {
         let (ci, oi) = (c as usize, o as usize);
         let nvl = self.nvl;
         let p = self
-            .inq_pop(ci * nvl + vl as usize)
+            .q_pop(IN, ci * nvl + vl as usize)
             .expect("a routed head is in its buffer");
         self.vs[ci * nvl + vl as usize].hd.out = NONE;
         self.clear_req(c, vl, o);
@@ -1397,7 +1389,7 @@ impl<'f> Sim<'f> {
         self.cs[ci].xin_vl = vl;
         self.cs[ci].xin_cr = pk.cr;
         self.cs[oi].xout_busy = true;
-        self.outq_push(ko, p);
+        self.q_push(OUT, ko, p);
         // The crossbar event is pushed where it always was, before what `try_link` pushes;
         // when `try_link` starts this packet on the link and the two end at the same time,
         // they are adjacent in the queue and go in as one event ([`EV_XL`]).
@@ -1431,7 +1423,7 @@ impl<'f> Sim<'f> {
                 break;
             }
             let k = ci * nvl + v;
-            if self.inq_len(k) > 0 {
+            if self.q_len(IN, k) > 0 {
                 let out = self.vs[k].hd.out;
                 if out != NONE && out != o {
                     self.arbitrate(out);
@@ -1531,7 +1523,7 @@ impl<'f> Sim<'f> {
         let held = std::mem::take(&mut self.held);
         for (c, vl) in held {
             let k = c as usize * self.nvl + vl as usize;
-            if self.inq_len(k) > 0 && self.vs[k].hd.out == NONE {
+            if self.q_len(IN, k) > 0 && self.vs[k].hd.out == NONE {
                 if let Some(o) = self.route_head(c, vl) {
                     self.arbitrate(o);
                 }
@@ -1585,13 +1577,13 @@ impl<'f> Sim<'f> {
                 let ic = oc.reverse().0 as usize;
                 for v in 0..nvl {
                     let k = ic * nvl + v;
-                    if self.inq_len(k) > 0 && self.vs[k].hd.out != NONE {
+                    if self.q_len(IN, k) > 0 && self.vs[k].hd.out != NONE {
                         self.clear_req(ic as u32, v as u8, self.vs[k].hd.out);
                     }
                     self.cs[oc.idx()].oq_mask = 0;
                     for q in [
-                        self.inq_drain(ic * nvl + v),
-                        self.outq_drain(oc.idx() * nvl + v),
+                        self.q_drain(IN, ic * nvl + v),
+                        self.q_drain(OUT, oc.idx() * nvl + v),
                     ] {
                         for pkt in q {
                             self.drop_pkt(pkt, DropReason::SwitchDown);
@@ -1610,7 +1602,7 @@ impl<'f> Sim<'f> {
             self.cs[ci].oq_mask = 0;
             for v in 0..nvl {
                 let k = ci * nvl + v;
-                for pkt in self.outq_drain(k) {
+                for pkt in self.q_drain(OUT, k) {
                     self.vs[k].out_space += self.pk[pkt as usize].cr as u32;
                     self.drop_pkt(pkt, DropReason::DeadPort);
                 }
@@ -1624,10 +1616,10 @@ impl<'f> Sim<'f> {
                 }
                 for v in 0..nvl {
                     let k = ic as usize * nvl + v;
-                    if let Some(p) = self.inq_front(k) {
+                    if let Some(p) = self.q_front(IN, k) {
                         if self.vs[k].hd.out == c {
                             let pk = self.pk[p as usize];
-                            self.inq_pop(k);
+                            self.q_pop(IN, k);
                             self.clear_req(ic, v as u8, c);
                             let at = self.now.max(pk.tail);
                             self.return_credits(ic, v as u8, pk.cr, at);
@@ -1680,7 +1672,7 @@ impl<'f> Sim<'f> {
         let k = node / 2;
         let (c, v) = (k / nvl, k % nvl);
         if node & 1 == 0 {
-            if self.inq_len(k) == 0 || self.vs[k].hd.out == NONE {
+            if self.q_len(IN, k) == 0 || self.vs[k].hd.out == NONE {
                 return None;
             }
             let h = self.vs[k].hd;
@@ -1694,7 +1686,7 @@ impl<'f> Sim<'f> {
             }
             Some(2 * ko + 1)
         } else {
-            let p = self.outq_front(k)?;
+            let p = self.q_front(OUT, k)?;
             let ch = self.cs[c];
             if ch.dst_sw == NONE || !self.cs[c].alive {
                 return None;
@@ -1703,7 +1695,7 @@ impl<'f> Sim<'f> {
             if self.cs[c].xin_pkt != NONE && self.cs[c].xin_vl as usize == v {
                 coming += self.cs[c].xin_cr as u32;
             }
-            if coming >= self.pk[p as usize].cr as u32 || self.inq_len(k) == 0 {
+            if coming >= self.pk[p as usize].cr as u32 || self.q_len(IN, k) == 0 {
                 return None;
             }
             Some(2 * k)
@@ -1815,8 +1807,7 @@ impl<'f> Sim<'f> {
                 let k = c * nvl + v;
                 if ch.dst_sw != NONE {
                     let mut buffered: u32 = self
-                        .inq
-                        .iter(k, self.vs[k].inq)
+                        .q_iter(IN, k)
                         .map(|p| self.pk[p as usize].cr as u32)
                         .sum();
                     if self.cs[c].xin_pkt != NONE && self.cs[c].xin_vl as usize == v {
@@ -1831,12 +1822,11 @@ impl<'f> Sim<'f> {
                 if ch.src_sw != NONE {
                     assert_eq!(
                         self.cs[c].oq_mask >> v & 1 == 1,
-                        self.outq_len(k) > 0,
+                        self.q_len(OUT, k) > 0,
                         "non-empty VL mask of channel {c}"
                     );
                     let queued: u32 = self
-                        .outq
-                        .iter(k, self.vs[k].outq)
+                        .q_iter(OUT, k)
                         .map(|p| self.pk[p as usize].cr as u32)
                         .sum();
                     let sending = if self.cs[c].busy && self.cs[c].send_vl as usize == v {
@@ -1867,7 +1857,7 @@ impl<'f> Sim<'f> {
                     let bit = port * nvl + v;
                     let set = self.req_word(o, bit / 64) >> (bit % 64) & 1 == 1;
                     let head = (c != NONE)
-                        .then(|| self.inq_front(c as usize * nvl + v))
+                        .then(|| self.q_front(IN, c as usize * nvl + v))
                         .flatten();
                     let h = (c != NONE).then(|| self.vs[c as usize * nvl + v].hd);
                     let routed = head.is_some() && h.is_some_and(|h| h.out == o as u32);
