@@ -9,16 +9,16 @@ use routing::forward::{Plane, NONE};
 /// ([`RingHdr`]) the caller keeps, beside the rest of its state for that queue, and passes in:
 /// the simulator reads it with the queue's credits and head record, in the same cache line.
 #[derive(Clone, Debug)]
-pub(crate) struct Rings {
+struct Rings {
     shift: u32,
     buf: Vec<u32>,
 }
 
 /// Where one ring of [`Rings`] starts and how many entries it holds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct RingHdr {
-    pub head: u16,
-    pub len: u16,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RingHdr {
+    head: u16,
+    len: u16,
 }
 
 impl Rings {
@@ -73,18 +73,26 @@ pub(crate) struct FrontRings {
     rest: Rings,
 }
 
-/// The front entry of one ring of [`FrontRings`], where the rest starts, and the length
-/// (front included).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The front entry of one ring of [`FrontRings`] (`EMPTY_FRONT` when the ring is empty) and
+/// where the rest starts. No `Default`: an empty header is [`FrontHdr::EMPTY`], not zeros
+/// (which would hold packet 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FrontHdr {
-    pub front: u32,
-    pub rest: RingHdr,
+    front: u32,
+    rest: RingHdr,
 }
 
 impl FrontHdr {
+    /// An empty queue.
+    pub const EMPTY: FrontHdr = FrontHdr {
+        front: EMPTY_FRONT,
+        rest: RingHdr { head: 0, len: 0 },
+    };
+
+    /// Entries, the front included (the rest is empty whenever the front is).
     #[inline]
     pub fn len(&self) -> usize {
-        if self.rest.len == 0 && self.front == EMPTY_FRONT {
+        if self.front == EMPTY_FRONT {
             0
         } else {
             self.rest.len as usize + 1
@@ -101,11 +109,6 @@ impl FrontRings {
             rest: Rings::new(n, cap.saturating_sub(1)),
         }
     }
-    /// An empty header.
-    pub const EMPTY: FrontHdr = FrontHdr {
-        front: EMPTY_FRONT,
-        rest: RingHdr { head: 0, len: 0 },
-    };
     #[inline]
     pub fn front(&self, h: FrontHdr) -> Option<u32> {
         (h.front != EMPTY_FRONT).then_some(h.front)
@@ -132,7 +135,7 @@ impl FrontRings {
     /// Empties queue `q`, returning its entries.
     pub fn drain(&mut self, q: usize, h: &mut FrontHdr) -> Vec<u32> {
         let v: Vec<u32> = self.iter(q, *h).collect();
-        *h = Self::EMPTY;
+        *h = FrontHdr::EMPTY;
         v
     }
 }
@@ -257,7 +260,7 @@ mod tests {
         for cap in [1usize, 2, 3, 16] {
             let n = 5;
             let mut r = FrontRings::new(n, cap);
-            let mut hdr = vec![FrontRings::EMPTY; n];
+            let mut hdr = vec![FrontHdr::EMPTY; n];
             let mut model: Vec<VecDeque<u32>> = vec![VecDeque::new(); n];
             let mut rng = Rng::new(cap as u64);
             for step in 0..20_000u32 {

@@ -207,7 +207,7 @@ impl Vs {
             credits: in_cap,
             out_space: out_cap,
             hd: Head::EMPTY,
-            q: [FrontRings::EMPTY; 2],
+            q: [FrontHdr::EMPTY; 2],
         }
     }
 }
