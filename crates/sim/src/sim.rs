@@ -465,7 +465,6 @@ impl<'f> Sim<'f> {
             return Err(SimError::TooFewHosts);
         }
         let nvl = max_vl(f, &routing, &[]) as usize + 1;
-        let nch = net.chans.len();
         let in_cap = m.in_buf_bytes / 64;
         let out_cap = m.out_buf_bytes / 64;
         let min_cr = (min_bytes as usize).div_ceil(64);
@@ -475,7 +474,6 @@ impl<'f> Sim<'f> {
             .map(|&n| f.node(n).nports)
             .max()
             .unwrap_or(0);
-        let rw = ((max_ports as usize + 1) * nvl).div_ceil(64);
         let mean_bytes = tr.size.mean().round().max(1.0) as u64;
         let dests = traffic::destinations(&tr.pattern, nh, cfg.seed, &|e| {
             net.ep_host.get(e as usize).copied().filter(|&h| h != NONE)
@@ -531,7 +529,7 @@ impl<'f> Sim<'f> {
         let q = EventQueue::new(q_shift, lb.clamp(6, 14));
         let end = cfg.t_end;
         let gen_stop = tr.stop_at.unwrap_or(end).min(end);
-        Ok(Sim {
+        let mut sim = Sim {
             f,
             net,
             plane,
@@ -541,20 +539,14 @@ impl<'f> Sim<'f> {
             now: 0,
             end,
             cs,
-            req: if rw == 1 {
-                Vec::new()
-            } else {
-                vec![0; nch * rw]
-            },
-            rw,
+            // the per-VL state: empty until `size_vls` below
+            req: Vec::new(),
+            rw: 0,
             xbar_pending: (NONE, NONE, 0),
             max_ports: max_ports as usize,
-            vs: vec![Vs::new(in_cap, out_cap); nch * nvl],
-            bufs: [
-                FrontRings::new(nch * nvl, in_cap as usize / min_cr),
-                FrontRings::new(nch * nvl, out_cap as usize / min_cr),
-            ],
-            cred_fly: vec![0; nch * nvl],
+            vs: Vec::new(),
+            bufs: [FrontRings::new(0, 1), FrontRings::new(0, 1)],
+            cred_fly: Vec::new(),
             in_cap,
             out_cap,
             inq_min_cr: min_cr,
@@ -592,7 +584,9 @@ impl<'f> Sim<'f> {
             deadlock: None,
             invariant_checks: 0,
             cfg,
-        })
+        };
+        sim.size_vls(nvl);
+        Ok(sim)
     }
 
     /// Adds the run's failure (one per run) and the repair that follows it.
@@ -611,14 +605,16 @@ impl<'f> Sim<'f> {
             let sls: Vec<u8> = r.sources.values().map(|x| x.1).collect();
             let nvl = (max_vl(self.f, &r.tables, &sls) as usize + 1).max(self.nvl);
             if nvl > self.nvl {
-                self.grow_vls(nvl);
+                self.size_vls(nvl);
             }
         }
         self.fault = Some(fault);
         Ok(self)
     }
 
-    fn grow_vls(&mut self, nvl: usize) {
+    /// The per-(channel, VL) state for `nvl` VLs, every buffer empty and every credit home
+    /// (at the start of a run, or when a repair needs more VLs before it begins).
+    fn size_vls(&mut self, nvl: usize) {
         let nch = self.net.chans.len();
         let min_cr = self.inq_min_cr;
         self.nvl = nvl;
@@ -729,8 +725,7 @@ impl<'f> Sim<'f> {
             Some((kind @ (EV_XBAR | EV_XL), c)) => {
                 if let Some(x) = self.cs.get(c) {
                     pf(&self.vs, c * self.nvl + x.xin_vl as usize);
-                }
-                if let Some(o) = self.cs.get(c).map(|x| x.xin_out as usize) {
+                    let o = x.xin_out as usize;
                     pf(&self.cs, o);
                     if self.rw > 1 {
                         pf(&self.req, o * self.rw);
