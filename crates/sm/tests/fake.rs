@@ -204,6 +204,7 @@ fn run_with(spec: &str, engine: &str, repair: Repair, cuts: &[usize], sweep: Opt
             deadlock_free,
             unsupported_pairs,
             seconds,
+            unsent,
             ..
         }) = repaired
         else {
@@ -248,6 +249,19 @@ fn run_with(spec: &str, engine: &str, repair: Repair, cuts: &[usize], sweep: Opt
             "{spec} {engine}: credit loop after {pl:?}"
         );
         assert_eq!(deadlock_free, chk.deadlock_free);
+        // Once the cuts split the switches, the SM reaches only its own part (the blocks of
+        // the others stay unsent); traps from the others cannot reach it either, so later
+        // cuts there would go unseen.
+        let topo = routing::engines::common::Topo::new(df, &mask);
+        let split = routing::engines::ranking::bfs_levels(&topo, &[0]).contains(&u32::MAX);
+        assert_eq!(
+            unsent > 0,
+            split,
+            "{spec} {engine}: unsent blocks after {pl:?}"
+        );
+        if split {
+            break;
+        }
     }
     // The other end's trap finds nothing new.
     for ev in live.step(Duration::from_millis(5)).unwrap() {
