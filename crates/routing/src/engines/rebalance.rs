@@ -36,6 +36,16 @@
 //!   channels finds a chain of moves from the busiest to one at least an entry lighter (an
 //!   augmenting path), which is optimal for the switch when none is left.
 //!
+//! - **Again on the hosts' channels** (last phase): a channel set aside stays aside, even
+//!   where later moves or chains made room for it, and a chain may raise loads up to the
+//!   maximum. So the channels out of switches with counted hosts (a leaf's uplinks, where
+//!   the bound of what its hosts send is) are taken again with none set aside, in rounds of
+//!   single moves, then chains accepted only where every load they raise stays below the
+//!   channel they relieve ([`host_chains`], `strict`), at most [`HOST_ROUNDS`] times. Every
+//!   move of this phase lowers the sorted vector of loads. When it stops because nothing
+//!   moved (not by [`HOST_ROUNDS`] or a budget), no single move of an entry off a hosts'
+//!   channel is left that would lower it.
+//!
 //! Paths without an up*/down* path (the transition pairs of [`super::transition`], whose VLs
 //! are assigned after this pass from the final tables) move too, under their own rule: same
 //! length, same direction of the first hop, no more down->up turns ([`may_move`]); so no path
@@ -65,6 +75,9 @@ pub const WORK_BUDGET: usize = 1 << 24;
 /// (selene storage, 160 switches: 0.07 s without it, 0.07–0.1 s with 2^20 steps, 0.3 s with
 /// 2^24, for ftree max link loads 2,578 / 2,381 / 2,054).
 pub const UPSTREAM_BUDGET: usize = 1 << 20;
+
+/// Rounds of the last phase (single moves on the hosts' channels, then chains) at most.
+pub const HOST_ROUNDS: usize = 4;
 
 /// Moves allowed per live end port (a bound on the pass's time; it usually stops far earlier).
 pub const MOVE_BUDGET_PER_END: usize = 8;
@@ -325,40 +338,148 @@ pub fn rebalance(
         ups: Vec::new(),
         prefix: Vec::new(),
     };
-    let mut moved = 0usize;
-    let mut frozen = vec![false; nch];
-    let mut work = 0usize;
-    let mut up_work = 0usize;
-    while moved < max_moves && work < WORK_BUDGET {
-        let Some((le, Reverse(e))) = heap.pop() else {
-            break;
-        };
-        // (only channels between live switches carry load)
-        if load[e as usize] != le || frozen[e as usize] {
-            continue; // stale, or known not to be relieved
-        }
-        let mv = best_move(&ps, rk, &r.lft, &load, &mut sc, e, le, &mut work).or_else(|| {
-            (up_work < UPSTREAM_BUDGET)
-                .then(|| best_upstream_move(&ps, rk, &r.lft, &load, &mut sc, e, le, &mut up_work))?
-        });
-        match mv {
-            Some(mv) => {
-                apply(&mut ps, &mut load, &mut heap, r, &mut sc, mv);
-                moved += 1;
-            }
-            None => frozen[e as usize] = true,
+    let mut st = Singles {
+        frozen: vec![false; nch],
+        work: 0,
+        up_work: 0,
+        left: max_moves,
+    };
+    // First the busiest channels, anywhere; then chains at the hosts' switches.
+    let mut moved = single_moves(&mut ps, rk, r, &mut load, &mut heap, &mut sc, &mut st, None);
+    let gmax = load.iter().copied().max().unwrap_or(0);
+    let chained = host_chains(
+        &mut ps,
+        rk,
+        r,
+        &mut load,
+        &mut heap,
+        &mut sc,
+        &hosts,
+        gmax,
+        false,
+        &mut st.work,
+    );
+    moved += chained;
+    st.left = st.left.saturating_sub(chained);
+    // Then the hosts' own channels (out of switches with counted hosts) again: a channel set
+    // aside may be relieved once later moves or chains made room for it. Rounds of single
+    // moves on them with none set aside, then chains that only lower the sorted loads (every
+    // load they raise stays below the channel they relieve), until neither moves anything.
+    // Every move of these rounds lowers the sorted vector of loads, so they cannot undo one
+    // another.
+    let mut host_side = vec![false; nch];
+    for (s, _) in hosts.iter().enumerate().filter(|&(_, &h)| h > 0) {
+        for b in t.adj_start[s] as usize..t.adj_start[s + 1] as usize {
+            host_side[t.adj[b].ch as usize] = true;
         }
     }
-    let gmax = load.iter().copied().max().unwrap_or(0);
-    moved += host_chains(
-        &mut ps, rk, r, &mut load, &mut heap, &mut sc, &hosts, gmax, &mut work,
-    );
+    for _ in 0..HOST_ROUNDS {
+        let start = moved;
+        loop {
+            st.frozen.fill(false);
+            refill(&mut heap, &load, &host_side);
+            let m = single_moves(
+                &mut ps,
+                rk,
+                r,
+                &mut load,
+                &mut heap,
+                &mut sc,
+                &mut st,
+                Some(&host_side),
+            );
+            moved += m;
+            if m == 0 || st.left == 0 || st.work >= WORK_BUDGET {
+                break;
+            }
+        }
+        let gmax = load.iter().copied().max().unwrap_or(0);
+        let chained = host_chains(
+            &mut ps,
+            rk,
+            r,
+            &mut load,
+            &mut heap,
+            &mut sc,
+            &hosts,
+            gmax,
+            true,
+            &mut st.work,
+        );
+        moved += chained;
+        st.left = st.left.saturating_sub(chained);
+        if moved == start || st.left == 0 || st.work >= WORK_BUDGET {
+            break;
+        }
+    }
     let after = load.iter().copied().max().unwrap_or(0);
     Some(Rebalanced {
         moved,
         before,
         after,
     })
+}
+
+/// What the rounds of single moves share: channels set aside, the steps taken (all moves,
+/// and the searches above the channel's switch), and the moves still allowed.
+struct Singles {
+    frozen: Vec<bool>,
+    work: usize,
+    up_work: usize,
+    left: usize,
+}
+
+/// Single moves, the busiest channel in `heap` first (only channels marked in `only`, when
+/// given): each is relieved by the best move of an entry at its own switch, else further up
+/// ([`best_upstream_move`]), or set aside; until the queue is empty or a budget is spent.
+/// Returns the moves made.
+#[allow(clippy::too_many_arguments)]
+fn single_moves(
+    ps: &mut Pass,
+    rk: &UpDownRanking,
+    r: &mut Routing,
+    load: &mut [u64],
+    heap: &mut BinaryHeap<(u64, Reverse<u32>)>,
+    sc: &mut Scratch,
+    st: &mut Singles,
+    only: Option<&[bool]>,
+) -> usize {
+    let mut moved = 0;
+    while st.left > 0 && st.work < WORK_BUDGET {
+        let Some((le, Reverse(e))) = heap.pop() else {
+            break;
+        };
+        let ei = e as usize;
+        // (only channels between live switches carry load)
+        if load[ei] != le || st.frozen[ei] || only.is_some_and(|o| !o[ei]) {
+            continue; // stale, known not to be relieved, or not asked for
+        }
+        let mv = best_move(ps, rk, &r.lft, load, sc, e, le, &mut st.work).or_else(|| {
+            (st.up_work < UPSTREAM_BUDGET)
+                .then(|| best_upstream_move(ps, rk, &r.lft, load, sc, e, le, &mut st.up_work))?
+        });
+        match mv {
+            Some(mv) => {
+                apply(ps, load, heap, r, sc, mv);
+                moved += 1;
+                st.left -= 1;
+            }
+            None => st.frozen[ei] = true,
+        }
+    }
+    moved
+}
+
+/// The queue of channels to relieve, from scratch: every loaded one marked in `only`,
+/// busiest first.
+fn refill(heap: &mut BinaryHeap<(u64, Reverse<u32>)>, load: &[u64], only: &[bool]) {
+    heap.clear();
+    heap.extend(
+        load.iter()
+            .enumerate()
+            .filter(|&(c, &l)| l > 0 && only[c])
+            .map(|(c, &l)| (l, Reverse(c as u32))),
+    );
 }
 
 /// The second phase: at every switch with counted hosts, chains of moves between its own
@@ -372,6 +493,9 @@ pub fn rebalance(
 /// a channel beyond the phase's starting maximum `gmax` anywhere (on the paths after the
 /// switch) is undone and ends the switch's turn. Every accepted chain lowers the switch's
 /// vector of channel loads lexicographically and leaves every other load at most `gmax`.
+/// `strict`: a chain is also undone when a load it raises reaches the load of the channel it
+/// relieves, so every accepted chain lowers the sorted vector of all loads (as single moves
+/// do) and the last phase's moves and chains cannot undo one another.
 #[allow(clippy::too_many_arguments)]
 fn host_chains(
     ps: &mut Pass,
@@ -382,6 +506,7 @@ fn host_chains(
     sc: &mut Scratch,
     hosts: &[u32],
     gmax: u64,
+    strict: bool,
     work: &mut usize,
 ) -> usize {
     let (t, n) = (ps.t, ps.n);
@@ -500,7 +625,7 @@ fn host_chains(
                         fl,
                     },
                 );
-                over |= grown > gmax;
+                over |= grown > gmax || (strict && grown >= lm);
                 done.push((i, from, to));
                 to = from;
             }
