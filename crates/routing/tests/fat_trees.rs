@@ -147,8 +147,8 @@ proptest! {
 /// their cables allow, for ftree, updn and dnup.
 /// `lenient`: a leaf uplink may exceed the bound where it cannot be relieved without
 /// loading a link at least as busy: every destination it carries could only move to another
-/// shortest uplink whose onward path (the tables from that spine on) crosses a link that
-/// would then carry at least as much as the uplink does now.
+/// shortest uplink whose onward path (the tables from that spine on), before it joins the
+/// old one, crosses a link that would then carry at least as much as the uplink does now.
 fn superpod_case(spec: &str, lenient: bool) {
     let mut f = gen(spec);
     f.hints = Default::default();
@@ -516,16 +516,17 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
                     break;
                 }
                 let m = paths.dst_sw[first] as usize;
-                let (mut w, mut lid, mut len) = (0u64, None, usize::MAX);
+                let (mut w, mut lid, mut old) = (0u64, None, None);
                 for &i in list {
                     if paths.chans(i).contains(&c) {
                         w += hosts[paths.src[i] as usize];
                         lid = Some(paths.dlid[i]);
                     }
                     if paths.src[i] as usize == s {
-                        len = paths.chans(i).len();
+                        old = Some(paths.chans(i));
                     }
                 }
+                let Some(old) = old else { continue };
                 let Some(lid) = lid else { continue };
                 if w == 0 {
                     continue;
@@ -536,12 +537,15 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
                     }
                     let Some(rest) = walk(v2, lid) else { continue };
                     // (no longer than the path it would replace)
-                    if rest.len() + 1 > len {
+                    if rest.len() + 1 > old.len() {
                         continue;
                     }
+                    // the links that gain the traffic: the new path's, up to where it joins
+                    // the old one
                     if std::iter::once(c2)
                         .chain(rest)
-                        .all(|x| x != c && all[x as usize] + w < all[c as usize])
+                        .filter(|x| !old.contains(x))
+                        .all(|x| all[x as usize] + w < all[c as usize])
                     {
                         free = Some(format!(
                             "{}: destination LID {lid} ({w} host pairs) from {} at {} to {}",
