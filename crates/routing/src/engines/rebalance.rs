@@ -346,21 +346,9 @@ pub fn rebalance(
     };
     // First the busiest channels, anywhere; then chains at the hosts' switches.
     let mut moved = single_moves(&mut ps, rk, r, &mut load, &mut heap, &mut sc, &mut st, None);
-    let gmax = load.iter().copied().max().unwrap_or(0);
-    let chained = host_chains(
-        &mut ps,
-        rk,
-        r,
-        &mut load,
-        &mut heap,
-        &mut sc,
-        &hosts,
-        gmax,
-        false,
-        &mut st.work,
+    moved += host_chains(
+        &mut ps, rk, r, &mut load, &mut heap, &mut sc, &hosts, &mut st, false,
     );
-    moved += chained;
-    st.left = st.left.saturating_sub(chained);
     // Then the hosts' own channels (out of switches with counted hosts) again: a channel set
     // aside may be relieved once later moves or chains made room for it. Rounds of single
     // moves on them with none set aside, then chains that only lower the sorted loads (every
@@ -393,21 +381,9 @@ pub fn rebalance(
                 break;
             }
         }
-        let gmax = load.iter().copied().max().unwrap_or(0);
-        let chained = host_chains(
-            &mut ps,
-            rk,
-            r,
-            &mut load,
-            &mut heap,
-            &mut sc,
-            &hosts,
-            gmax,
-            true,
-            &mut st.work,
+        moved += host_chains(
+            &mut ps, rk, r, &mut load, &mut heap, &mut sc, &hosts, &mut st, true,
         );
-        moved += chained;
-        st.left = st.left.saturating_sub(chained);
         if moved == start || st.left == 0 || st.work >= WORK_BUDGET {
             break;
         }
@@ -420,7 +396,7 @@ pub fn rebalance(
     })
 }
 
-/// What the rounds of single moves share: channels set aside, the steps taken (all moves,
+/// What the phases share: channels set aside (by single moves), the steps taken (all moves,
 /// and the searches above the channel's switch), and the moves still allowed.
 struct Singles {
     frozen: Vec<bool>,
@@ -490,8 +466,8 @@ fn refill(heap: &mut BinaryHeap<(u64, Reverse<u32>)>, load: &[u64], only: &[bool
 /// channel to one at least `W` below it (an augmenting path). Each chain is found by a BFS
 /// over the switch's channels, every step a single move as [`best_move`] allows it (equally
 /// short, legal, same down-only status), and applied from its end; a chain that would raise
-/// a channel beyond the phase's starting maximum `gmax` anywhere (on the paths after the
-/// switch) is undone and ends the switch's turn. Every accepted chain lowers the switch's
+/// a channel beyond the phase's starting maximum `gmax` (the loads' maximum when it starts)
+/// anywhere (on the paths after the switch) is undone and ends the switch's turn. Every accepted chain lowers the switch's
 /// vector of channel loads lexicographically and leaves every other load at most `gmax`.
 /// `strict`: a chain is also undone when a load it raises reaches the load of the channel it
 /// relieves, so every accepted chain lowers the sorted vector of all loads (as single moves
@@ -505,10 +481,11 @@ fn host_chains(
     heap: &mut BinaryHeap<(u64, Reverse<u32>)>,
     sc: &mut Scratch,
     hosts: &[u32],
-    gmax: u64,
+    st: &mut Singles,
     strict: bool,
-    work: &mut usize,
 ) -> usize {
+    let gmax = load.iter().copied().max().unwrap_or(0);
+    let work = &mut st.work;
     let (t, n) = (ps.t, ps.n);
     let mut moved = 0usize;
     // per local channel: its entries (destination indices); BFS parent (job, channel)
@@ -661,6 +638,7 @@ fn host_chains(
             moved += done.len();
         }
     }
+    st.left = st.left.saturating_sub(moved);
     moved
 }
 
