@@ -7,7 +7,8 @@
 # TOPOLOGIES_DIR defaults to ../shared/topologies, the harness to ../shared/tools
 # (TOOLS=...). FABROUTE_BIN=path uses that binary. Prints the markdown table; every run's
 # files stay in OUT_DIR. Max link load: CA pairs on the busiest switch-to-switch channel;
-# hops: switch-to-switch hops, averaged over CA pairs; seconds: fabroute's engine time and
+# hops: switch-to-switch hops, averaged over CA pairs (4 decimals, OpenSM's from lft_stats.py's
+# hop histogram); seconds: fabroute's engine time and
 # OpenSM's route_s (engine plus queuing of the LFT MADs), measured in the same run.
 set -euo pipefail
 out=$(realpath -m "$1")
@@ -33,7 +34,7 @@ import json, os, sys
 d, name, v = sys.argv[1:4]
 try:
     o = json.load(open(d + ".ours.json"))
-    ours = (o["max_link_load"], "%.3f" % o["avg_hops"], o["max_hops"], "%.3f" % o["route_seconds"],
+    ours = (o["max_link_load"], "%.4f" % o["avg_hops"], o["max_hops"], "%.3f" % o["route_seconds"],
             "deadlock-free" if o["deadlock_free"] and o["unreachable_pairs"] == 0 else "CREDIT_LOOPS_OR_UNREACHABLE")
 except Exception as e:
     ours = ("fails",) * 5
@@ -48,7 +49,11 @@ try:
         verdict = {True: "deadlock-free", False: "CREDIT_LOOPS"}.get(acyclic, "?")
         if v != "1" and s.get("psl_distinct_sls") in (None, "NA"):
             verdict = "not judged (no PSL)"
-        theirs = (st["link_load_max"], "%.3f" % st["sw_hops_avg"], st["sw_hops_max"], s.get("route_s", "?"), verdict)
+        # the average from the hop histogram (lft_stats.py rounds sw_hops_avg to 4 digits)
+        hist = st.get("sw_hops_hist") or {}
+        pairs = sum(hist.values())
+        avg = sum(int(h) * c for h, c in hist.items()) / pairs if pairs else st["sw_hops_avg"]
+        theirs = (st["link_load_max"], "%.4f" % avg, st["sw_hops_max"], s.get("route_s", "?"), verdict)
 except Exception:
     theirs = ("no run",) + ("-",) * 4
 print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
