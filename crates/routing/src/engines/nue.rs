@@ -41,8 +41,8 @@
 //!
 //! **Orders.** Which order of destinations balances best depends on the fabric; four are
 //! routed in parallel (small fabrics add seeded random orders, as many as a fixed amount of
-//! work allows) and the one with the least loaded busiest channel (then the fewest hops)
-//! kept. An order whose busiest channel passes a finished order's gives up, which cannot
+//! work allows, and as many again on escape trees from a random destination switch of the
+//! layer) and the one with the least loaded busiest channel (then the fewest hops) kept. An order whose busiest channel passes a finished order's gives up, which cannot
 //! change the choice, so the result does not depend on timing or thread count.
 //!
 //! **Rip-up and reroute.** On small fabrics (a fixed amount of work, `improve`) the kept
@@ -277,6 +277,34 @@ fn centres(net: &Net, dests: &[usize]) -> Vec<usize> {
     best.into_iter().flatten().collect()
 }
 
+/// The escape trees' roots for order `o` in layer `l`: the layer's central switches, except
+/// for the orders from [`ROOTED`] on: for those, a destination switch of the layer drawn
+/// per component with the order's seed (on symmetric fabrics every switch is as central as
+/// any other, and which one roots the tree changes the routes as much as the order does).
+fn roots_for(net: &Net, plan: &Layer, o: usize, l: usize) -> Vec<usize> {
+    if o < ROOTED {
+        return plan.roots.clone();
+    }
+    let mut rng = fabric::rng::Rng::new((o as u64) << 8 | l as u64);
+    plan.roots
+        .iter()
+        .map(|&r| {
+            let c = net.comp[r];
+            let pool: Vec<usize> = plan
+                .switches
+                .iter()
+                .copied()
+                .filter(|&s| net.comp[s] == c)
+                .collect();
+            if pool.is_empty() {
+                r
+            } else {
+                pool[rng.below(pool.len() as u64) as usize]
+            }
+        })
+        .collect()
+}
+
 /// Breadth-first spanning forest from `roots`; each switch's parent is the neighbour one level
 /// up whose channel toward it carries the least load (then the lower channel).
 fn escape_tree(net: &Net, roots: &[usize], load: &[u64]) -> Tree {
@@ -427,6 +455,18 @@ const ORDERS: [&str; 4] = [
 /// with the four named orders, 160 with 60 more).
 const EXTRA_WORK: u64 = 1 << 17;
 const MAX_EXTRA: usize = 60;
+
+/// Beside the random orders [`EXTRA_WORK`] allows, as many again from `ROOTED` on: order
+/// `ROOTED + i` is the fabric's order shuffled with that seed, routed on escape trees rooted at
+/// a random destination switch of each layer ([`roots_for`]) instead of the central one. The
+/// root changes the routes as much as the order does (on the 264-switch Dragonfly at 1 VL in
+/// OpenSM's order, the 264 possible roots give 3.058 to 3.159 hops and a busiest channel of
+/// 3,808 to 15,928). Measured over the shared fabrics at 1 and 8 VLs (2026-12-02), the
+/// busiest channel after the rip-up pass: the 36-switch Dragonflies at 1 VL 158 → 122 and
+/// 164 → 134, Slim Fly q=5 688 → 608, the damaged one 672 → 592, the 8×8 torus 604 → 492,
+/// the damaged one 696 → 556; one higher, the damaged 4×4×4 torus at 8 VLs 166 → 170. Small
+/// fabrics only, at up to 1.7 times their time.
+const ROOTED: usize = 1 << 16;
 
 /// The orders of [`ORDERS`] by how often each was the best over the shared fabrics at 1 and
 /// 8 VLs (2026-12-01), which is the order they are started in.
@@ -600,7 +640,12 @@ fn route_layers(net: &Net, d: &Dests, k: usize, start_vl: u8) -> (Routed, (u64, 
     // small fabrics also try random orders, as many as a fixed amount of work allows
     let work = (dests.len() as u64 * t.num_alive() as u64).max(1);
     let extra = (EXTRA_WORK / work).min(MAX_EXTRA as u64) as usize;
-    let first: Vec<usize> = FIRST.iter().copied().chain(4..4 + extra).collect();
+    let first: Vec<usize> = FIRST
+        .iter()
+        .copied()
+        .chain(4..4 + extra)
+        .chain(ROOTED..ROOTED + extra)
+        .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let c = Common {
         plans: &plans,
@@ -654,7 +699,11 @@ fn route_layers(net: &Net, d: &Dests, k: usize, start_vl: u8) -> (Routed, (u64, 
     let mut notes = vec![format!(
         "nue: {used} of {k} layers hold destinations (VLs {start_vl}..{}, SL = VL); destination LIDs per layer {per_layer:?}; destinations in {} (the best of {} orders)",
         start_vl as usize + k - 1,
-        ORDERS.get(best).copied().unwrap_or("a random order"),
+        ORDERS.get(best).copied().unwrap_or(if best >= ROOTED {
+            "a random order, escape tree from a random destination switch"
+        } else {
+            "a random order"
+        }),
         first.len()
     )];
     if a.tally.backtracked > 0 {
@@ -971,8 +1020,9 @@ fn route_order(net: &Net, c: &Common, o: usize, bound: &AtomicU64) -> Option<Att
             continue;
         }
         let mut mine = plan.dests.clone();
-        let tree = escape_tree(net, &plan.roots, &load);
-        order_destinations(t, &plan.roots, o, &mut mine);
+        let roots = roots_for(net, plan, o, l);
+        let tree = escape_tree(net, &roots, &load);
+        order_destinations(t, &roots, o, &mut mine);
         mark_escape(&mut layers, l, &tree, &plan.switches, n);
         for &(ds, lid, port) in &mine {
             let before = tally.impasses;
@@ -1414,4 +1464,59 @@ fn escape(net: &Net, layers: &mut Layers, l: usize, tree: &Tree, ds: usize, w: &
     rebuild_order(t, ds, w);
     debug_assert_eq!(w.order.len(), members.len());
     count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::FaultMask;
+
+    /// The named orders keep the central root; the random-root orders draw, per layer and
+    /// per component, a destination switch of the layer in that component, the same one for
+    /// the same order and layer, and not always the same one across orders.
+    #[test]
+    fn random_root_orders_root_their_trees_at_a_destination_switch_of_the_layer() {
+        // a 4x2 mesh cut between its second and third columns: two components
+        let f = "mesh 4x2 hcas=1"
+            .parse::<fabric::gen::TopoSpec>()
+            .and_then(|s| s.generate())
+            .unwrap();
+        let mut mask = FaultMask::none(&f);
+        let column = |p: fabric::PortId| f.node(f.port(p).node).name.clone();
+        for (i, k) in f.links.iter().enumerate() {
+            let (a, b) = (column(k.a), column(k.b));
+            if (a.starts_with("S_1_") && b.starts_with("S_2_"))
+                || (a.starts_with("S_2_") && b.starts_with("S_1_"))
+            {
+                mask.fail_link(fabric::LinkId(i as u32));
+            }
+        }
+        let t = Topo::new(&f, &mask);
+        let net = Net::new(&t);
+        assert_eq!(net.members.len(), 2);
+        // a layer holding the even switches of both components
+        let switches: Vec<usize> = (0..t.n).filter(|s| s % 2 == 0).collect();
+        let plan = Layer {
+            dests: Vec::new(),
+            roots: centres(&net, &switches),
+            switches: switches.clone(),
+        };
+        assert_eq!(plan.roots.len(), 2);
+        for o in 0..ORDERS.len() {
+            assert_eq!(roots_for(&net, &plan, o, 0), plan.roots);
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for o in ROOTED..ROOTED + 16 {
+            let r = roots_for(&net, &plan, o, 0);
+            assert_eq!(r, roots_for(&net, &plan, o, 0), "order {o}");
+            assert_eq!(r.len(), plan.roots.len());
+            for (x, c) in r.iter().zip(&plan.roots) {
+                assert!(switches.contains(x), "order {o}: root {x}");
+                assert_eq!(net.comp[*x], net.comp[*c], "order {o}: root {x}");
+            }
+            seen.insert(r);
+        }
+        // two candidates per component: all four pairs come up
+        assert_eq!(seen.len(), 4, "{seen:?}");
+    }
 }
