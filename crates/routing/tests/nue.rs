@@ -262,8 +262,8 @@ fn reroute_note(notes: &[String]) -> Option<((u64, u64), (u64, u64))> {
 
 /// Against OpenSM's Nue on every shared fabric at 1 and 8 VLs: max link load never above
 /// OpenSM's, below it on all but one tie (the damaged 4-ary 3-tree at 1 VL, 112 both);
-/// average hops no more than OpenSM's except three 1-VL runs where the busiest channel carries 7–25 % less for at most 2.5 %
-/// more hops. Where the rip-up and reroute pass ran, its note tells the truth: the figures
+/// average hops no more than OpenSM's except three 1-VL runs where the busiest channel
+/// carries 7–25 % less for at most 2.5 % more hops. Where the rip-up and reroute pass ran, its note tells the truth: the figures
 /// it reports after the pass are the path walker's (max link load, hops over all pairs), and
 /// the pass never raised the busiest channel.
 #[test]

@@ -42,8 +42,9 @@
 //! **Orders.** Which order of destinations balances best depends on the fabric; four are
 //! routed in parallel (small fabrics add seeded random orders, as many as a fixed amount of
 //! work allows, and as many again on escape trees from a random destination switch of the
-//! layer) and the one with the least loaded busiest channel (then the fewest hops) kept. An order whose busiest channel passes a finished order's gives up, which cannot
-//! change the choice, so the result does not depend on timing or thread count.
+//! layer) and the one with the least loaded busiest channel (then the fewest hops) kept.
+//! An order whose busiest channel passes a finished order's gives up, which cannot change
+//! the choice, so the result does not depend on timing or thread count.
 //!
 //! **Rip-up and reroute.** On small fabrics (a fixed amount of work, `improve`) the kept
 //! order is then improved in place: a destination LID crossing the busiest channel is taken
@@ -465,7 +466,8 @@ const MAX_EXTRA: usize = 60;
 /// busiest channel after the rip-up pass: the 36-switch Dragonflies at 1 VL 158 → 122 and
 /// 164 → 134, Slim Fly q=5 688 → 608, the damaged one 672 → 592, the 8×8 torus 604 → 492,
 /// the damaged one 696 → 556; one higher, the damaged 4×4×4 torus at 8 VLs 166 → 170. Small
-/// fabrics only, at up to 1.7 times their time.
+/// fabrics only, at up to 1.7 times their time (a `sweep --engine nue` of the 4×4 and 8×8
+/// tori, which routes every scenario again with nue, took 2–3 times as long).
 const ROOTED: usize = 1 << 16;
 
 /// The orders of [`ORDERS`] by how often each was the best over the shared fabrics at 1 and
