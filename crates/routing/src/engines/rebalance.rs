@@ -243,7 +243,7 @@ pub fn rebalance(
         w: vec![0; d_n * n],
     };
     let nch = t.f.links.len() * 2;
-    let mut load = {
+    let load = {
         let (mut h, mut fl, mut w) = (
             std::mem::take(&mut ps.h),
             std::mem::take(&mut ps.fl),
@@ -324,14 +324,14 @@ pub fn rebalance(
         ps.w = w;
         load
     };
-    let mut heap: BinaryHeap<(u64, Reverse<u32>)> = load
+    let heap: BinaryHeap<(u64, Reverse<u32>)> = load
         .iter()
         .enumerate()
         .filter(|&(_, &l)| l > 0)
         .map(|(c, &l)| (l, Reverse(c as u32)))
         .collect();
     let before = heap.peek().map(|x| x.0)?;
-    let mut sc = Scratch {
+    let sc = Scratch {
         stamp: vec![0; n],
         epoch: 0,
         alts: Vec::new(),
@@ -339,16 +339,17 @@ pub fn rebalance(
         prefix: Vec::new(),
     };
     let mut st = Singles {
+        load,
+        heap,
+        sc,
         frozen: vec![false; nch],
         work: 0,
         up_work: 0,
         left: max_moves,
     };
     // First the busiest channels, anywhere; then chains at the hosts' switches.
-    let mut moved = single_moves(&mut ps, rk, r, &mut load, &mut heap, &mut sc, &mut st, None);
-    moved += host_chains(
-        &mut ps, rk, r, &mut load, &mut heap, &mut sc, &hosts, &mut st, false,
-    );
+    let mut moved = single_moves(&mut ps, rk, r, &mut st, None);
+    moved += host_chains(&mut ps, rk, r, &mut st, &hosts, false);
     // Then the hosts' own channels (out of switches with counted hosts) again: a channel set
     // aside may be relieved once later moves or chains made room for it. Rounds of single
     // moves on them with none set aside, then chains that only lower the sorted loads (every
@@ -365,30 +366,19 @@ pub fn rebalance(
         let start = moved;
         loop {
             st.frozen.fill(false);
-            refill(&mut heap, &load, &host_side);
-            let m = single_moves(
-                &mut ps,
-                rk,
-                r,
-                &mut load,
-                &mut heap,
-                &mut sc,
-                &mut st,
-                Some(&host_side),
-            );
+            refill(&mut st.heap, &st.load, &host_side);
+            let m = single_moves(&mut ps, rk, r, &mut st, Some(&host_side));
             moved += m;
             if m == 0 || st.left == 0 || st.work >= WORK_BUDGET {
                 break;
             }
         }
-        moved += host_chains(
-            &mut ps, rk, r, &mut load, &mut heap, &mut sc, &hosts, &mut st, true,
-        );
+        moved += host_chains(&mut ps, rk, r, &mut st, &hosts, true);
         if moved == start || st.left == 0 || st.work >= WORK_BUDGET {
             break;
         }
     }
-    let after = load.iter().copied().max().unwrap_or(0);
+    let after = st.load.iter().copied().max().unwrap_or(0);
     Some(Rebalanced {
         moved,
         before,
@@ -396,9 +386,13 @@ pub fn rebalance(
     })
 }
 
-/// What the phases share: channels set aside (by single moves), the steps taken (all moves,
-/// and the searches above the channel's switch), and the moves still allowed.
+/// What the phases share: the loads and the queue of channels to relieve, the search
+/// buffers, channels set aside (by single moves), the steps taken (all moves, and the
+/// searches above the channel's switch), and the moves still allowed.
 struct Singles {
+    load: Vec<u64>,
+    heap: BinaryHeap<(u64, Reverse<u32>)>,
+    sc: Scratch,
     frozen: Vec<bool>,
     work: usize,
     up_work: usize,
@@ -409,38 +403,43 @@ struct Singles {
 /// given): each is relieved by the best move of an entry at its own switch, else further up
 /// ([`best_upstream_move`]), or set aside; until the queue is empty or a budget is spent.
 /// Returns the moves made.
-#[allow(clippy::too_many_arguments)]
 fn single_moves(
     ps: &mut Pass,
     rk: &UpDownRanking,
     r: &mut Routing,
-    load: &mut [u64],
-    heap: &mut BinaryHeap<(u64, Reverse<u32>)>,
-    sc: &mut Scratch,
     st: &mut Singles,
     only: Option<&[bool]>,
 ) -> usize {
+    let Singles {
+        load,
+        heap,
+        sc,
+        frozen,
+        work,
+        up_work,
+        left,
+    } = st;
     let mut moved = 0;
-    while st.left > 0 && st.work < WORK_BUDGET {
+    while *left > 0 && *work < WORK_BUDGET {
         let Some((le, Reverse(e))) = heap.pop() else {
             break;
         };
         let ei = e as usize;
         // (only channels between live switches carry load)
-        if load[ei] != le || st.frozen[ei] || only.is_some_and(|o| !o[ei]) {
+        if load[ei] != le || frozen[ei] || only.is_some_and(|o| !o[ei]) {
             continue; // stale, known not to be relieved, or not asked for
         }
-        let mv = best_move(ps, rk, &r.lft, load, sc, e, le, &mut st.work).or_else(|| {
-            (st.up_work < UPSTREAM_BUDGET)
-                .then(|| best_upstream_move(ps, rk, &r.lft, load, sc, e, le, &mut st.up_work))?
+        let mv = best_move(ps, rk, &r.lft, load, sc, e, le, work).or_else(|| {
+            (*up_work < UPSTREAM_BUDGET)
+                .then(|| best_upstream_move(ps, rk, &r.lft, load, sc, e, le, up_work))?
         });
         match mv {
             Some(mv) => {
                 apply(ps, load, heap, r, sc, mv);
                 moved += 1;
-                st.left -= 1;
+                *left -= 1;
             }
-            None => st.frozen[ei] = true,
+            None => frozen[ei] = true,
         }
     }
     moved
@@ -467,25 +466,29 @@ fn refill(heap: &mut BinaryHeap<(u64, Reverse<u32>)>, load: &[u64], only: &[bool
 /// over the switch's channels, every step a single move as [`best_move`] allows it (equally
 /// short, legal, same down-only status), and applied from its end; a chain that would raise
 /// a channel beyond the phase's starting maximum `gmax` (the loads' maximum when it starts)
-/// anywhere (on the paths after the switch) is undone and ends the switch's turn. Every accepted chain lowers the switch's
-/// vector of channel loads lexicographically and leaves every other load at most `gmax`.
+/// anywhere (on the paths after the switch) is undone and ends the switch's turn. Every
+/// accepted chain lowers the switch's vector of channel loads lexicographically and leaves
+/// every other load at most `gmax`.
 /// `strict`: a chain is also undone when a load it raises reaches the load of the channel it
 /// relieves, so every accepted chain lowers the sorted vector of all loads (as single moves
 /// do) and the last phase's moves and chains cannot undo one another.
-#[allow(clippy::too_many_arguments)]
 fn host_chains(
     ps: &mut Pass,
     rk: &UpDownRanking,
     r: &mut Routing,
-    load: &mut [u64],
-    heap: &mut BinaryHeap<(u64, Reverse<u32>)>,
-    sc: &mut Scratch,
-    hosts: &[u32],
     st: &mut Singles,
+    hosts: &[u32],
     strict: bool,
 ) -> usize {
+    let Singles {
+        load,
+        heap,
+        sc,
+        work,
+        left,
+        ..
+    } = st;
     let gmax = load.iter().copied().max().unwrap_or(0);
-    let work = &mut st.work;
     let (t, n) = (ps.t, ps.n);
     let mut moved = 0usize;
     // per local channel: its entries (destination indices); BFS parent (job, channel)
@@ -638,7 +641,7 @@ fn host_chains(
             moved += done.len();
         }
     }
-    st.left = st.left.saturating_sub(moved);
+    *left = left.saturating_sub(moved);
     moved
 }
 
