@@ -109,6 +109,9 @@ struct Net<'t> {
     hop: u64,
     /// Per switch: its sources (end ports), the routes a path from it carries.
     src_w: Vec<u64>,
+    /// Switch-to-switch channel out of switch `s` at port `p`: `port_ch[s * 256 + p]`
+    /// (`NONE` for an end port or an unused one).
+    port_ch: Vec<u32>,
 }
 
 impl<'t> Net<'t> {
@@ -116,9 +119,13 @@ impl<'t> Net<'t> {
         let f = t.f;
         let mut ch_port = vec![NO_PORT; f.links.len() * 2];
         let mut ch_dst = vec![NONE; f.links.len() * 2];
-        for a in &t.adj {
-            ch_port[a.ch as usize] = a.port;
-            ch_dst[a.ch as usize] = a.peer;
+        let mut port_ch = vec![NONE; t.n * 256];
+        for s in 0..t.n {
+            for a in t.links(s) {
+                ch_port[a.ch as usize] = a.port;
+                ch_dst[a.ch as usize] = a.peer;
+                port_ch[s * 256 + a.port as usize] = a.ch;
+            }
         }
         // components by one breadth-first labelling; each component's switches ascending
         let mut comp = vec![u32::MAX; t.n];
@@ -152,6 +159,7 @@ impl<'t> Net<'t> {
             members,
             hop: t.ends.len().max(1) as u64,
             src_w: (0..t.n).map(|s| t.ends_on(s).len() as u64).collect(),
+            port_ch,
         }
     }
 }
@@ -730,12 +738,9 @@ fn route_layers(net: &Net, d: &Dests, k: usize, start_vl: u8) -> (Routed, (u64, 
     (Routed { routing: r, notes }, a.score, extra > 0)
 }
 
-/// The output channel of switch `s` at `port`.
-fn channel_at(t: &Topo, s: usize, port: u8) -> u32 {
-    t.links(s)
-        .iter()
-        .find(|a| a.port == port)
-        .map_or(NONE, |a| a.ch)
+/// The switch-to-switch channel out of switch `s` at `port` (`NONE` for any other port).
+fn channel_at(net: &Net, s: usize, port: u8) -> u32 {
+    net.port_ch[s * 256 + port as usize]
 }
 
 /// Adds (`add`) or takes away the routes of one scored destination `ds` whose
@@ -786,8 +791,10 @@ fn objective(pair_load: &[u64]) -> (u64, usize, u64) {
 }
 
 /// Rip-up and reroute on the chosen attempt, at most `budget` tries in all. First, while a
-/// destination LID crossing the busiest channel can be taken out of its layer and routed
-/// again so that [`objective`] drops, it is (the lowest channel of the busiest first).
+/// destination LID crossing one of the busiest channels can be taken out of its layer and
+/// routed again so that [`objective`] drops, it is (the busiest channels in channel order,
+/// each one's LIDs in the layers' order; every busiest channel is tried before giving up,
+/// as moving off any of them lowers the objective).
 /// Then LIDs whose paths are longer than shortest, the most extra hops first, are routed
 /// again with a hop costing [`SHORTEN`] times more, kept when the routes over all channels
 /// drop and the busiest channel does not rise. LIDs that follow an escape tree are never
@@ -811,27 +818,35 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
         score: objective(&a.pair_load),
     };
     let (mut moved, mut tried) = (0, 0);
-    // the busiest channel; none when no end-port route crosses a switch-to-switch channel
-    'search: while let Some(hot) = (0..a.pair_load.len())
-        .filter(|&ch| a.pair_load[ch] > 0)
-        .max_by_key(|&ch| (a.pair_load[ch], Reverse(ch)))
-    {
-        // (a loaded channel joins two switches)
-        let (hs, hp) = (net.ch_dst[hot ^ 1] as usize, net.ch_port[hot]);
+    // the busiest channels (ascending); none when no end-port route crosses a
+    // switch-to-switch channel. A move off any of them lowers the objective (the busiest
+    // load, or how many channels carry it), so each is tried before giving up.
+    let mut hot: Vec<usize> = Vec::new();
+    'search: loop {
+        let top = a.pair_load.iter().copied().max().unwrap_or(0);
+        if top == 0 {
+            break;
+        }
+        hot.clear();
+        hot.extend((0..a.pair_load.len()).filter(|&ch| a.pair_load[ch] == top));
         let mut better = false;
-        for &(l, (ds, lid, _)) in &cands {
-            let (ds, lid) = (ds as usize, lid as usize);
-            if hs == ds || a.cols[lid * n + hs] != hp {
-                continue;
-            }
-            if tried >= budget {
-                break 'search;
-            }
-            tried += 1;
-            if m.try_move(net, a, l, ds, lid, |new, old| new < old) {
-                moved += 1;
-                better = true;
-                break;
+        'hot: for &h in &hot {
+            // (a loaded channel joins two switches)
+            let (hs, hp) = (net.ch_dst[h ^ 1] as usize, net.ch_port[h]);
+            for &(l, (ds, lid, _)) in &cands {
+                let (ds, lid) = (ds as usize, lid as usize);
+                if hs == ds || a.cols[lid * n + hs] != hp {
+                    continue;
+                }
+                if tried >= budget {
+                    break 'search;
+                }
+                tried += 1;
+                if m.try_move(net, a, l, ds, lid, |new, old| new < old) {
+                    moved += 1;
+                    better = true;
+                    break 'hot;
+                }
             }
         }
         if !better {
@@ -845,11 +860,12 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
     } else {
         Vec::new()
     };
+    let mut len = vec![0u32; n];
     for (i, &(_, (ds, lid, _))) in cands.iter().enumerate() {
         if tried >= budget {
             break;
         }
-        let ex = extra_hops(net, &a.cols, &hop, ds as usize, lid as usize);
+        let ex = extra_hops(net, &a.cols, &hop, ds as usize, lid as usize, &mut len);
         if ex > 0 {
             excess.push((ex, i));
         }
@@ -872,28 +888,46 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
 }
 
 /// Hops above shortest (`hop`: the switch graph's hop matrix) of LID `lid` (switch `ds`),
-/// summed over its sources.
-fn extra_hops(net: &Net, cols: &[u8], hop: &[u16], ds: usize, lid: usize) -> u64 {
-    let t = net.t;
-    let n = t.n;
+/// summed over its sources. `len` is scratch (one entry per switch): each switch's path
+/// length is found once, from the next switch's, so a LID costs O(switches).
+fn extra_hops(net: &Net, cols: &[u8], hop: &[u16], ds: usize, lid: usize, len: &mut [u32]) -> u64 {
+    let n = net.t.n;
     let src_w = &net.src_w;
     let col = &cols[lid * n..(lid + 1) * n];
+    let members = &net.members[net.comp[ds] as usize];
+    for &s in members {
+        len[s as usize] = u32::MAX;
+    }
+    len[ds] = 0;
     let mut ex = 0u64;
-    for &s in &net.members[net.comp[ds] as usize] {
+    let mut chain: Vec<usize> = Vec::new();
+    for &s in members {
         let s = s as usize;
-        if s == ds || src_w[s] == 0 {
+        if src_w[s] == 0 {
             continue;
         }
-        let (mut x, mut len) = (s, 0u32);
-        while x != ds && len as usize <= n {
-            let ch = channel_at(t, x, col[x]);
+        // follow the tables until a switch whose length is known, then fill the chain back
+        let mut x = s;
+        chain.clear();
+        while len[x] == u32::MAX {
+            // (the tables of a LID without an impasse form a tree on its component; a
+            // chain longer than the component is a loop)
+            if chain.len() > members.len() {
+                return 0;
+            }
+            chain.push(x);
+            let ch = channel_at(net, x, col[x]);
             if ch == NONE {
                 return 0; // not a complete tree (never for a LID without an impasse)
             }
             x = net.ch_dst[ch as usize] as usize;
-            len += 1;
         }
-        ex += len.saturating_sub(hop[ds * n + s] as u32) as u64 * src_w[s];
+        let mut l = len[x];
+        for &y in chain.iter().rev() {
+            l += 1;
+            len[y] = l;
+        }
+        ex += len[s].saturating_sub(hop[ds * n + s] as u32) as u64 * src_w[s];
     }
     ex
 }
@@ -932,7 +966,7 @@ impl Mover {
             old[s] = if s == ds || col[s] == NO_PORT {
                 NONE
             } else {
-                channel_at(t, s, col[s])
+                channel_at(net, s, col[s])
             };
         }
         let (load, pair) = (&mut a.load, &mut a.pair_load);
