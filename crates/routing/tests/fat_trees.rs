@@ -160,12 +160,17 @@ fn superpod_case(spec: &str, lenient: bool) {
         let what = format!("{engine} on {spec}");
         let (r, notes) = route_plain(engine, &f);
         assert_complete_and_deadlock_free(&f, &r, &what, &notes);
-        // Leaf uplinks within 5 % of the bound the uplinks allow. With cables missing or a
-        // tapered core, a leaf's uplinks may stay above it where the links beyond them are
-        // the bottleneck: the traffic the damage forces through a few links (e.g. the two
-        // cables of a management spine), or the core links of an oversubscribed tree. Then
-        // no destination may be left that could leave the uplink for links all less busy
-        // (`lenient`).
+        // Leaf uplinks within 5 % of the bound the uplinks allow. With cables missing, a
+        // tapered core or management leaves sharing a spine's core cables, a leaf's uplinks
+        // may stay above it where the links beyond them are the bottleneck: the traffic the
+        // damage forces through a few links (e.g. the two cables of a management spine), or
+        // the core links of an oversubscribed tree. Then (`lenient`) the tables must be at
+        // the balance pass's objective, the sorted vector of link loads, busiest first:
+        // some link that is no leaf uplink carries at least as much as the busiest uplink
+        // (the uplinks are not the fabric's bottleneck), and no destination is left that
+        // could leave the uplink for links all less busy (a move that would lower the
+        // sorted vector). Meeting the bound there would raise a busier link (see
+        // docs/benchmarks.md, issue 11, "the objective").
         let u = superpod_uplinks(&f, &r);
         let (up, bound) = (u.max, u.bound);
         eprintln!(
@@ -173,7 +178,7 @@ fn superpod_case(spec: &str, lenient: bool) {
             u.elsewhere, u.over
         );
         assert!(
-            up * 100 <= bound * 105 || (lenient && u.free.is_none()),
+            up * 100 <= bound * 105 || (lenient && u.free.is_none() && u.elsewhere >= up),
             "{what}: leaf uplinks carry {up} host pairs, the bound is {bound} (busiest other link {}); a leaf entry that could move off an uplink above it onto links all below it: {:?}; notes {notes:?}",
             u.elsewhere, u.free
         );
@@ -628,4 +633,123 @@ struct Uplinks {
     over: usize,
     /// A move that would relieve one of them without loading a link as busy, if any.
     free: Option<String>,
+}
+
+/// Where the leaf-uplink bound and the fabric's busiest link conflict, on an intact tree:
+/// `superpod su=1 nodes=4 rails=1 spines=4 uplinks=5 cores=8`. The management spine hangs
+/// off core0-0 and core1-0; the two management leaves on su0-spine0 reach the two behind
+/// the management spine only through su0-spine0 -> core0-0 (36 host pairs, forced on every
+/// shortest-path routing), and su0-leaf0 reaches those 6 management hosts only through
+/// spine 0 (then the same cable) or spine 1. Every engine leaves su0-leaf0's cable to spine
+/// 1 at 24 host pairs, above 1.05x the bound of 21; at most 22 there means one of those
+/// destinations through spine 0, and su0-spine0 -> core0-0 at 40 instead of 36. The balance
+/// pass keeps the busiest link down (the sorted vector of link loads, busiest first), so
+/// this leaf stays above the bound: the decision this test pins down.
+#[test]
+fn a_leaf_stays_above_its_bound_where_meeting_it_would_raise_the_busiest_link() {
+    let spec = "superpod su=1 nodes=4 rails=1 spines=4 uplinks=5 cores=8";
+    let mut f = gen(spec);
+    f.hints = Default::default();
+    let sw = |name: &str| {
+        (0..f.num_switches())
+            .find(|&s| f.node(f.switches[s]).name == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let (leaf, sp0, sp1, c00) = (
+        sw("su0-leaf0"),
+        sw("su0-spine0"),
+        sw("su0-spine1"),
+        sw("core0-0"),
+    );
+    let (m0, m1, m2, m3) = (
+        sw("mgmt-leaf0"),
+        sw("mgmt-leaf1"),
+        sw("mgmt-leaf2"),
+        sw("mgmt-leaf3"),
+    );
+    // the cable su0-spine0 - core0-0, and switch distances with and without it
+    let peer = |c: fabric::ChannelId| {
+        let d = f.port(f.channel_dst(c)).node;
+        f.is_switch(d).then(|| f.switch_index[d.idx()] as usize)
+    };
+    let hot = *f
+        .switch_links(sp0)
+        .iter()
+        .find(|&&c| peer(c) == Some(c00))
+        .expect("su0-spine0 -> core0-0");
+    let link = f
+        .links
+        .iter()
+        .position(|k| k.a == f.channel_src(hot) || k.b == f.channel_src(hot))
+        .expect("its link");
+    let dist = |mask: &FaultMask, a: usize| {
+        let topo = routing::engines::common::Topo::new(&f, mask);
+        routing::engines::ranking::bfs_levels(&topo, &[a])
+    };
+    let intact = FaultMask::none(&f);
+    let mut cut = FaultMask::none(&f);
+    cut.fail_link(fabric::LinkId(link as u32));
+    // forced: every shortest path from the management leaves on spine 0 to those behind
+    // the management spine, and from spine 0 to them, takes the cable
+    for a in [m0, m1, sp0] {
+        for b in [m2, m3] {
+            assert!(
+                dist(&cut, a)[b] > dist(&intact, a)[b],
+                "{} -> {} has a shortest path without the cable",
+                f.node(f.switches[a]).name,
+                f.node(f.switches[b]).name
+            );
+        }
+    }
+    // su0-leaf0's shortest ways to them start at spine 0 or spine 1 only
+    let d = dist(&intact, leaf);
+    for b in [m2, m3] {
+        let firsts: Vec<usize> = f
+            .switch_links(leaf)
+            .iter()
+            .filter_map(|&c| peer(c))
+            .filter(|&v| dist(&intact, v)[b] + 1 == d[b])
+            .collect();
+        assert!(
+            firsts.iter().all(|&v| v == sp0 || v == sp1) && firsts.contains(&sp1),
+            "{firsts:?}"
+        );
+    }
+    // hosts per switch: CAs other than aggregation nodes
+    let mut on = vec![0u64; f.num_switches()];
+    for &p in &f.end_ports {
+        let agg = f
+            .node(f.port(p).node)
+            .desc
+            .to_ascii_lowercase()
+            .contains("aggregation node");
+        if let Some(q) = f.remote(p).filter(|_| !agg) {
+            let n = f.port(q).node;
+            if f.is_switch(n) {
+                on[f.switch_index[n.idx()] as usize] += 1;
+            }
+        }
+    }
+    let hosts = |s: usize| on[s];
+    let forced = (hosts(m0) + hosts(m1)) * (hosts(m2) + hosts(m3));
+    let behind = hosts(m2) + hosts(m3);
+    assert_eq!((forced, behind, hosts(leaf)), (36, 6, 4));
+    for engine in ["ftree", "updn", "dnup"] {
+        let (r, notes) = route_plain(engine, &f);
+        assert_complete_and_deadlock_free(&f, &r, engine, &notes);
+        let u = superpod_uplinks(&f, &r);
+        // the busiest link carries exactly the forced traffic; the leaf's cable to spine 1
+        // carries all 6 destinations behind the management spine
+        assert_eq!(
+            (u.max, u.bound, u.elsewhere),
+            (behind * hosts(leaf), 21, forced),
+            "{engine}"
+        );
+        assert!(u.free.is_none(), "{engine}: {:?}", u.free);
+        // within 1.05x the bound (22) the cable to spine 1 holds at most 5 of the 6, so
+        // one goes by spine 0 and su0-spine0 -> core0-0 carries 40
+        let at_most = u.bound * 105 / 100 / hosts(leaf);
+        assert_eq!(at_most, behind - 1);
+        assert!(forced + (behind - at_most) * hosts(leaf) > u.elsewhere);
+    }
 }
