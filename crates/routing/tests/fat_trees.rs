@@ -377,17 +377,13 @@ fn real_dumps_route_with_every_tree_engine() {
 /// allow: per leaf, for every set U of its uplinks, the destinations all of whose shortest
 /// paths start on U need ceil(count / |U|) destinations on one of them, each carrying the
 /// leaf's hosts as sources (without missing cables: ceil(destinations elsewhere / uplinks)).
-fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
-    let paths = Paths::of(f, r, None);
-    // hosts: every CA but the aggregation nodes (service HCAs on management leaves count)
-    let is_compute = |e: u32| {
-        let d = &f.node(f.port(f.end_ports[e as usize]).node).desc;
-        !d.to_ascii_lowercase().contains("aggregation node")
-    };
-    let n = f.num_switches();
-    let mut hosts = vec![0u64; n];
-    for (e, &p) in f.end_ports.iter().enumerate() {
-        if !is_compute(e as u32) {
+/// Hosts per switch: its CAs other than aggregation nodes (service HCAs on management
+/// leaves count).
+fn hosts_per_switch(f: &Fabric) -> Vec<u64> {
+    let mut hosts = vec![0u64; f.num_switches()];
+    for &p in &f.end_ports {
+        let d = &f.node(f.port(p).node).desc;
+        if d.to_ascii_lowercase().contains("aggregation node") {
             continue;
         }
         if let Some(q) = f.remote(p) {
@@ -397,6 +393,18 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
             }
         }
     }
+    hosts
+}
+
+fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
+    let paths = Paths::of(f, r, None);
+    // hosts: every CA but the aggregation nodes (service HCAs on management leaves count)
+    let is_compute = |e: u32| {
+        let d = &f.node(f.port(f.end_ports[e as usize]).node).desc;
+        !d.to_ascii_lowercase().contains("aggregation node")
+    };
+    let n = f.num_switches();
+    let hosts = hosts_per_switch(f);
     let total: u64 = hosts.iter().sum();
     // Every path's host traffic on every channel (`all`, for the busiest link that is no
     // uplink), and a leaf's own hosts' traffic on the first channel of its paths (`load`):
@@ -715,21 +723,7 @@ fn a_leaf_stays_above_its_bound_where_meeting_it_would_raise_the_busiest_link() 
             "{firsts:?}"
         );
     }
-    // hosts per switch: CAs other than aggregation nodes
-    let mut on = vec![0u64; f.num_switches()];
-    for &p in &f.end_ports {
-        let agg = f
-            .node(f.port(p).node)
-            .desc
-            .to_ascii_lowercase()
-            .contains("aggregation node");
-        if let Some(q) = f.remote(p).filter(|_| !agg) {
-            let n = f.port(q).node;
-            if f.is_switch(n) {
-                on[f.switch_index[n.idx()] as usize] += 1;
-            }
-        }
-    }
+    let on = hosts_per_switch(&f);
     let hosts = |s: usize| on[s];
     let forced = (hosts(m0) + hosts(m1)) * (hosts(m2) + hosts(m3));
     let behind = hosts(m2) + hosts(m3);

@@ -112,9 +112,10 @@ struct Net<'t> {
     hop: u64,
     /// Per switch: its sources (end ports), the routes a path from it carries.
     src_w: Vec<u64>,
-    /// Switch-to-switch channel out of switch `s` at port `p`: `port_ch[s * 256 + p]`
-    /// (`NONE` for an end port or an unused one).
+    /// Switch-to-switch channel out of switch `s` at port `p`: `port_ch[s * ports + p]`
+    /// (`NONE` for an end port or an unused one; `ports` = the highest port + 1).
     port_ch: Vec<u32>,
+    ports: usize,
 }
 
 impl<'t> Net<'t> {
@@ -122,12 +123,13 @@ impl<'t> Net<'t> {
         let f = t.f;
         let mut ch_port = vec![NO_PORT; f.links.len() * 2];
         let mut ch_dst = vec![NONE; f.links.len() * 2];
-        let mut port_ch = vec![NONE; t.n * 256];
+        let ports = t.adj.iter().map(|a| a.port as usize + 1).max().unwrap_or(1);
+        let mut port_ch = vec![NONE; t.n * ports];
         for s in 0..t.n {
             for a in t.links(s) {
                 ch_port[a.ch as usize] = a.port;
                 ch_dst[a.ch as usize] = a.peer;
-                port_ch[s * 256 + a.port as usize] = a.ch;
+                port_ch[s * ports + a.port as usize] = a.ch;
             }
         }
         // components by one breadth-first labelling; each component's switches ascending
@@ -163,6 +165,7 @@ impl<'t> Net<'t> {
             hop: t.ends.len().max(1) as u64,
             src_w: (0..t.n).map(|s| t.ends_on(s).len() as u64).collect(),
             port_ch,
+            ports,
         }
     }
 }
@@ -783,7 +786,12 @@ fn route_layers(net: &Net, d: &Dests, k: usize, start_vl: u8) -> (Routed, (u64, 
 
 /// The switch-to-switch channel out of switch `s` at `port` (`NONE` for any other port).
 fn channel_at(net: &Net, s: usize, port: u8) -> u32 {
-    net.port_ch[s * 256 + port as usize]
+    let p = port as usize;
+    if p < net.ports {
+        net.port_ch[s * net.ports + p]
+    } else {
+        NONE
+    }
 }
 
 /// Adds (`add`) or takes away the routes of one scored destination `ds` whose
@@ -903,12 +911,13 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
     } else {
         Vec::new()
     };
-    let mut len = vec![0u32; n];
+    let (mut len, mut chain) = (vec![0u32; n], Vec::new());
     for (i, &(_, (ds, lid, _))) in cands.iter().enumerate() {
         if tried >= budget {
             break;
         }
-        let ex = extra_hops(net, &a.cols, &hop, ds as usize, lid as usize, &mut len);
+        let d = (ds as usize, lid as usize);
+        let ex = extra_hops(net, &a.cols, &hop, d, &mut len, &mut chain);
         if ex > 0 {
             excess.push((ex, i));
         }
@@ -931,9 +940,16 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
 }
 
 /// Hops above shortest (`hop`: the switch graph's hop matrix) of LID `lid` (switch `ds`),
-/// summed over its sources. `len` is scratch (one entry per switch): each switch's path
-/// length is found once, from the next switch's, so a LID costs O(switches).
-fn extra_hops(net: &Net, cols: &[u8], hop: &[u16], ds: usize, lid: usize, len: &mut [u32]) -> u64 {
+/// summed over its sources. `len` (one entry per switch) and `chain` are scratch: each
+/// switch's path length is found once, from the next switch's, so a LID costs O(switches).
+fn extra_hops(
+    net: &Net,
+    cols: &[u8],
+    hop: &[u16],
+    (ds, lid): (usize, usize),
+    len: &mut [u32],
+    chain: &mut Vec<usize>,
+) -> u64 {
     let n = net.t.n;
     let src_w = &net.src_w;
     let col = &cols[lid * n..(lid + 1) * n];
@@ -943,7 +959,6 @@ fn extra_hops(net: &Net, cols: &[u8], hop: &[u16], ds: usize, lid: usize, len: &
     }
     len[ds] = 0;
     let mut ex = 0u64;
-    let mut chain: Vec<usize> = Vec::new();
     for &s in members {
         let s = s as usize;
         if src_w[s] == 0 {
