@@ -642,6 +642,11 @@ pub struct BudgetArgs {
     /// the torus itself.
     #[arg(long)]
     pub torus_config: Option<PathBuf>,
+    /// nue: how much searching to do, as a multiple of the default (1..=64). Larger fabrics
+    /// then also try random orders of destinations and escape-tree roots, and the rip-up
+    /// pass gets more tries: the best of more attempts, in about that many times the time.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub nue_effort: u32,
 }
 
 impl BudgetArgs {
@@ -657,6 +662,7 @@ impl BudgetArgs {
             ..Default::default()
         };
         opts.engine.lash.do_mesh_analysis = self.do_mesh_analysis;
+        opts.engine.nue.effort = self.nue_effort;
         opts.budget.validate().map_err(anyhow::Error::msg)?;
         Ok(opts)
     }

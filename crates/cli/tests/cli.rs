@@ -1208,3 +1208,42 @@ fn fault_output_over_vl_bases_delivers_every_pair() {
         assert_eq!(code, Some(0), "{v}");
     }
 }
+
+/// `--nue-effort`: 2 routes the example torus (every pair, no credit loop, and the first
+/// note names more orders than at 1); 0 and 65 are refused with the range named.
+#[test]
+fn nue_effort_is_read_and_checked() {
+    let d = tmp("nue-effort");
+    let fabric = example("torus2d_4x4_h2.net");
+    let orders = |effort: &str| {
+        let o = fr(&[
+            "--json",
+            "route",
+            &fabric,
+            "-R",
+            "nue",
+            "--max-vls",
+            "1",
+            "--nue-effort",
+            effort,
+            "-o",
+            d.join(effort).to_str().unwrap(),
+            "--summary-only",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["deadlock_free"], true);
+        assert_eq!(v["unreachable_pairs"], 0);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        let at = err.find("the best of ").expect("the orders note") + 12;
+        err[at..].split(' ').next().unwrap().parse::<usize>().unwrap()
+    };
+    let (one, two) = (orders("1"), orders("2"));
+    assert!(two > one, "{two} orders at effort 2, {one} at 1");
+    for bad in ["0", "65"] {
+        let o = fr(&["route", &fabric, "-R", "nue", "--nue-effort", bad, "-o", "x"]);
+        assert_eq!(o.status.code(), Some(2), "clap's usage error");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--nue-effort") && err.contains("1..=64"), "{err}");
+    }
+}

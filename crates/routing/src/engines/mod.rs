@@ -84,6 +84,7 @@ pub struct RouteOptions {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineSettings {
     pub lash: lash::LashSettings,
+    pub nue: nue::NueSettings,
     pub torus: torus2qos::TorusSettings,
 }
 

@@ -45,6 +45,8 @@
 //! layer) and the one with the least loaded busiest channel (then the fewest hops) kept.
 //! An order whose busiest channel passes a finished order's gives up, which cannot change
 //! the choice, so the result does not depend on timing or thread count.
+//! [`NueSettings::effort`] (`--nue-effort`) multiplies the work the random orders and the
+//! rip-up pass below may do, so larger fabrics try random orders too.
 //!
 //! **Rip-up and reroute.** On small fabrics (a fixed amount of work, `improve`) the kept
 //! order is then improved in place: a destination LID crossing the busiest channel is taken
@@ -76,6 +78,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Nue;
 
+/// Nue's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NueSettings {
+    /// How much searching the routing may do, as a multiple of the default (1): the random
+    /// orders and the rip-up tries each get `effort` times their work budget, so larger
+    /// fabrics try random orders too. The result is the best of more attempts; time grows
+    /// about linearly. 0 counts as 1.
+    pub effort: u32,
+}
+
+impl Default for NueSettings {
+    fn default() -> Self {
+        NueSettings { effort: 1 }
+    }
+}
+
 /// "No channel".
 const NONE: u32 = u32::MAX;
 
@@ -93,7 +111,12 @@ impl Engine for Nue {
         let k = (b.vls as usize)
             .min((b.sls as usize).saturating_sub(b.start_vl as usize))
             .max(1);
-        Ok(route(t, k, b.start_vl))
+        Ok(route(
+            t,
+            k,
+            b.start_vl,
+            opts.engine.nue.effort.max(1) as u64,
+        ))
     }
 }
 
@@ -558,14 +581,14 @@ struct Attempt {
 /// is lower, or as low with fewer hops): on trees the layers' escape trees and split
 /// destinations can cost more than the cycles they avoid, and more VLs should never route
 /// worse than one.
-fn route(t: &Topo, k: usize, start_vl: u8) -> Routed {
+fn route(t: &Topo, k: usize, start_vl: u8, effort: u64) -> Routed {
     let net = Net::new(t);
     let dests = Dests::new(t);
-    let (layered, score, small) = route_layers(&net, &dests, k, start_vl);
+    let (layered, score, small) = route_layers(&net, &dests, k, start_vl, effort);
     if k == 1 || !small {
         return layered;
     }
-    let (mut one, one_score, _) = route_layers(&net, &dests, 1, start_vl);
+    let (mut one, one_score, _) = route_layers(&net, &dests, 1, start_vl, effort);
     if one_score < score {
         one.notes.push(format!(
             "nue: one layer balances better than {k} here (end-port routes on the busiest channel {} against {}, over all channels {} against {}): one layer kept, on VL {start_vl}",
@@ -643,7 +666,13 @@ impl Dests {
 
 /// Routes with `k` layers. Returns the tables, their score (end-port routes on the busiest
 /// channel, over all channels) and whether the fabric is small (tries random orders).
-fn route_layers(net: &Net, d: &Dests, k: usize, start_vl: u8) -> (Routed, (u64, u64), bool) {
+fn route_layers(
+    net: &Net,
+    d: &Dests,
+    k: usize,
+    start_vl: u8,
+    effort: u64,
+) -> (Routed, (u64, u64), bool) {
     let t = net.t;
     let n = t.n;
     let mut r = t.base_routing();
@@ -678,7 +707,7 @@ fn route_layers(net: &Net, d: &Dests, k: usize, start_vl: u8) -> (Routed, (u64, 
     // best run first and the bound is tight when the others run.
     // small fabrics also try random orders, as many as a fixed amount of work allows
     let work = (dests.len() as u64 * t.num_alive() as u64).max(1);
-    let extra = (EXTRA_WORK / work).min(MAX_EXTRA as u64) as usize;
+    let extra = (EXTRA_WORK * effort / work).min(MAX_EXTRA as u64 * effort) as usize;
     let first: Vec<usize> = FIRST
         .iter()
         .copied()
@@ -715,7 +744,8 @@ fn route_layers(net: &Net, d: &Dests, k: usize, start_vl: u8) -> (Routed, (u64, 
         .min_by_key(|(o, a)| (a.score, *o))
         .expect("the first order to finish is kept");
     // small fabrics: rip-up and reroute what crosses the busiest channel
-    let trials = (IMPROVE_WORK / work).min(IMPROVE_PER_DEST * dests.len() as u64) as usize;
+    let trials =
+        (IMPROVE_WORK * effort / work).min(IMPROVE_PER_DEST * effort * dests.len() as u64) as usize;
     let before = a.score;
     let (moved, tried) = improve(net, &c, &mut a, trials);
     // switch LIDs that follow an end port of their switch
@@ -1628,7 +1658,7 @@ mod tests {
             let mask = FaultMask::none(&f);
             let t = Topo::new(&f, &mask);
             for vls in [1u8, 2] {
-                let r = route(&t, vls as usize, 0).routing;
+                let r = route(&t, vls as usize, 0, 1).routing;
                 let mut followed = 0;
                 for s in 0..t.n {
                     let Some(e) = t.ends.iter().find(|e| e.sw as usize == s) else {
@@ -1648,6 +1678,43 @@ mod tests {
                 assert_eq!(rep.pairs.ok, rep.pairs.checked, "{spec} at {vls} VLs");
                 assert!(rep.deadlock_free, "{spec} at {vls} VLs");
             }
+        }
+    }
+
+    /// How many orders a routing tried, from its first note ("... (the best of N orders)").
+    fn orders_tried(r: &Routed) -> usize {
+        let note = &r.notes[0];
+        let tail = &note[note.rfind("the best of ").expect("the order note") + 12..];
+        tail.split(' ').next().unwrap().parse().unwrap()
+    }
+
+    /// `effort` multiplies the search: a fabric too large for random orders at effort 1
+    /// tries them at effort 4, a small one tries more of them; the tables stay complete,
+    /// free of credit loops and the same from run to run.
+    #[test]
+    fn more_effort_tries_more_orders_with_tables_as_sound() {
+        for (spec, vls) in [("torus 16x16 hcas=2", 1usize), ("torus 4x4 hcas=2", 2)] {
+            let f = spec
+                .parse::<fabric::gen::TopoSpec>()
+                .and_then(|s| s.generate())
+                .unwrap();
+            let mask = FaultMask::none(&f);
+            let t = Topo::new(&f, &mask);
+            let one = route(&t, vls, 0, 1);
+            let four = route(&t, vls, 0, 4);
+            let (n1, n4) = (orders_tried(&one), orders_tried(&four));
+            if spec.starts_with("torus 16") {
+                // 768 LIDs x 256 switches is past EXTRA_WORK: the four named orders only
+                assert_eq!(n1, ORDERS.len(), "{spec}");
+            }
+            assert!(n4 > n1, "{spec}: {n4} orders at effort 4, {n1} at effort 1");
+            for r in [&one, &four] {
+                let rep = crate::cdg::check(&f, &r.routing, Some(&mask));
+                assert_eq!(rep.pairs.ok, rep.pairs.checked, "{spec}");
+                assert!(rep.deadlock_free, "{spec}");
+            }
+            let again = route(&t, vls, 0, 4);
+            assert_eq!(again.routing.lft, four.routing.lft, "{spec}: deterministic");
         }
     }
 }
