@@ -1236,14 +1236,31 @@ fn nue_effort_is_read_and_checked() {
         assert_eq!(v["unreachable_pairs"], 0);
         let err = String::from_utf8_lossy(&o.stderr).to_string();
         let at = err.find("the best of ").expect("the orders note") + 12;
-        err[at..].split(' ').next().unwrap().parse::<usize>().unwrap()
+        err[at..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
     };
     let (one, two) = (orders("1"), orders("2"));
     assert!(two > one, "{two} orders at effort 2, {one} at 1");
     for bad in ["0", "65"] {
-        let o = fr(&["route", &fabric, "-R", "nue", "--nue-effort", bad, "-o", "x"]);
+        let o = fr(&[
+            "route",
+            &fabric,
+            "-R",
+            "nue",
+            "--nue-effort",
+            bad,
+            "-o",
+            "x",
+        ]);
         assert_eq!(o.status.code(), Some(2), "clap's usage error");
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("--nue-effort") && err.contains("1..=64"), "{err}");
+        assert!(
+            err.contains("--nue-effort") && err.contains("1..=64"),
+            "{err}"
+        );
     }
 }
