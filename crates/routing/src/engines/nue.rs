@@ -1595,16 +1595,26 @@ mod tests {
     use super::*;
     use fabric::FaultMask;
 
+    fn generated(spec: &str) -> Fabric {
+        spec.parse::<fabric::gen::TopoSpec>()
+            .and_then(|s| s.generate())
+            .unwrap()
+    }
+
+    /// Every pair delivered and no credit loop, by the independent checker.
+    fn assert_sound(f: &Fabric, mask: &FaultMask, r: &crate::tables::Routing, what: &str) {
+        let rep = crate::cdg::check(f, r, Some(mask));
+        assert_eq!(rep.pairs.ok, rep.pairs.checked, "{what}");
+        assert!(rep.deadlock_free, "{what}");
+    }
+
     /// The named orders keep the central root; the random-root orders draw, per layer and
     /// per component, a destination switch of the layer in that component, the same one for
     /// the same order and layer, and not always the same one across orders.
     #[test]
     fn random_root_orders_root_their_trees_at_a_destination_switch_of_the_layer() {
         // a 4x2 mesh cut between its second and third columns: two components
-        let f = "mesh 4x2 hcas=1"
-            .parse::<fabric::gen::TopoSpec>()
-            .and_then(|s| s.generate())
-            .unwrap();
+        let f = generated("mesh 4x2 hcas=1");
         let mut mask = FaultMask::none(&f);
         let column = |p: fabric::PortId| f.node(f.port(p).node).name.clone();
         for (i, k) in f.links.iter().enumerate() {
@@ -1651,10 +1661,7 @@ mod tests {
     #[test]
     fn switch_lids_follow_an_end_port_of_their_switch() {
         for spec in ["torus 4x4 hcas=2", "ktree 4 3"] {
-            let f = spec
-                .parse::<fabric::gen::TopoSpec>()
-                .and_then(|s| s.generate())
-                .unwrap();
+            let f = generated(spec);
             let mask = FaultMask::none(&f);
             let t = Topo::new(&f, &mask);
             for vls in [1u8, 2] {
@@ -1674,9 +1681,7 @@ mod tests {
                 // every torus switch has end ports; a 4-ary 3-tree's 16 leaves of 48
                 let leaves = if spec.starts_with("torus") { t.n } else { 16 };
                 assert_eq!(followed, leaves, "{spec}");
-                let rep = crate::cdg::check(&f, &r, Some(&mask));
-                assert_eq!(rep.pairs.ok, rep.pairs.checked, "{spec} at {vls} VLs");
-                assert!(rep.deadlock_free, "{spec} at {vls} VLs");
+                assert_sound(&f, &mask, &r, &format!("{spec} at {vls} VLs"));
             }
         }
     }
@@ -1694,10 +1699,7 @@ mod tests {
     #[test]
     fn more_effort_tries_more_orders_with_tables_as_sound() {
         for (spec, vls) in [("torus 16x16 hcas=2", 1usize), ("torus 4x4 hcas=2", 2)] {
-            let f = spec
-                .parse::<fabric::gen::TopoSpec>()
-                .and_then(|s| s.generate())
-                .unwrap();
+            let f = generated(spec);
             let mask = FaultMask::none(&f);
             let t = Topo::new(&f, &mask);
             let one = route(&t, vls, 0, 1);
@@ -1709,9 +1711,7 @@ mod tests {
             }
             assert!(n4 > n1, "{spec}: {n4} orders at effort 4, {n1} at effort 1");
             for r in [&one, &four] {
-                let rep = crate::cdg::check(&f, &r.routing, Some(&mask));
-                assert_eq!(rep.pairs.ok, rep.pairs.checked, "{spec}");
-                assert!(rep.deadlock_free, "{spec}");
+                assert_sound(&f, &mask, &r.routing, spec);
             }
             let again = route(&t, vls, 0, 4);
             assert_eq!(again.routing.lft, four.routing.lft, "{spec}: deterministic");
