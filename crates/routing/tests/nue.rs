@@ -261,14 +261,14 @@ fn reroute_note(notes: &[String]) -> Option<((u64, u64), (u64, u64))> {
 }
 
 /// Against OpenSM's Nue on every shared fabric at 1 and 8 VLs: max link load below OpenSM's
-/// on every run; average hops no more than OpenSM's except two 1-VL runs where the busiest
-/// channel carries 7–20 % less for at most 2.5 % more hops. Where the rip-up and reroute pass ran, its note tells the truth: the figures
+/// on every run; average hops no more than OpenSM's except on Slim Fly q=5 at 1 VL, where the
+/// busiest channel carries over 15 % less for at most 1 % more hops. Where the rip-up and reroute pass ran, its note tells the truth: the figures
 /// it reports after the pass are the path walker's (max link load, hops over all pairs), and
 /// the pass never raised the busiest channel.
 #[test]
 fn nue_against_opensm_nue_on_the_shared_fabrics() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/topologies");
-    let trade_hops = [("dragonfly_a8_p4_h4", 1), ("slimfly_q5", 1)];
+    let trade_hops = [("slimfly_q5", 1)];
     let mut passes = 0;
     for &(name, vls, osm_max, osm_hops) in OPENSM_NUE {
         let f = common::read_fabric(&root.join(format!("{name}.net")));
@@ -285,7 +285,7 @@ fn nue_against_opensm_nue_on_the_shared_fabrics() {
         assert!(max < osm_max, "{what}");
         if trade_hops.contains(&(name, vls)) {
             assert!(
-                hops <= osm_hops * 1.025 && (max as f64) < 0.95 * osm_max as f64,
+                hops <= osm_hops * 1.01 && (max as f64) < 0.85 * osm_max as f64,
                 "{what}"
             );
         } else {
