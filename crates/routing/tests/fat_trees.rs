@@ -382,8 +382,7 @@ fn real_dumps_route_with_every_tree_engine() {
 fn hosts_per_switch(f: &Fabric) -> Vec<u64> {
     let mut hosts = vec![0u64; f.num_switches()];
     for &p in &f.end_ports {
-        let d = &f.node(f.port(p).node).desc;
-        if d.to_ascii_lowercase().contains("aggregation node") {
+        if is_aggregation(f, p) {
             continue;
         }
         if let Some(q) = f.remote(p) {
@@ -396,13 +395,18 @@ fn hosts_per_switch(f: &Fabric) -> Vec<u64> {
     hosts
 }
 
+/// An aggregation node's port (SHARP); every other CA is a host.
+fn is_aggregation(f: &Fabric, p: fabric::PortId) -> bool {
+    f.node(f.port(p).node)
+        .desc
+        .to_ascii_lowercase()
+        .contains("aggregation node")
+}
+
 fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
     let paths = Paths::of(f, r, None);
     // hosts: every CA but the aggregation nodes (service HCAs on management leaves count)
-    let is_compute = |e: u32| {
-        let d = &f.node(f.port(f.end_ports[e as usize]).node).desc;
-        !d.to_ascii_lowercase().contains("aggregation node")
-    };
+    let is_compute = |e: u32| !is_aggregation(f, f.end_ports[e as usize]);
     let n = f.num_switches();
     let hosts = hosts_per_switch(f);
     let total: u64 = hosts.iter().sum();

@@ -964,27 +964,13 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
     }
     m.w.hop = net.hop * SHORTEN;
     let mut excess: Vec<(u64, usize)> = Vec::new();
-    let hop = if tried < budget {
-        super::common::hop_matrix(t)
-    } else {
-        Vec::new()
-    };
-    let (mut len, mut chain) = (vec![0u32; n], Vec::new());
-    for (i, &(_, (ds, lid, _))) in cands.iter().enumerate() {
-        if tried >= budget {
-            break;
-        }
-        let d = (ds as usize, lid as usize);
-        let ex = extra_hops(
-            net,
-            &a.cols,
-            &hop[d.0 * n..(d.0 + 1) * n],
-            d,
-            &mut len,
-            &mut chain,
-        );
-        if ex > 0 {
-            excess.push((ex, i));
+    if tried < budget {
+        let dests: Vec<Dest> = cands.iter().map(|c| c.1).collect();
+        let extra = extra_hops_per_lid(net, &a.cols, &dests, c.stride);
+        for (i, d) in dests.iter().enumerate() {
+            if extra[d.1 as usize] > 0 {
+                excess.push((extra[d.1 as usize], i));
+            }
         }
     }
     excess.sort_by_key(|&(ex, i)| (Reverse(ex), i));
@@ -1004,13 +990,14 @@ fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usi
     (moved, tried)
 }
 
-/// Hops above shortest (`dist`: each switch's distance to `ds`) of LID `lid` (switch `ds`),
+/// Hops above shortest (`dist`: each switch's hops to `ds`, by breadth first) of LID `lid`
+/// (switch `ds`),
 /// summed over its sources. `len` (one entry per switch) and `chain` are scratch: each
 /// switch's path length is found once, from the next switch's, so a LID costs O(switches).
 fn extra_hops(
     net: &Net,
     cols: &[u8],
-    dist: &[u16],
+    dist: &[u32],
     (ds, lid): (usize, usize),
     len: &mut [u32],
     chain: &mut Vec<usize>,
@@ -1050,7 +1037,7 @@ fn extra_hops(
             l += 1;
             len[y] = l;
         }
-        ex += len[s].saturating_sub(dist[s] as u32) as u64 * src_w[s];
+        ex += len[s].saturating_sub(dist[s]) as u64 * src_w[s];
     }
     ex
 }
@@ -1071,8 +1058,7 @@ fn extra_hops_per_lid(net: &Net, cols: &[u8], dests: &[Dest], stride: usize) -> 
         .map_init(
             || (vec![0u32; n], Vec::new()),
             |(len, chain), (ds, lids)| {
-                let lv = super::ranking::bfs_levels(t, &[ds]);
-                let dist: Vec<u16> = lv.iter().map(|&l| l.min(u16::MAX as u32) as u16).collect();
+                let dist = super::ranking::bfs_levels(t, &[ds]);
                 lids.iter()
                     .map(|&lid| {
                         (
