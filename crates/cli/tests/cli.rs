@@ -1264,3 +1264,48 @@ fn nue_effort_is_read_and_checked() {
         );
     }
 }
+
+/// Two real dumps in one file (two subnets, each with its own SM's LIDs): their LIDs clash.
+/// Without `--lmc` that is a located error that names the option; with it the file's LIDs are
+/// not read, and each subnet is routed on its own (pairs across them unreachable).
+#[test]
+fn clashing_lids_are_an_error_that_names_lmc_which_assigns_them_afresh() {
+    let d = tmp("clash");
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/real");
+    let mut text =
+        std::fs::read_to_string(real.join("switchib_edr_2level_6sw_96hca.ibnd")).unwrap();
+    text += &std::fs::read_to_string(real.join("x5_psmn_voltaire4036_qdr_ddr_11sw_89hca.ibnd"))
+        .unwrap();
+    let f = d.join("two.ibnd");
+    std::fs::write(&f, text).unwrap();
+    let (f, out) = (f.to_str().unwrap(), d.join("out"));
+    let o = fr(&["route", f, "-R", "updn", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("two.ibnd:") && err.contains("already used by"),
+        "{err}"
+    );
+    assert!(err.contains("--lmc N assigns every LID afresh"), "{err}");
+    assert!(!out.exists(), "nothing is written on a read error");
+    for e in ["updn", "nue"] {
+        let o = fr(&[
+            "--json",
+            "route",
+            f,
+            "-R",
+            e,
+            "--lmc",
+            "0",
+            "-o",
+            out.to_str().unwrap(),
+            "--summary-only",
+        ]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        // 96 + 89 end ports; only the pairs between the two subnets are unreachable
+        assert_eq!(v["unreachable_pairs"], 2 * 96 * 89, "{e}: {v}");
+        assert_eq!(v["deadlock_free"], true, "{e}");
+        // unreachable pairs make the exit status 1 (exit_status_follows_the_tables)
+        assert_eq!(o.status.code(), Some(1), "{e}");
+    }
+}

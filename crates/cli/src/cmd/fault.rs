@@ -1,9 +1,9 @@
 //! `fabroute fault FABRIC --engine updn [--lmc N] [--vls N] --fail link:SW/PORT
 //! --fail switch:SW ... -o DIR`: RFTR repairs, with full reconfiguration beside it.
 
-use crate::util::{load_fabric, read_guid_file, write_tables, GuidList, OutputDir};
+use crate::util::{load_fabric_for_lmc, read_guid_file, write_tables, GuidList, OutputDir};
 use anyhow::{bail, Context, Result};
-use fabric::{BuildOptions, Fabric, NodeId, NodeKind};
+use fabric::{Fabric, NodeId, NodeKind};
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::sweep::link_name;
 use routing::fault::{Fault, Rftr, RftrConfig, Session, SessionError};
@@ -95,7 +95,8 @@ pub struct Args {
     /// Base routing engine: one that states a turn rule RFTR can build on.
     #[arg(long, default_value = "updn", long_help = base_engine_help())]
     pub engine: String,
-    /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for new paths.
+    /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for new paths. Every LID
+    /// is assigned afresh; the file's own LIDs are not read.
     #[arg(long, default_value_t = 2)]
     pub lmc: u8,
     /// Service levels available.
@@ -219,7 +220,7 @@ pub fn load_base(
     roots: Option<&std::path::Path>,
     torus: Option<&std::path::Path>,
 ) -> Result<(Fabric, Box<dyn routing::engines::Engine>, RouteOptions)> {
-    let loaded = load_fabric(fabric, BuildOptions::default())?;
+    let loaded = load_fabric_for_lmc(fabric, Some(lmc))?;
     let f = loaded
         .fabric
         .with_lmc(lmc)

@@ -3,11 +3,10 @@
 
 use crate::cmd::check::print_report;
 use crate::util::{
-    load_fabric, read_guid_file, spinner, torus_config, write_tables, BudgetArgs, GuidList,
+    load_fabric_for_lmc, read_guid_file, spinner, torus_config, write_tables, BudgetArgs, GuidList,
     OutputDir,
 };
 use anyhow::Result;
-use fabric::BuildOptions;
 use routing::engines::{engine_names, route_chain, RouteOptions};
 use routing::opensm::SetOptions;
 use serde_json::json;
@@ -23,7 +22,8 @@ pub struct Args {
     /// fallback: the summary says which engine routed and why earlier ones failed.
     #[arg(short = 'R', long, long_help = engine_help())]
     pub engine: String,
-    /// LMC: 2^LMC LIDs per end port (reassigns LIDs when given).
+    /// LMC: 2^LMC LIDs per end port. When given, every LID is assigned afresh and the
+    /// file's own LIDs are not read (so a dump whose LIDs clash still routes).
     #[arg(long, conflicts_with = "end_lmc")]
     pub lmc: Option<u8>,
     /// LMC of the end ports, keeping the base LIDs the fabric file gives (an
@@ -73,8 +73,8 @@ fn engine_help() -> String {
 pub fn run(a: Args) -> Result<ExitCode> {
     // The output directory first: a bad -o is found before any work.
     let out = OutputDir::prepare(&a.output)?;
-    let opts_build = BuildOptions::default();
-    let mut f = load_fabric(&a.fabric, opts_build)?.fabric;
+    // with --lmc every LID is assigned afresh, so the file's own (absent, clashing) do not count
+    let mut f = load_fabric_for_lmc(&a.fabric, a.lmc)?.fabric;
     if let Some(l) = a.lmc {
         f = f
             .with_lmc(l)

@@ -7,9 +7,9 @@ use crate::cmd::check::{load_tables, Tables};
 use crate::cmd::fault::{parse_fault, session_error, RepairArgs};
 use crate::out::{self, Status};
 use crate::plot::{BarChart, LineChart, Marker, Series};
-use crate::util::{load_fabric, read_guid_file, BudgetArgs, GuidList, OutputDir};
+use crate::util::{load_fabric_for_lmc, read_guid_file, BudgetArgs, GuidList, OutputDir};
 use anyhow::{Context, Result};
-use fabric::{BuildOptions, Fabric};
+use fabric::Fabric;
 use rayon::prelude::*;
 use routing::engines::{by_name, engine_names, route_chain, RouteOptions};
 use routing::fault::{Fault, Session};
@@ -442,8 +442,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         (f, r, lfts.display().to_string())
     } else {
         let engine = a.engine.clone().expect("clap requires -R or --lfts");
-        let mut f = load_fabric(&a.fabric, BuildOptions::default())?.fabric;
         let lmc = a.lmc.or(want.contains(&Some(Scheme::Rftr)).then_some(2));
+        let mut f = load_fabric_for_lmc(&a.fabric, lmc)?.fabric;
         if let Some(l) = lmc {
             f = f
                 .with_lmc(l)
