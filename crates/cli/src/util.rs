@@ -123,17 +123,20 @@ pub fn load_fabric(path: &Path, opts: BuildOptions) -> Result<Loaded> {
 
 /// [`load_fabric`] for a command that assigns LIDs itself when given an LMC (`--lmc`): then
 /// the file's LIDs are not read at all, so a dump whose LIDs clash (two subnets in one file,
-/// a capture taken while the SM was reassigning) still loads. Without an LMC a clash stays an
-/// error, which then names the option.
+/// a capture taken while the SM was reassigning) still loads. Without an LMC a clash
+/// ([`fabric::io::ParseErrorKind::LidClash`]) stays an error, which then names the option.
 pub fn load_fabric_for_lmc(path: &Path, lmc: Option<u8>) -> Result<Loaded> {
     let opts = BuildOptions {
         reassign_lids: lmc.is_some(),
         ..BuildOptions::default()
     };
     load_fabric(path, opts).map_err(|e| {
-        let text = format!("{e:#}");
-        if lmc.is_none() && text.contains("is already used by") {
-            anyhow::anyhow!("{text} (the file's LIDs clash: --lmc N assigns every LID afresh)")
+        let clash = e.chain().any(|c| {
+            c.downcast_ref::<fabric::io::ParseError>()
+                .is_some_and(|p| p.kind == fabric::io::ParseErrorKind::LidClash)
+        });
+        if clash {
+            anyhow::anyhow!("{e:#} (the file's LIDs clash: --lmc N assigns every LID afresh)")
         } else {
             e
         }

@@ -22,6 +22,18 @@ pub struct ParseError {
     pub file: String,
     pub line: usize,
     pub message: String,
+    pub kind: ParseErrorKind,
+}
+
+/// What kind of problem a [`ParseError`] is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ParseErrorKind {
+    /// The input is not what the format allows.
+    #[default]
+    Malformed,
+    /// Well-formed, but two ports claim the same LID: a reader told to assign LIDs afresh
+    /// (`BuildOptions::reassign_lids`) does not read them, so it does not meet this.
+    LidClash,
 }
 
 impl ParseError {
@@ -30,7 +42,13 @@ impl ParseError {
             file: file.to_string(),
             line,
             message: message.into(),
+            kind: ParseErrorKind::Malformed,
         }
+    }
+
+    /// The same error, of kind `kind`.
+    pub fn of_kind(self, kind: ParseErrorKind) -> Self {
+        ParseError { kind, ..self }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::diag::{GuidTable, LidTable, Loc, Warnings};
 use super::text::{excerpt, port_num, Cursor};
-use super::{Loaded, ParseError};
+use super::{Loaded, ParseError, ParseErrorKind};
 use crate::builder::{BuildOptions, FabricBuilder};
 use crate::model::{Lid, NodeId, NodeKind, Speed, Width, MAX_LMC, MAX_UNICAST_LID};
 
@@ -335,15 +335,17 @@ impl<T> Records<T> {
             ));
         }
         if let Err((o, op, l, which)) = self.lids.claim(lid, lmc, n, port, at) {
-            return Err(self.err(
-                at,
-                format!(
-                    "LID {which} of {:?} port {port} is already used by {:?} port {op} ({})",
-                    self.name(n),
-                    self.name(NodeId(o)),
-                    self.rel(l, at)
-                ),
-            ));
+            return Err(self
+                .err(
+                    at,
+                    format!(
+                        "LID {which} of {:?} port {port} is already used by {:?} port {op} ({})",
+                        self.name(n),
+                        self.name(NodeId(o)),
+                        self.rel(l, at)
+                    ),
+                )
+                .of_kind(ParseErrorKind::LidClash));
         }
         self.b
             .set_lid(n, port, lid as u32, lmc)

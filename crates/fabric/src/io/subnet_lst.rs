@@ -16,7 +16,7 @@
 
 use super::diag::{LidTable, Loc, Warnings};
 use super::text::{decode, excerpt, parse_hex, trim, Cursor, Lines};
-use super::{Loaded, ParseError};
+use super::{Loaded, ParseError, ParseErrorKind};
 use crate::builder::{BuildOptions, FabricBuilder};
 use crate::model::{Lid, NodeId, NodeKind, Speed, Width, MAX_UNICAST_LID};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -270,7 +270,8 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
                             b.node(NodeId(o)).desc,
                             l.line
                         ),
-                    ));
+                    )
+                    .of_kind(ParseErrorKind::LidClash));
                 }
                 b.set_lid(id, p, lid as u32, 0)
                     .map_err(|e| err(line, e.0))?;
