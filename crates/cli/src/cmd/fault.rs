@@ -282,8 +282,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
             Fault::Link(l) => link_name(&f, *l),
             Fault::Switch(n) => f.node(*n).name.clone(),
         };
+        let cut = match rep.disconnected_pairs {
+            0 => String::new(),
+            n if n == rep.unsupported_pairs => " (all cut off: no live path is left)".to_string(),
+            n => format!(" ({n} of them cut off: no live path is left)"),
+        };
         eprintln!(
-            "{text}: {} pairs affected, {} repaired, {} unsupported, {} dropped; {} with a VL transition; {:.3} ms; union CDG {}",
+            "{text}: {} pairs affected, {} repaired, {} unsupported{cut}, {} dropped; {} with a VL transition; {:.3} ms; union CDG {}",
             rep.affected_pairs,
             rep.repaired_pairs,
             rep.unsupported_pairs,
@@ -295,7 +300,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         steps.push(json!({
             "fault": text, "element": what,
             "affected_pairs": rep.affected_pairs, "repaired_pairs": rep.repaired_pairs,
-            "unsupported_pairs": rep.unsupported_pairs, "dropped_pairs": rep.dropped_pairs,
+            "unsupported_pairs": rep.unsupported_pairs,
+            "disconnected_pairs": rep.disconnected_pairs, "dropped_pairs": rep.dropped_pairs,
             "transition_paths": rep.transition_paths, "max_transitions": rep.max_transitions,
             "repair_seconds": dt, "union_deadlock_free": chk.deadlock_free,
             "undelivered_selected_pairs": chk.undelivered,
@@ -358,6 +364,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         out.write("delta.txt", delta_text(&f, r).as_bytes())?,
     );
     let pairs_changed: u64 = r.delta.sources.len() as u64;
+    let (unsupported, disconnected) = steps.iter().fold((0, 0), |(u, d), s| {
+        let n = |k: &str| s[k].as_u64().unwrap_or(0);
+        (u + n("unsupported_pairs"), d + n("disconnected_pairs"))
+    });
     let summary = json!({
         "fabric": a.fabric.display().to_string(),
         "engine": a.engine, "lmc": a.lmc, "vls": vls, "sls_available": a.sls,
@@ -368,7 +378,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "supported": all_ok,
             "affected_pairs": steps.iter().map(|s| s["affected_pairs"].as_u64().unwrap_or(0)).sum::<u64>(),
             "repaired_pairs": steps.iter().map(|s| s["repaired_pairs"].as_u64().unwrap_or(0)).sum::<u64>(),
-            "unsupported_pairs": steps.iter().map(|s| s["unsupported_pairs"].as_u64().unwrap_or(0)).sum::<u64>(),
+            "unsupported_pairs": unsupported,
+            "disconnected_pairs": disconnected,
             "sls_used": r.sls_used(),
             "max_virtual_lids_per_destination": r.max_virtual_lids(),
             "max_transitions": r.max_transitions(),
@@ -395,7 +406,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
     out.commit()?;
     crate::say!(
         "RFTR: {} | SLs {} | virtual LIDs/dest ≤ {} | transitions ≤ {} | LFT entries {} in {} blocks, SL2VL entries {} | {:.3} ms",
-        if all_ok { "all pairs repaired, deadlock-free" } else { "NOT fully supported (see summary.json)" },
+        if all_ok {
+            "all pairs repaired, deadlock-free".to_string()
+        } else if unsupported > 0 && unsupported == disconnected {
+            "NOT fully supported: the faults split the fabric, and the only unrouted pairs are those cut off (see summary.json)".to_string()
+        } else {
+            "NOT fully supported (see summary.json)".to_string()
+        },
         r.sls_used(),
         r.max_virtual_lids(),
         r.max_transitions(),

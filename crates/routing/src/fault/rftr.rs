@@ -134,6 +134,9 @@ pub struct FaultReport {
     pub affected_pairs: u64,
     pub repaired_pairs: u64,
     pub unsupported_pairs: u64,
+    /// Of the unsupported pairs, those the faults cut off: source and destination switch are
+    /// no longer in one component of the live switch graph, so no routing can join them.
+    pub disconnected_pairs: u64,
     /// Pairs dropped because an end port sits on a failed switch.
     pub dropped_pairs: u64,
     /// Unsupported (source end port, destination end port) pairs, as end-port indices.
@@ -545,6 +548,16 @@ impl<'f> Rftr<'f> {
                 }
                 for w in buf.windows(2) {
                     if !me.rule.legal(f, w[0], w[1]) {
+                        // A switch without end ports sources no traffic, and no source's
+                        // path runs through it to `e` (its walk would be that path's tail,
+                        // rule break included). Up/down engines give such a switch the path
+                        // with the fewest down->up turns where it has no up*/down* path
+                        // (a management switch hung off a leaf): it is simply no suffix
+                        // for RFTR.
+                        if slot == NONE {
+                            buf.clear();
+                            break;
+                        }
                         let at = f.port(f.channel_dst(w[0])).node;
                         return Err(RftrError::BaseBreaksRule {
                             rule: me.rule.name(),
@@ -553,6 +566,9 @@ impl<'f> Rftr<'f> {
                             lid,
                         });
                     }
+                }
+                if buf.is_empty() {
+                    continue;
                 }
                 let id = me.paths.push(s, e, 0, 0, &buf, &zeros[..buf.len()]);
                 if slot != NONE {
@@ -783,6 +799,15 @@ impl<'f> Rftr<'f> {
                 }
                 pending = failed;
             }
+        }
+        if !report.unsupported.is_empty() {
+            let (comp, _) = super::switch_components(self.f, &self.mask);
+            let c = |e: u32| comp[self.end_sw[e as usize] as usize];
+            report.disconnected_pairs = report
+                .unsupported
+                .iter()
+                .filter(|&&(s, d)| c(s) != c(d))
+                .count() as u64;
         }
         self.reports.push(report.clone());
         report

@@ -155,36 +155,14 @@ pub fn space_size(f: &Fabric, spec: &SweepSpec) -> u64 {
     }
 }
 
-/// True when the live switch graph stays connected with `dead` links removed.
+/// True when removing the `dead` links splits no component of the switch graph (a fabric
+/// read as two subnets stays two; a fault that cuts one in two disconnects it).
 fn connected(f: &Fabric, dead: &[LinkId]) -> bool {
-    let ns = f.num_switches();
-    let mut parent: Vec<u32> = (0..ns as u32).collect();
-    fn find(p: &mut [u32], mut x: u32) -> u32 {
-        while p[x as usize] != x {
-            p[x as usize] = p[p[x as usize] as usize];
-            x = p[x as usize];
-        }
-        x
+    let mut mask = FaultMask::none(f);
+    for &l in dead {
+        mask.fail_link(l);
     }
-    let mut comps = ns;
-    for (l, k) in f.links.iter().enumerate() {
-        if dead.contains(&LinkId(l as u32)) {
-            continue;
-        }
-        let (a, b) = (
-            f.switch_index[f.port(k.a).node.idx()],
-            f.switch_index[f.port(k.b).node.idx()],
-        );
-        if a == u32::MAX || b == u32::MAX {
-            continue;
-        }
-        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-        if ra != rb {
-            parent[ra as usize] = rb;
-            comps -= 1;
-        }
-    }
-    comps <= 1
+    super::switch_components(f, &mask).1 <= super::switch_components(f, &FaultMask::none(f)).1
 }
 
 /// Shared inputs of a sweep.
