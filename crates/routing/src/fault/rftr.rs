@@ -748,7 +748,66 @@ impl<'f> Rftr<'f> {
             }
         }
         pairs.sort_unstable();
+        if let Fault::Link(l) = fault {
+            self.add_twins(l, &pairs);
+        }
         pairs
+    }
+
+    /// Parallel cables: when failed link `l` has live siblings between the same two
+    /// switches, every broken selected path gets a twin over a sibling (the destination picks
+    /// which, so the pairs spread), stored as a reachability entry of its source only: no
+    /// table holds it, but its prefixes join suffixes like any stored path's. So the repair a
+    /// person would make, the same switches over the other cable, is a candidate even where
+    /// no path used the sibling before (LASH, like OpenSM's, routes over the lowest-numbered
+    /// cable only). The twin takes the same turns between the same switches, so under a turn
+    /// rule its VLs are the original's (a rule decides by channel class, and siblings share
+    /// theirs: [`TurnRule`]); over fresh VLs the path is checked like any other.
+    fn add_twins(&mut self, l: LinkId, pairs: &[(u32, u32, u32)]) {
+        let f = self.f;
+        let ne = f.end_ports.len();
+        let fwd = l.forward();
+        let (a, b) = (
+            f.port(f.channel_src(fwd)).node,
+            f.port(f.channel_dst(fwd)).node,
+        );
+        let sibs: Vec<ChannelId> = f
+            .node_ports(a)
+            .filter_map(|p| f.out_channel(p))
+            .filter(|&c| c != fwd && f.port(f.channel_dst(c)).node == b && !self.ch_dead[c.idx()])
+            .collect();
+        if sibs.is_empty() {
+            return;
+        }
+        let mut hops: Vec<ChannelId> = Vec::new();
+        for &(e, _, slot) in pairs {
+            let p = self.sel[slot as usize * ne + e as usize];
+            let pick = sibs[e as usize % sibs.len()];
+            hops.clear();
+            hops.extend(self.paths.hops_of(p).iter().map(|&c| {
+                if c == fwd {
+                    pick
+                } else if c == fwd.reverse() {
+                    pick.reverse()
+                } else {
+                    c
+                }
+            }));
+            if hops.iter().any(|c| self.ch_dead[c.idx()]) {
+                continue;
+            }
+            let vls = self.paths.vls_of(p).to_vec();
+            let s = self.slot_switch[slot as usize];
+            let id = self.paths.push(
+                s,
+                e,
+                self.paths.off[p as usize],
+                self.paths.sl[p as usize],
+                &hops,
+                &vls,
+            );
+            self.tries[s as usize].add_chain(&hops, &vls, id);
+        }
     }
 
     /// Applies one fault and repairs every affected pair.
