@@ -250,6 +250,33 @@ fn fault_rejects_bad_specs_and_repairs_good_ones() {
     assert!(d.join("delta.txt").exists() && d.join("delta.json").exists());
 }
 
+/// A fault that splits the fabric (the middle cable of a row of four switches): exit 1, and
+/// the report says the unrouted pairs are cut off rather than RFTR's failure.
+#[test]
+fn fault_that_splits_the_fabric_says_the_pairs_are_cut_off() {
+    let d = tmp("split");
+    let net = d.join("row.net");
+    let g = fr(&["gen", "mesh", "4x1", "hcas=2", "-o", net.to_str().unwrap()]);
+    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let o = fr(&[
+        "--json",
+        "fault",
+        net.to_str().unwrap(),
+        "--fail",
+        "link:S_1_0/3",
+        "-o",
+        d.join("out").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("all cut off: no live path is left"), "{err}");
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &s["rftr"];
+    assert!(r["unsupported_pairs"].as_u64().unwrap() > 0);
+    assert_eq!(r["disconnected_pairs"], r["unsupported_pairs"]);
+    assert_eq!(r["steps"][0]["disconnected_pairs"], r["unsupported_pairs"]);
+}
+
 /// The documented exit statuses: 0 clean, 1 done but the tables loop or miss pairs (route,
 /// check and fault alike).
 #[test]
