@@ -40,6 +40,19 @@
 //!   failure, and the virtual LIDs stay free for later faults, so more fault combinations
 //!   are supported (`docs/rftr.md`). Only the best prefix per (join switch, class) is
 //!   considered, so a tie whose feasible prefix is not the stored best one is missed.
+//! - **Parallel cables** (`add_twins`). When a failed cable has live siblings between the
+//!   same two switches, every broken path gets a twin over a sibling in the reachability
+//!   tables (a prefix source, in no table), so the same switches over another cable are
+//!   always a candidate, as short as before and with the same turns. Real clusters bundle
+//!   2-4 cables between switches, and a base that routes over the lowest cable only (LASH,
+//!   as OpenSM's) has no stored path over the siblings otherwise.
+//! - **Switches that source no traffic.** The reachability tables hold the base walk of every
+//!   switch to every end port. Where an up/down base gives a switch without end ports (a
+//!   management switch hung off a leaf) a path with a down->up turn, because it has no
+//!   up*/down* path, that walk is left out instead of refusing the base: no source's path
+//!   runs through it (its walk would be that path's tail, turn included).
+//! - **Pairs cut off.** `FaultReport::disconnected_pairs` counts the unsupported pairs whose
+//!   switches the faults left in different components: no routing could join them.
 
 mod complete;
 pub use complete::Completion;
