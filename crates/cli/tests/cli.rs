@@ -277,6 +277,26 @@ fn fault_that_splits_the_fabric_says_the_pairs_are_cut_off() {
     assert_eq!(r["steps"][0]["disconnected_pairs"], r["unsupported_pairs"]);
 }
 
+/// A loopback cable (both ends on one switch, as in the vendored Mellanox lab dump) cannot
+/// be failed, and the error says what it is.
+#[test]
+fn a_loopback_cable_is_named_as_such() {
+    let d = tmp("loopback");
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/real/mellanox_lab_small_topo_hdr_edr_fdr_sharp_loopback.ibnd");
+    let o = fr(&[
+        "fault",
+        dump.to_str().unwrap(),
+        "--fail",
+        "link:0x2c903007b78b0/29",
+        "-o",
+        d.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("is a loopback cable"), "{err}");
+}
+
 /// The documented exit statuses: 0 clean, 1 done but the tables loop or miss pairs (route,
 /// check and fault alike).
 #[test]

@@ -197,7 +197,13 @@ pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
             .link
             .with_context(|| format!("{spec:?}: port {port} of {sw} is not cabled"))?;
         let far = f.port(f.remote(p).unwrap_or(p)).node;
-        if !f.is_switch(far) || far == n {
+        if far == n {
+            bail!(
+                "{spec:?}: port {port} of {sw} is a loopback cable (both ends on {:?}); it carries no route, so only links between two switches can fail",
+                f.node(n).name
+            );
+        }
+        if !f.is_switch(far) {
             bail!(
                 "{spec:?}: only links between two switches can fail (this one leads to {:?})",
                 f.node(far).name
