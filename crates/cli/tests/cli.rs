@@ -250,8 +250,10 @@ fn fault_rejects_bad_specs_and_repairs_good_ones() {
     assert!(d.join("delta.txt").exists() && d.join("delta.json").exists());
 }
 
-/// A fault that splits the fabric (the middle cable of a row of four switches): exit 1, and
-/// the report says the unrouted pairs are cut off rather than RFTR's failure.
+/// A fault that splits the fabric (a cable of a row of four switches): exit 1, as the pairs
+/// cut off are not delivered, and the report says they are cut off rather than RFTR's
+/// failure: "supported" (every pair a live path joins is routed) holds for RFTR and full
+/// reconfiguration alike.
 #[test]
 fn fault_that_splits_the_fabric_says_the_pairs_are_cut_off() {
     let d = tmp("split");
@@ -275,6 +277,11 @@ fn fault_that_splits_the_fabric_says_the_pairs_are_cut_off() {
     assert!(r["unsupported_pairs"].as_u64().unwrap() > 0);
     assert_eq!(r["disconnected_pairs"], r["unsupported_pairs"]);
     assert_eq!(r["steps"][0]["disconnected_pairs"], r["unsupported_pairs"]);
+    // every pair a live path joins is routed, by RFTR and by full reconfiguration alike
+    assert_eq!(r["supported"], true, "{s}");
+    let full = &s["full_reconfiguration"];
+    assert_eq!(full["supported"], true, "{s}");
+    assert_eq!(full["disconnected_pairs"], r["unsupported_pairs"], "{s}");
 }
 
 /// A loopback cable (both ends on one switch, as in the vendored Mellanox lab dump) cannot
@@ -1355,4 +1362,24 @@ fn clashing_lids_are_an_error_that_names_lmc_which_assigns_them_afresh() {
         // unreachable pairs make the exit status 1 (exit_status_follows_the_tables)
         assert_eq!(o.status.code(), Some(1), "{e}");
     }
+    // A sweep over the two subnets: no scenario counts as cut off by its fault, and full
+    // reconfiguration supports every scenario (the pairs between the subnets were never
+    // joined by a live path).
+    let o = fr(&[
+        "--json",
+        "sweep",
+        f,
+        "--faults",
+        "1",
+        "--exhaustive",
+        "-o",
+        d.join("sweep.jsonl").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = &v["summary"];
+    assert_eq!(v["skipped_disconnected"], 0, "{v}");
+    assert!(s["scenarios"].as_u64().unwrap() > 100, "{v}");
+    assert_eq!(s["supported"], s["scenarios"], "{v}");
+    assert_eq!(s["full_supported"], s["scenarios"], "{v}");
 }

@@ -321,9 +321,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let full_s = t.elapsed().as_secs_f64();
     let full_json = match &full {
         Ok(fr) => json!({
-            "supported": fr.report.unrouted_pairs == 0,
+            "supported": fr.report.unrouted_pairs == fr.report.disconnected_pairs,
             "routed_pairs": fr.report.routed_pairs,
             "unrouted_pairs": fr.report.unrouted_pairs,
+            "disconnected_pairs": fr.report.disconnected_pairs,
             "changed_pairs": fr.report.changed_pairs,
             "lft_entries": fr.report.delta.lft_entries,
             "lft_blocks": fr.report.delta.lft_blocks,
@@ -381,7 +382,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "tie_break": a.repair.tie_break_name(), "virtual_lids_only": a.repair.virtual_lids_only,
         "faults": a.fail,
         "rftr": {
-            "supported": all_ok,
+            "supported": session.ok_but_cut(),
             "affected_pairs": steps.iter().map(|s| s["affected_pairs"].as_u64().unwrap_or(0)).sum::<u64>(),
             "repaired_pairs": steps.iter().map(|s| s["repaired_pairs"].as_u64().unwrap_or(0)).sum::<u64>(),
             "unsupported_pairs": unsupported,
@@ -414,8 +415,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "RFTR: {} | SLs {} | virtual LIDs/dest ≤ {} | transitions ≤ {} | LFT entries {} in {} blocks, SL2VL entries {} | {:.3} ms",
         if all_ok {
             "all pairs repaired, deadlock-free".to_string()
-        } else if unsupported > 0 && unsupported == disconnected {
-            "NOT fully supported: the faults split the fabric, and the only unrouted pairs are those cut off (see summary.json)".to_string()
+        } else if session.ok_but_cut() {
+            format!("every pair a live path joins repaired, deadlock-free; {disconnected} pairs cut off by the faults are not delivered")
         } else {
             "NOT fully supported (see summary.json)".to_string()
         },

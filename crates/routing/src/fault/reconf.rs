@@ -24,6 +24,9 @@ pub struct ReconfigReport {
     pub routed_pairs: u64,
     /// Pairs with both ends alive that the new tables do not deliver.
     pub unrouted_pairs: u64,
+    /// Of those, the pairs with no live path at all (their switches in different components
+    /// of the live switch graph): no routing could deliver them.
+    pub disconnected_pairs: u64,
     /// Pairs whose switch-level path differs from before (routed before and after).
     pub changed_pairs: u64,
     pub delta: DeltaCounts,
@@ -78,33 +81,34 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
         Forward::new(f, &plane_new, new),
         Forward::new(f, &plane_old, old),
     );
-    let (routed, unrouted, changed) = f
+    let (comp, _) = super::switch_components(f, mask);
+    let (routed, unrouted, changed, cut) = f
         .end_ports
         .par_iter()
         .map_init(
             || (Trees::new(ns), Trees::new(ns)),
             |(tn, to), &dp| {
                 let Some(r) = f.attached_switch(dp) else {
-                    return (0, 0, 0);
+                    return (0, 0, 0, 0);
                 };
                 let dsw = f.port(r).node;
                 if mask.node_dead(dsw) {
-                    return (0, 0, 0);
+                    return (0, 0, 0, 0);
                 }
                 let lid = f.port(dp).lid;
+                let d = f.switch_index[dsw.idx()] as usize;
                 tn.reset();
                 to.reset();
-                let (mut routed, mut unrouted, mut changed) = (0u64, 0u64, 0u64);
+                let (mut routed, mut unrouted, mut changed, mut cut) = (0u64, 0u64, 0u64, 0u64);
                 for (s, &on) in ends_on.iter().enumerate() {
                     if on == 0 || mask.node_dead(f.switches[s]) {
                         continue;
                     }
-                    let n = if f.switch_index[dsw.idx()] as usize == s {
-                        on - 1
-                    } else {
-                        on
-                    };
-                    if tn.settle(&fw_new, s, lid, dp, Some(old)) {
+                    let n = if d == s { on - 1 } else { on };
+                    if comp[s] != comp[d] {
+                        unrouted += n;
+                        cut += n;
+                    } else if tn.settle(&fw_new, s, lid, dp, Some(old)) {
                         routed += n;
                         if tn.differs[s] && to.settle(&fw_old, s, lid, dp, None) {
                             changed += n;
@@ -113,13 +117,17 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
                         unrouted += n;
                     }
                 }
-                (routed, unrouted, changed)
+                (routed, unrouted, changed, cut)
             },
         )
-        .reduce(|| (0, 0, 0), |x, y| (x.0 + y.0, x.1 + y.1, x.2 + y.2));
+        .reduce(
+            || (0, 0, 0, 0),
+            |x, y| (x.0 + y.0, x.1 + y.1, x.2 + y.2, x.3 + y.3),
+        );
     ReconfigReport {
         routed_pairs: routed,
         unrouted_pairs: unrouted,
+        disconnected_pairs: cut,
         changed_pairs: changed,
         delta: DeltaCounts {
             lft_entries: entries,

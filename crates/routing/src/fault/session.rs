@@ -54,6 +54,12 @@ impl Step {
             && self.check.undelivered == 0
             && self.repair.unsupported_pairs == 0
     }
+    /// [`Step::ok`], except for pairs the faults cut off (no live path joins them).
+    pub fn ok_but_cut(&self) -> bool {
+        self.check.deadlock_free
+            && self.check.undelivered == 0
+            && self.repair.unsupported_pairs == self.repair.disconnected_pairs
+    }
 }
 
 /// Full reconfiguration of the faults so far: the engine run again on the faulty fabric,
@@ -177,6 +183,11 @@ impl<'f> Session<'f> {
     /// Every fault so far repaired and verified.
     pub fn ok(&self) -> bool {
         self.steps.iter().all(Step::ok)
+    }
+
+    /// Every fault so far repaired and verified for every pair that a live path still joins.
+    pub fn ok_but_cut(&self) -> bool {
+        self.steps.iter().all(Step::ok_but_cut)
     }
 
     pub fn fabric(&self) -> &'f Fabric {
