@@ -1024,6 +1024,22 @@ proptest! {
     }
 }
 
+/// A fabric file read as `fault` and `sweep` read it: its LIDs ignored, every LID assigned
+/// afresh with LMC 2.
+fn read_as_fault_does(path: &std::path::Path) -> Fabric {
+    let bytes = std::fs::read(path).unwrap();
+    let mut none = |n: &str| -> Result<(String, Vec<u8>), String> { Err(n.to_string()) };
+    let opts = fabric::BuildOptions {
+        reassign_lids: true,
+        ..Default::default()
+    };
+    fabric::io::read(&bytes, &path.display().to_string(), &mut none, opts)
+        .unwrap()
+        .fabric
+        .with_lmc(2)
+        .unwrap()
+}
+
 /// RFTR over every base engine on every vendored real dump (LIDs assigned afresh with LMC 2,
 /// as `fault` does), with random link faults and then a switch fault: every invariant holds
 /// after every fault, the verifier agrees, and the tables completed for checkers have no
@@ -1044,17 +1060,7 @@ fn every_base_engine_repairs_random_faults_on_the_real_dumps() {
     assert!(files.len() >= 6, "{} real dumps", files.len());
     let mut repaired = 0;
     for path in &files {
-        let bytes = std::fs::read(path).unwrap();
-        let mut none = |n: &str| -> Result<(String, Vec<u8>), String> { Err(n.to_string()) };
-        let opts = fabric::BuildOptions {
-            reassign_lids: true,
-            ..Default::default()
-        };
-        let f = fabric::io::read(&bytes, &path.display().to_string(), &mut none, opts)
-            .unwrap()
-            .fabric
-            .with_lmc(2)
-            .unwrap();
+        let f = read_as_fault_does(path);
         let big = f.end_ports.len() > 400;
         for (i, name) in routing::engines::rftr_bases().into_iter().enumerate() {
             // torus-2QoS and dor decline these trees; the large dump once per kind of base
@@ -1093,19 +1099,10 @@ fn every_base_engine_repairs_random_faults_on_the_real_dumps() {
 /// joined by bundles of 2-4 cables).
 #[test]
 fn a_failed_cable_with_a_live_sibling_is_always_repaired() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/real/x5_psmn_voltaire4036_qdr_ddr_11sw_89hca.ibnd");
-    let bytes = std::fs::read(&path).unwrap();
-    let mut none = |n: &str| -> Result<(String, Vec<u8>), String> { Err(n.to_string()) };
-    let opts = fabric::BuildOptions {
-        reassign_lids: true,
-        ..Default::default()
-    };
-    let f = fabric::io::read(&bytes, "x5", &mut none, opts)
-        .unwrap()
-        .fabric
-        .with_lmc(2)
-        .unwrap();
+    let f = read_as_fault_does(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/real/x5_psmn_voltaire4036_qdr_ddr_11sw_89hca.ibnd"),
+    );
     let sw = |p: fabric::PortId| f.port(p).node;
     let bundled: Vec<fabric::LinkId> = switch_links(&f)
         .into_iter()
