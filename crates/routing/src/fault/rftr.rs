@@ -792,7 +792,7 @@ impl<'f> Rftr<'f> {
         if sibs.is_empty() {
             return;
         }
-        let mut hops: Vec<ChannelId> = Vec::new();
+        let (mut hops, mut vls): (Vec<ChannelId>, Vec<u8>) = (Vec::new(), Vec::new());
         for &(e, _, slot) in pairs {
             let p = self.sel[slot as usize * ne + e as usize];
             let pick = sibs[e as usize % sibs.len()];
@@ -809,7 +809,8 @@ impl<'f> Rftr<'f> {
             if hops.iter().any(|c| self.ch_dead[c.idx()]) {
                 continue;
             }
-            let vls = self.paths.vls_of(p).to_vec();
+            vls.clear();
+            vls.extend_from_slice(self.paths.vls_of(p));
             let s = self.slot_switch[slot as usize];
             let id = self.paths.push(
                 s,
