@@ -373,10 +373,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         out.write("delta.txt", delta_text(&f, r).as_bytes())?,
     );
     let pairs_changed: u64 = r.delta.sources.len() as u64;
-    let (unsupported, disconnected) = steps.iter().fold((0, 0), |(u, d), s| {
-        let n = |k: &str| s[k].as_u64().unwrap_or(0);
-        (u + n("unsupported_pairs"), d + n("disconnected_pairs"))
-    });
+    let total = |pick: fn(&routing::fault::FaultReport) -> u64| -> u64 {
+        session.steps().iter().map(|s| pick(&s.repair)).sum()
+    };
+    let (unsupported, disconnected) = (
+        total(|r| r.unsupported_pairs),
+        total(|r| r.disconnected_pairs),
+    );
     let summary = json!({
         "fabric": a.fabric.display().to_string(),
         "engine": a.engine, "lmc": a.lmc, "vls": vls, "sls_available": a.sls,
@@ -385,8 +388,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "faults": a.fail,
         "rftr": {
             "supported": session.ok_but_cut(),
-            "affected_pairs": steps.iter().map(|s| s["affected_pairs"].as_u64().unwrap_or(0)).sum::<u64>(),
-            "repaired_pairs": steps.iter().map(|s| s["repaired_pairs"].as_u64().unwrap_or(0)).sum::<u64>(),
+            "affected_pairs": total(|r| r.affected_pairs),
+            "repaired_pairs": total(|r| r.repaired_pairs),
             "unsupported_pairs": unsupported,
             "disconnected_pairs": disconnected,
             "sls_used": r.sls_used(),

@@ -50,9 +50,7 @@ pub struct Step {
 impl Step {
     /// Every remaining pair repaired, every selected pair delivered, the union CDG acyclic.
     pub fn ok(&self) -> bool {
-        self.check.deadlock_free
-            && self.check.undelivered == 0
-            && self.repair.unsupported_pairs == 0
+        self.ok_but_cut() && self.repair.unsupported_pairs == 0
     }
     /// [`Step::ok`], except for pairs the faults cut off (no live path joins them).
     pub fn ok_but_cut(&self) -> bool {
