@@ -142,7 +142,7 @@ impl Width {
     }
 }
 
-/// Link speed per lane as reported by ibnetdiscover (`SDR` .. `NDR`).
+/// Link speed per lane as reported by ibnetdiscover (`SDR` .. `XDR`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum Speed {
     #[default]
@@ -154,6 +154,7 @@ pub enum Speed {
     Edr,
     Hdr,
     Ndr,
+    Xdr,
     Unknown,
 }
 
@@ -168,6 +169,7 @@ impl Speed {
             Speed::Edr => "EDR",
             Speed::Hdr => "HDR",
             Speed::Ndr => "NDR",
+            Speed::Xdr => "XDR",
             Speed::Unknown => "???",
         }
     }
@@ -181,6 +183,7 @@ impl Speed {
             "EDR" => Speed::Edr,
             "HDR" => Speed::Hdr,
             "NDR" => Speed::Ndr,
+            "XDR" => Speed::Xdr,
             "???" | "??" => Speed::Unknown,
             _ => return None,
         })
@@ -195,6 +198,7 @@ impl Speed {
             Speed::Edr => 25.0,
             Speed::Hdr => 50.0,
             Speed::Ndr => 100.0,
+            Speed::Xdr => 200.0,
         }
     }
 }

@@ -539,6 +539,24 @@ fn ibnetdiscover_ends_disagree_on_speed() {
 }
 
 #[test]
+fn ibnetdiscover_xdr_links_keep_their_speed() {
+    // Quantum-X800 fabrics: `4xXDR` (200 Gb/s a lane); an XDR port cabled to an NDR one
+    // runs at NDR.
+    let text = format!(
+        "{SW_A}[1]\t\"S-000000000000000b\"[2]\t\t# \"B\" lid 2 4xXDR\n\
+         [3]\t\"S-000000000000000b\"[4]\t\t# \"B\" lid 2 4xXDR\n\n\
+         {SW_B}[2]\t\"S-000000000000000a\"[1]\t\t# \"A\" lid 1 4xXDR\n\
+         [4]\t\"S-000000000000000a\"[3]\t\t# \"A\" lid 1 4xNDR\n"
+    );
+    let l = ibnd_str(&text).unwrap();
+    let k = link_of(&l.fabric, "S-000000000000000a", 1);
+    assert_eq!((k.width, k.speed), (fabric::Width::X4, fabric::Speed::Xdr));
+    assert_eq!(fabric::Speed::Xdr.gbps_per_lane(), 200.0);
+    let k = link_of(&l.fabric, "S-000000000000000a", 3);
+    assert_eq!(k.speed, fabric::Speed::Ndr);
+}
+
+#[test]
 fn ibnetdiscover_ends_disagree_on_width_and_speed() {
     let text = format!(
         "{SW_A}[1]\t\"S-000000000000000b\"[2]\t\t# \"B\" lid 2 4xEDR\n\n\

@@ -63,6 +63,7 @@ fn speed() -> impl Strategy<Value = Speed> {
         2 => Just(Speed::Edr),
         1 => Just(Speed::Hdr),
         1 => Just(Speed::Ndr),
+        1 => Just(Speed::Xdr),
         1 => Just(Speed::Unknown),
     ]
 }
@@ -727,6 +728,15 @@ fn strict_ibsim_reports_losses() {
     assert!(lost2[0].contains("NDR is written as HDR"), "{lost2:?}");
     assert!(text2.contains("[1]\t\"h\"[1]\te=4\n"), "{text2}");
     assert_eq!(normalise_ibsim(&ndr).unwrap().links[0].speed, Speed::Hdr);
+    // XDR neither (ibsim has no bit for it at all).
+    let mut b = FabricBuilder::new();
+    let s3 = b.add_node(NodeKind::Switch, 2, 0x20_0000, "s", "").unwrap();
+    let h3 = b.add_node(NodeKind::Ca, 1, 0x10_0000, "h", "").unwrap();
+    b.connect(s3, 1, h3, 1, Width::X4, Speed::Xdr).unwrap();
+    let xdr = b.build().unwrap();
+    let (_, lost3) = to_ibsim_lossy(&xdr).unwrap();
+    assert_eq!(lost3.len(), 1, "{lost3:?}");
+    assert!(lost3[0].contains("XDR is written as HDR"), "{lost3:?}");
     assert_eq!(n.port(n.port_id(h, 2)).lid, 0);
     assert_eq!(n.links[0].speed, Speed::Qdr);
 }
@@ -860,7 +870,7 @@ fn json_errors_name_the_problem_and_line() {
     assert!(e.message.contains("no node is named \"nosuch\""), "{e}");
     let e = json_err(&good.replacen("\"leaf01[35]\"", "\"leaf01\"", 1));
     assert!(e.message.contains("node[port]"), "{e}");
-    let e = json_err(&good.replacen("\"speed\": \"EDR\"", "\"speed\": \"XDR\"", 1));
+    let e = json_err(&good.replacen("\"speed\": \"EDR\"", "\"speed\": \"GDR\"", 1));
     assert!(e.message.contains("unknown speed"), "{e}");
     // Contradictions the builder finds: a name used twice, a LID used twice.
     let e = json_err(&good.replacen("\"name\": \"spine01\"", "\"name\": \"leaf01\"", 1));

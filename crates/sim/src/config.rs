@@ -38,9 +38,11 @@ impl LinkRate {
     pub const HDR_4X: LinkRate = LinkRate::Uniform { ps_per_byte: 40 };
     /// 4X NDR: 400 Gb/s of data.
     pub const NDR_4X: LinkRate = LinkRate::Uniform { ps_per_byte: 20 };
+    /// 4X XDR: 800 Gb/s of data.
+    pub const XDR_4X: LinkRate = LinkRate::Uniform { ps_per_byte: 10 };
 
     /// The presets by name (`1x-sdr`, `1x-sdr-raw`, `4x-sdr`, `4x-qdr`, `4x-edr`, `4x-hdr`,
-    /// `4x-ndr`, `fabric`).
+    /// `4x-ndr`, `4x-xdr`, `fabric`).
     pub fn preset(name: &str) -> Option<LinkRate> {
         Some(match name.to_ascii_lowercase().as_str() {
             "1x-sdr" | "sdr" => Self::SDR_1X,
@@ -50,6 +52,7 @@ impl LinkRate {
             "4x-edr" | "edr" => Self::EDR_4X,
             "4x-hdr" | "hdr" => Self::HDR_4X,
             "4x-ndr" | "ndr" => Self::NDR_4X,
+            "4x-xdr" | "xdr" => Self::XDR_4X,
             "fabric" => LinkRate::FromFabric,
             _ => return None,
         })
@@ -63,6 +66,7 @@ impl LinkRate {
         "4x-edr",
         "4x-hdr",
         "4x-ndr",
+        "4x-xdr",
         "fabric",
     ];
 }

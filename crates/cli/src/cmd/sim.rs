@@ -96,7 +96,7 @@ pub struct Args {
     pub seed: u64,
 
     /// Link rates: 1x-sdr (4 ns/byte, the RFTR paper's), 1x-sdr-raw, 4x-sdr, 4x-qdr, 4x-edr,
-    /// 4x-hdr, 4x-ndr, or fabric (each link's width x speed).
+    /// 4x-hdr, 4x-ndr, 4x-xdr, or fabric (each link's width x speed).
     #[arg(long, default_value = "1x-sdr")]
     pub rate: String,
     /// Routing time per packet at a switch.

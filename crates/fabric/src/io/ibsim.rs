@@ -81,7 +81,8 @@ impl Masks {
                 self.ext = 7;
                 self.fdr10 = true;
             }
-            Speed::Ndr => {
+            // ibsim has no XDR bit: XDR enables what NDR does
+            Speed::Ndr | Speed::Xdr => {
                 self.speed = 7;
                 self.ext = 15;
                 self.fdr10 = true;

@@ -24,7 +24,7 @@
 //! `"<node name>[<port>]"` (split at the last `[`, so names may contain brackets). GUIDs are
 //! hex strings (decimal strings and plain numbers are accepted too). Zero-valued fields and
 //! ports with nothing set are left out. `kind` is `switch`, `ca` or `router`; widths are `1x`,
-//! `2x`, `4x`, `8x`, `12x` or `??`; speeds `SDR` … `NDR`, `FDR10` or `???`.
+//! `2x`, `4x`, `8x`, `12x` or `??`; speeds `SDR` … `XDR`, `FDR10` or `???`.
 //!
 //! [`read`] rebuilds through [`FabricBuilder`], so every invariant is checked again; unknown
 //! fields, duplicate ports or links, hints of the wrong length and anything the builder refuses
@@ -112,7 +112,7 @@ mod speed_str {
         let s = String::deserialize(d)?;
         Speed::parse(&s).ok_or_else(|| {
             de::Error::custom(format!(
-                "unknown speed {s:?} (expected SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR or ???)"
+                "unknown speed {s:?} (expected SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR or ???)"
             ))
         })
     }

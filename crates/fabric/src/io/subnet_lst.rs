@@ -555,11 +555,12 @@ fn trailer<'a>(c: &mut Cursor<'a>) -> Result<(Width, Speed, &'a str), String> {
                     "25" => Speed::Edr,
                     "50" => Speed::Hdr,
                     "100" => Speed::Ndr,
+                    "200" => Speed::Xdr,
                     "FDR10" => Speed::Fdr10,
                     "??" | "???" => Speed::Unknown,
                     _ => {
                         return Err(format!(
-                            "SPD={} is not a link speed (2.5, 5, 10, 14, 25, 50, FDR10)",
+                            "SPD={} is not a link speed (2.5, 5, 10, 14, 25, 50, 100, 200, FDR10)",
                             excerpt(v)
                         ))
                     }

@@ -47,7 +47,7 @@
 //!   port 0 = node GUID, CA/router port `p` = node GUID + `p`), so any other port GUID is lost.
 //! * Widths and speeds go into `w=`/`s=`/`e=` port options (written on both ends of a link, as
 //!   ibsim requires). `Unknown` width/speed are written as ibsim's defaults (4x, SDR); FDR10 has
-//!   no ibsim option and is written as QDR (same signalling rate); NDR is written as HDR because
+//!   no ibsim option and is written as QDR (same signalling rate); NDR and XDR are written as HDR because
 //!   Debian's ibsim 0.10 refuses `e=8` (its extended-speed mask stops at HDR).
 //! * Descriptions longer than 128 bytes are cut (at a character boundary) to keep lines short;
 //!   ibsim itself keeps only 63 bytes of a description.

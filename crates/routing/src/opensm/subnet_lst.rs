@@ -55,7 +55,7 @@ fn speed_str(s: Speed) -> &'static str {
         Speed::Fdr => "14",
         Speed::Edr => "25",
         Speed::Hdr => "50",
-        Speed::Ndr | Speed::Unknown => "??",
+        Speed::Ndr | Speed::Xdr | Speed::Unknown => "??",
     }
 }
 

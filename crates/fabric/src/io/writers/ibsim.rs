@@ -81,8 +81,9 @@ pub(crate) fn ibsim_speed(s: Speed) -> (Speed, &'static str) {
         Speed::Fdr => (Speed::Fdr, "e=1"),
         Speed::Edr => (Speed::Edr, "e=2"),
         Speed::Hdr => (Speed::Hdr, "e=4"),
-        // Debian's ibsim 0.10 accepts e=0..7 only (no NDR bit); upstream later added e=8.
-        Speed::Ndr => (Speed::Hdr, "e=4"),
+        // Debian's ibsim 0.10 accepts e=0..7 only (no NDR bit); upstream later added e=8
+        // (none for XDR).
+        Speed::Ndr | Speed::Xdr => (Speed::Hdr, "e=4"),
     }
 }
 
