@@ -16,6 +16,7 @@ fn info_json_has_the_documented_keys() {
     assert_eq!(v["routers"], 0);
     assert_eq!(v["links"], 64);
     assert_eq!(v["diameter"], 4);
+    assert_eq!(v["format"], "ibsim");
 }
 
 /// Bad input is exit status 3 (the documented contract: 2 is clap's usage errors).
@@ -302,6 +303,58 @@ fn a_loopback_cable_is_named_as_such() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(err.contains("is a loopback cable"), "{err}");
+}
+
+/// A ports report (`ibnetdiscover -p`, vendored real tool output) is read like any fabric:
+/// `info` tells its format, `route` and `fault` work on it and their tables check clean.
+#[test]
+fn a_ports_report_routes_and_repairs() {
+    let d = tmp("ports_report");
+    let rep = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/ports_report/x5_dual_port.ports");
+    let rep = rep.to_str().unwrap();
+    let o = fr(&["--json", "info", rep]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "ibnetdiscover ports report", "{v}");
+    assert_eq!(v["end_ports"], 152, "{v}");
+    let out = d.join("route");
+    let o = fr(&["route", rep, "-R", "ftree", "-o", out.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = fr(&[
+        "check",
+        rep,
+        "--lfts",
+        out.join("opensm-lfts.dump").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = d.join("fault");
+    let o = fr(&[
+        "fault",
+        rep,
+        "--engine",
+        "updn",
+        "--fail",
+        "link:0x0008f10500200b50/1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("680 repaired, 0 unsupported") && err.contains("union CDG acyclic"),
+        "{err}"
+    );
 }
 
 /// The documented exit statuses: 0 clean, 1 done but the tables loop or miss pairs (route,

@@ -3,7 +3,7 @@
 //! messages and lines, and a property test feeding random and mutated bytes to every reader.
 
 use fabric::io::{
-    self, detect, ibnetdiscover, ibsim, subnet_lst, text, Format, Loaded, ParseError,
+    self, detect, ibnetdiscover, ibsim, ports_report, subnet_lst, text, Format, Loaded, ParseError,
 };
 use fabric::{BuildOptions, Fabric, NodeId, NodeKind, Speed, Width};
 use proptest::prelude::*;
@@ -44,6 +44,10 @@ fn ibnd_str(text: &str) -> Result<Loaded, ParseError> {
 
 fn lst_str(text: &str) -> Result<Loaded, ParseError> {
     subnet_lst::read(text.as_bytes(), "t.lst", BuildOptions::default())
+}
+
+fn ports_str(text: &str) -> Result<Loaded, ParseError> {
+    ports_report::read(text.as_bytes(), "t.ports", BuildOptions::default())
 }
 
 fn node(f: &Fabric, name: &str) -> NodeId {
@@ -1418,10 +1422,14 @@ fn readers() -> Vec<(&'static str, Reader)> {
             },
         )
     }
+    fn ports(b: &[u8]) -> Result<Loaded, ParseError> {
+        ports_report::read(b, "f", BuildOptions::default())
+    }
     vec![
         ("ibnetdiscover", ibnd),
         ("ibsim", sim),
         ("subnet.lst", lst),
+        ("ports report", ports),
         ("detect+read", any),
     ]
 }
@@ -1437,6 +1445,7 @@ fn seeds() -> Vec<Vec<u8>> {
     let lst = std::fs::read(testdata().join("opensm/torus2d_4x4_h2.subnet.lst")).unwrap();
     v.push(lst.into_iter().take(4000).collect());
     v.push(std::fs::read(testdata().join("topologies/torus2d_4x4_h2.net")).unwrap());
+    v.push(std::fs::read(testdata().join("ports_report/mellanox_lab.ports")).unwrap());
     v
 }
 
@@ -1578,4 +1587,208 @@ fn ibsim_file_with_ibnetdiscover_ids_is_detected_as_ibsim() {
         fabric::io::detect(hca_only.as_bytes()),
         Some(fabric::io::Format::IbsimNet)
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// ibnetdiscover's ports report (`ibnetdiscover -p`)
+
+/// What a fabric says about its ports, in the terms both ibnetdiscover views share: per
+/// cabled link its two ends (switch GUID or CA/router port GUID, port number), width and
+/// speed; the LIDs of those ports; the node descriptions. (Node GUIDs of CAs are not in the
+/// ports report, so they are not compared.)
+type PortView = (
+    Vec<((u64, u8), (u64, u8), Width, Speed)>,
+    Vec<(u64, u32)>,
+    Vec<(NodeKind, String)>,
+);
+
+fn port_view(f: &Fabric) -> PortView {
+    let end = |p: fabric::PortId| (f.shown_port_guid(p), f.port(p).num);
+    let mut links: Vec<_> = f
+        .links
+        .iter()
+        .map(|l| {
+            let (a, b) = (end(l.a), end(l.b));
+            (a.min(b), a.max(b), l.width, l.speed)
+        })
+        .collect();
+    links.sort_unstable_by_key(|x| (x.0, x.1));
+    let mut lids: Vec<(u64, u32)> = f
+        .ports
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.lid != 0)
+        .map(|(i, p)| (f.shown_port_guid(fabric::PortId(i as u32)), p.lid as u32))
+        .collect();
+    lids.sort_unstable();
+    let mut descs: Vec<(NodeKind, String)> =
+        f.nodes.iter().map(|n| (n.kind, n.desc.clone())).collect();
+    descs.sort_unstable_by(|a, b| (a.0 as u8, &a.1).cmp(&(b.0 as u8, &b.1)));
+    (links, lids, descs)
+}
+
+#[test]
+fn ports_report_gives_the_fabric_of_the_topology_file() {
+    // Both files are real infiniband-diags output on the same ibsim fabric.
+    for (name, nodes, links, end_ports) in [
+        ("mellanox_lab", 15, 16, 13),
+        ("x5_dual_port", 100, 222, 152),
+    ] {
+        let dir = testdata().join("ports_report");
+        let rep = std::fs::read(dir.join(format!("{name}.ports"))).unwrap();
+        let top = std::fs::read(dir.join(format!("{name}.ibnd"))).unwrap();
+        assert_eq!(detect(&rep), Some(Format::PortsReport), "{name}");
+        let a = io::read(&rep, name, &mut no_include, BuildOptions::default()).unwrap();
+        let b = ibnetdiscover::read(&top, name, BuildOptions::default()).unwrap();
+        assert!(a.warnings.is_empty(), "{name}: {:?}", a.warnings);
+        let (fa, fb) = (&a.fabric, &b.fabric);
+        assert_eq!(fa.nodes.len(), nodes, "{name}");
+        assert_eq!(fa.links.len(), links, "{name}");
+        let ends = |f: &Fabric| {
+            f.ports
+                .iter()
+                .filter(|p| !f.is_switch(p.node) && p.link.is_some())
+                .count()
+        };
+        assert_eq!(ends(fa), end_ports, "{name}");
+        for k in [NodeKind::Switch, NodeKind::Ca, NodeKind::Router] {
+            assert_eq!(fa.count(k), fb.count(k), "{name} {k:?}");
+        }
+        let (va, vb) = (port_view(fa), port_view(fb));
+        assert_eq!(va.0, vb.0, "{name}: links");
+        assert_eq!(va.1, vb.1, "{name}: LIDs");
+        assert_eq!(va.2, vb.2, "{name}: descriptions");
+        // every node has as many ports as the topology file gives it, where the report
+        // shows its highest port
+        for n in fa.nodes.iter().filter(|n| n.kind == NodeKind::Switch) {
+            let m = fb.node_by_guid(n.guid).expect("the same switch GUID");
+            assert_eq!(n.nports, fb.node(m).nports, "{name} {}", n.desc);
+        }
+    }
+    // dual-port adapters (GUID − port number agree) are one node with both ports cabled
+    let rep = std::fs::read(testdata().join("ports_report/x5_dual_port.ports")).unwrap();
+    let f = ports_report::read(&rep, "x", BuildOptions::default())
+        .unwrap()
+        .fabric;
+    let dual = f
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| {
+            n.kind == NodeKind::Ca
+                && f.node_ports(NodeId(*i as u32))
+                    .filter(|&p| f.port(p).link.is_some())
+                    .count()
+                    == 2
+        })
+        .count();
+    assert_eq!(dual, 63);
+}
+
+#[test]
+fn ports_report_quirks() {
+    let sw = "0x0002c903007b78b0";
+    let text = format!(
+        "[root@head ~]# ibnetdiscover -p\r\n\
+         ibwarn: [123] some warning\r\n\
+         CA     2  1 0x0c42a103008b3bd1 4x EDR - SW    19 34 {sw} ( 'h1 HCA-1' - 'MF0;sw:SX6036/U1' )\r\n\
+         CA     3  2 0x0c42a103008b3bd2 4x EDR - SW    19 33 {sw} ( 'h1 HCA-1' - 'MF0;sw:SX6036/U1' )\r\n\
+         CA     4  1 0x248a0703002e61d4 4xXDR - SW    19 32 {sw} ( 'h2 mlx5_0' - 'MF0;sw:SX6036/U1' )\n\
+         CA     5  1 0x248a0703002e61d5 2x NDR - SW    19 31 {sw} ( 'h2 mlx5_1' - 'MF0;sw:SX6036/U1' )\n\
+         SW    19 36 {sw} 4x SDR                                    'MF0;sw:SX6036/U1'\n\
+         SW    19 34 {sw} 4x EDR - CA     2  1 0x0c42a103008b3bd1 ( 'MF0;sw:SX6036/U1' - 'h1 HCA-1' )\n\
+         SW    19 33 {sw} 4x EDR - CA     3  2 0x0c42a103008b3bd2 ( 'MF0;sw:SX6036/U1' - 'h1 HCA-1' )\n\
+         SW    19 32 {sw} 4x XDR - CA     4  1 0x248a0703002e61d4 ( 'MF0;sw:SX6036/U1' - 'h2 mlx5_0' )\n"
+    );
+    // `4xXDR` glued is not the report's spacing
+    let e = ports_str(&text).unwrap_err();
+    assert_eq!(e.line, 5, "{e}");
+    assert!(e.message.contains("link width"), "{e}");
+    let text = text.replace("4xXDR", "4x XDR");
+    let l = ports_str(&text).unwrap();
+    let f = &l.fabric;
+    // the switch has 36 ports (port 36 is listed without a peer); h1's two ports are one
+    // node (GUID − port agree), h2's two adapters are two (mlx5: one node per port)
+    let s = f.node_by_guid(0x0002c903007b78b0).unwrap();
+    assert_eq!(f.node(s).nports, 36);
+    assert_eq!(f.node(s).name, "MF0;sw:SX6036/U1");
+    assert_eq!(f.switch_lid(s), 19);
+    assert_eq!(f.count(NodeKind::Ca), 3);
+    let h1 = node(f, "h1 HCA-1");
+    assert_eq!(f.node(h1).nports, 2);
+    assert_eq!(f.node(h1).guid, 0x0c42a103008b3bd1);
+    assert_eq!(f.port(f.port_id(h1, 2)).lid, 3);
+    assert_eq!(
+        peer(f, "h1 HCA-1", 2),
+        Some(("MF0;sw:SX6036/U1".into(), 33))
+    );
+    let k = link_of(f, "h2 mlx5_0", 1);
+    assert_eq!((k.width, k.speed), (Width::X4, Speed::Xdr));
+    let k = link_of(f, "h2 mlx5_1", 1);
+    assert_eq!((k.width, k.speed), (Width::X2, Speed::Ndr));
+    // the last CA was listed from its own end only
+    assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+    assert!(
+        l.warnings[0].contains("1 links are listed from one end only"),
+        "{:?}",
+        l.warnings
+    );
+}
+
+#[test]
+fn ports_report_errors_name_the_line() {
+    let sw = "0x0002c903007b78b0";
+    let good = format!(
+        "CA     2  1 0x0c42a103008b3bd1 4x EDR - SW    19 34 {sw} ( 'h1' - 'sw' )\n\
+         SW    19 34 {sw} 4x EDR - CA     2  1 0x0c42a103008b3bd1 ( 'sw' - 'h1' )\n"
+    );
+    ports_str(&good).unwrap();
+    let cases: [(String, usize, &str); 8] = [
+        (good.replace("4x EDR - SW", "4x GDR - SW"), 1, "link speed"),
+        (
+            good.replace("0x0c42a103008b3bd1 4x", "0x0c42zz 4x"),
+            1,
+            "port GUID",
+        ),
+        (good.replace("CA     2  1", "XX     2  1"), 1, "SW|CA|RT"),
+        (
+            good.replace("( 'h1' - 'sw' )", "( 'h1' - 'sw'"),
+            1,
+            "cut short",
+        ),
+        (
+            good.replace("( 'sw' - 'h1' )", "( 'sw' - 'h9' )"),
+            2,
+            "is {h1} at line 1 but {h9} here",
+        ),
+        (
+            good.replace(
+                &format!("SW    19 34 {sw} 4x EDR - CA     2  1"),
+                &format!("SW    19 35 {sw} 4x EDR - CA     2  1"),
+            ),
+            2,
+            "the two ends of a link disagree",
+        ),
+        (
+            good.replace(
+                "SW    19 34 0x0002c903007b78b0 4x EDR - CA",
+                "SW    19  0 0x0002c903007b78b0 4x EDR - CA",
+            ),
+            2,
+            "port number",
+        ),
+        (good.replace("4x EDR - SW", "4x EDR + SW"), 1, "peer port"),
+    ];
+    for (text, line, what) in cases {
+        let e = ports_str(&text).unwrap_err();
+        assert_eq!(e.line, line, "{e}\n{text}");
+        assert!(e.message.contains(what), "{e}\n{text}");
+        assert!(
+            e.to_string().starts_with(&format!("t.ports:{line}: ")),
+            "{e}"
+        );
+    }
+    // nothing but prompts: no fabric
+    let e = ports_str("$ ibnetdiscover -p\n").unwrap_err();
+    assert!(e.message.contains("no cabled ports"), "{e}");
 }

@@ -1,6 +1,6 @@
 //! `fabroute info FILE [--json]`.
 
-use crate::util::load_fabric;
+use crate::util::{load_fabric_bytes, read_input};
 use anyhow::Result;
 use fabric::summary::{Spread, Summary};
 use fabric::BuildOptions;
@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Fabric file (ibnetdiscover, ibsim net, opensm-subnet.lst or fabroute JSON).
+    /// Fabric file (ibnetdiscover or its ports report, ibsim net, opensm-subnet.lst or fabroute
+    /// JSON).
     pub file: PathBuf,
 }
 
@@ -18,13 +19,20 @@ fn spread(s: &Spread) -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let loaded = load_fabric(&a.file, BuildOptions::default())?;
+    let bytes = read_input(&a.file)?;
+    let format = fabric::io::detect(&bytes).map_or("?", |f| f.name());
+    let loaded = load_fabric_bytes(&a.file, &bytes, BuildOptions::default())?;
     let s = Summary::of(&loaded.fabric);
     if crate::out::json() {
-        crate::out::document(&s)?;
+        let mut v = serde_json::to_value(&s)?;
+        if let Some(m) = v.as_object_mut() {
+            m.insert("format".into(), format.into());
+        }
+        crate::out::document(&v)?;
         return Ok(ExitCode::SUCCESS);
     }
     crate::say!("fabric            {}", crate::util::input_name(&a.file));
+    crate::say!("format            {format}");
     if !s.kind.is_empty() {
         crate::say!("kind              {}", s.kind);
     }

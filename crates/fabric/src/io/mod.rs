@@ -10,6 +10,7 @@ pub(crate) mod diag;
 pub mod ibnetdiscover;
 pub mod ibsim;
 pub mod json;
+pub mod ports_report;
 pub(crate) mod records;
 pub mod subnet_lst;
 pub(crate) mod syntax;
@@ -80,6 +81,8 @@ pub enum Format {
     IbsimNet,
     /// OpenSM's `opensm-subnet.lst` (also ibdiagnet's `.lst`).
     SubnetLst,
+    /// ibnetdiscover's ports report (`ibnetdiscover -p`).
+    PortsReport,
     /// fabroute's JSON.
     Json,
 }
@@ -90,6 +93,7 @@ impl Format {
             Format::Ibnetdiscover => "ibnetdiscover",
             Format::IbsimNet => "ibsim",
             Format::SubnetLst => "subnet.lst",
+            Format::PortsReport => "ibnetdiscover ports report",
             Format::Json => "json",
         }
     }
@@ -102,6 +106,7 @@ pub type IncludeResolver<'a> = dyn FnMut(&str) -> Result<(String, Vec<u8>), Stri
 /// Guesses the format from the content (never from the file name), looking at the first
 /// 64 KiB:
 /// - a line `{ SW|CA|Rt … NodeGUID:… PortGUID:… }` → opensm-subnet.lst;
+/// - a line `SW|CA|RT <lid> <port> 0x<guid> …` → ibnetdiscover's ports report (`-p`);
 /// - a file whose first non-blank byte opens a JSON object (`{`, or `[` followed by `{`) →
 ///   JSON;
 /// - `# Topology file`, a `switchguid=0x…(…)` line, a node id of the form `"S-<hex>"`,
@@ -142,6 +147,9 @@ pub fn detect(bytes: &[u8]) -> Option<Format> {
                 return Some(Format::IbsimNet);
             }
             continue;
+        }
+        if ports_report::looks_like_port_line(t) {
+            return Some(Format::PortsReport);
         }
         if let Some(rest) = t.strip_prefix("switchguid=") {
             if rest.contains('(') {
@@ -217,11 +225,12 @@ pub fn read(
         Some(Format::Ibnetdiscover) => ibnetdiscover::read(bytes, file, opts),
         Some(Format::IbsimNet) => ibsim::read(bytes, file, include, opts),
         Some(Format::SubnetLst) => subnet_lst::read(bytes, file, opts),
+        Some(Format::PortsReport) => ports_report::read(bytes, file, opts),
         Some(Format::Json) => json::read(bytes, file),
         None => Err(ParseError::new(
             file,
             0,
-            "not a fabric file: expected ibnetdiscover output, an ibsim net file, an opensm-subnet.lst or fabroute JSON",
+            "not a fabric file: expected ibnetdiscover output (or its ports report, -p), an ibsim net file, an opensm-subnet.lst or fabroute JSON",
         )),
     }
 }

@@ -21,19 +21,19 @@ use crate::builder::{BuildOptions, FabricBuilder};
 use crate::model::{Lid, NodeId, NodeKind, Speed, Width, MAX_UNICAST_LID};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-/// One `{ … }` node block.
+/// What a line says about one end of a link: one `{ … }` node block.
 #[derive(Clone, Debug)]
-struct Block<'a> {
-    kind: NodeKind,
-    nports: u8,
-    sys: u64,
-    node: u64,
-    port_guid: u64,
-    ven: u32,
-    dev: u32,
-    desc: &'a str,
-    lid: u64,
-    pn: u8,
+pub(crate) struct Block<'a> {
+    pub kind: NodeKind,
+    pub nports: u8,
+    pub sys: u64,
+    pub node: u64,
+    pub port_guid: u64,
+    pub ven: u32,
+    pub dev: u32,
+    pub desc: &'a str,
+    pub lid: u64,
+    pub pn: u8,
 }
 
 /// What the file says about one node.
@@ -73,10 +73,7 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
     let text = decode(bytes);
     let err = |line: usize, msg: String| ParseError::new(file, line, msg);
     let mut warnings = Warnings::default();
-    let mut order: Vec<u64> = Vec::new();
-    let mut nodes: FxHashMap<u64, NodeInfo> = FxHashMap::default();
-    let mut links: Vec<LinkRec> = Vec::new();
-    let mut peer: FxHashMap<(u64, u8), usize> = FxHashMap::default();
+    let mut pairs: Vec<PortPair> = Vec::new();
     let mut down = 0usize;
 
     for line in Lines::new(&text) {
@@ -104,6 +101,62 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
                     ),
                 ));
             }
+        }
+        pairs.push(PortPair {
+            a,
+            b,
+            width,
+            speed,
+            line: no,
+        });
+    }
+    if down > 0 {
+        warnings.push(format!("{file}: skipped {down} LOG=DWN lines"));
+    }
+    assemble(
+        file,
+        &pairs,
+        warnings,
+        opts,
+        "no nodes: expected opensm-subnet.lst lines `{ SW Ports:.. NodeGUID:.. .. PN:.. } { .. } PHY=.. LOG=.. SPD=..`",
+    )
+}
+
+/// One cabled port and its peer, as a line of a per-port listing gives them (an
+/// opensm-subnet.lst line, or a line of ibnetdiscover's ports report).
+pub(crate) struct PortPair<'a> {
+    pub a: Block<'a>,
+    pub b: Block<'a>,
+    pub width: Width,
+    pub speed: Speed,
+    pub line: usize,
+}
+
+/// Builds the fabric of a per-port listing, in which every link should appear twice (once
+/// from each end): what each line says about a node, port or link must agree with the other
+/// lines. Nodes are keyed by their GUID and named by their description when it is unique,
+/// otherwise `desc (0x<guid>)`. `no_nodes` is the error for a listing without a line.
+pub(crate) fn assemble(
+    file: &str,
+    pairs: &[PortPair<'_>],
+    mut warnings: Warnings,
+    opts: BuildOptions,
+    no_nodes: &str,
+) -> Result<Loaded, ParseError> {
+    let err = |line: usize, msg: String| ParseError::new(file, line, msg);
+    let mut order: Vec<u64> = Vec::new();
+    let mut nodes: FxHashMap<u64, NodeInfo> = FxHashMap::default();
+    let mut links: Vec<LinkRec> = Vec::new();
+    let mut peer: FxHashMap<(u64, u8), usize> = FxHashMap::default();
+    for &PortPair {
+        ref a,
+        ref b,
+        width,
+        speed,
+        line: no,
+    } in pairs
+    {
+        for blk in [a, b] {
             note_node(&mut nodes, &mut order, blk, no).map_err(|m| err(no, m))?;
         }
         let ka = (a.node, a.pn);
@@ -123,7 +176,7 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
                     return Err(err(
                         no,
                         format!(
-                            "the two ends of link {:?}[{}] - {:?}[{}] disagree on the width (PHY={} here, {} at line {})",
+                            "the two ends of link {:?}[{}] - {:?}[{}] disagree on the width ({} here, {} at line {})",
                             a.desc, a.pn, b.desc, b.pn, width.as_str(), l.width.as_str(), l.line
                         ),
                     ));
@@ -177,14 +230,7 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
         }
     }
     if order.is_empty() {
-        return Err(err(
-            0,
-            "no nodes: expected opensm-subnet.lst lines `{ SW Ports:.. NodeGUID:.. .. PN:.. } { .. } PHY=.. LOG=.. SPD=..`"
-                .to_string(),
-        ));
-    }
-    if down > 0 {
-        warnings.push(format!("{file}: skipped {down} LOG=DWN lines"));
+        return Err(err(0, no_nodes.to_string()));
     }
 
     // Names: unique descriptions as they are, others made unique with the GUID.
