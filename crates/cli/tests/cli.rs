@@ -305,18 +305,26 @@ fn a_loopback_cable_is_named_as_such() {
     assert!(err.contains("is a loopback cable"), "{err}");
 }
 
-/// A ports report (`ibnetdiscover -p`, vendored real tool output) is read like any fabric:
-/// `info` tells its format, `route` and `fault` work on it and their tables check clean.
+/// A ports report (`ibnetdiscover -p`) and iblinkinfo's output (vendored real tool output) are
+/// read like any fabric: `info` tells the format, `route` and `fault` work on a ports report
+/// and their tables check clean.
 #[test]
 fn a_ports_report_routes_and_repairs() {
     let d = tmp("ports_report");
-    let rep = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/ports_report/x5_dual_port.ports");
+    let rep =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/diags/x5_dual_port.ports");
     let rep = rep.to_str().unwrap();
     let o = fr(&["--json", "info", rep]);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["format"], "ibnetdiscover ports report", "{v}");
+    assert_eq!(v["end_ports"], 152, "{v}");
+    let lnk =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/diags/x5_dual_port.linkinfo");
+    let o = fr(&["--json", "info", lnk.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "iblinkinfo", "{v}");
     assert_eq!(v["end_ports"], 152, "{v}");
     let out = d.join("route");
     let o = fr(&["route", rep, "-R", "ftree", "-o", out.to_str().unwrap()]);

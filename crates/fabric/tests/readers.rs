@@ -3,7 +3,8 @@
 //! messages and lines, and a property test feeding random and mutated bytes to every reader.
 
 use fabric::io::{
-    self, detect, ibnetdiscover, ibsim, ports_report, subnet_lst, text, Format, Loaded, ParseError,
+    self, detect, iblinkinfo, ibnetdiscover, ibsim, ports_report, subnet_lst, text, Format, Loaded,
+    ParseError,
 };
 use fabric::{BuildOptions, Fabric, NodeId, NodeKind, Speed, Width};
 use proptest::prelude::*;
@@ -1425,11 +1426,15 @@ fn readers() -> Vec<(&'static str, Reader)> {
     fn ports(b: &[u8]) -> Result<Loaded, ParseError> {
         ports_report::read(b, "f", BuildOptions::default())
     }
+    fn linkinfo(b: &[u8]) -> Result<Loaded, ParseError> {
+        iblinkinfo::read(b, "f", BuildOptions::default())
+    }
     vec![
         ("ibnetdiscover", ibnd),
         ("ibsim", sim),
         ("subnet.lst", lst),
         ("ports report", ports),
+        ("iblinkinfo", linkinfo),
         ("detect+read", any),
     ]
 }
@@ -1445,7 +1450,8 @@ fn seeds() -> Vec<Vec<u8>> {
     let lst = std::fs::read(testdata().join("opensm/torus2d_4x4_h2.subnet.lst")).unwrap();
     v.push(lst.into_iter().take(4000).collect());
     v.push(std::fs::read(testdata().join("topologies/torus2d_4x4_h2.net")).unwrap());
-    v.push(std::fs::read(testdata().join("ports_report/mellanox_lab.ports")).unwrap());
+    v.push(std::fs::read(testdata().join("diags/mellanox_lab.ports")).unwrap());
+    v.push(std::fs::read(testdata().join("diags/mellanox_lab.linkinfo")).unwrap());
     v
 }
 
@@ -1628,20 +1634,32 @@ fn port_view(f: &Fabric) -> PortView {
 }
 
 #[test]
-fn ports_report_gives_the_fabric_of_the_topology_file() {
-    // Both files are real infiniband-diags output on the same ibsim fabric.
+fn ports_report_and_iblinkinfo_give_the_fabric_of_the_topology_file() {
+    // The three files are real infiniband-diags output on the same ibsim fabric.
     for (name, nodes, links, end_ports) in [
         ("mellanox_lab", 15, 16, 13),
         ("x5_dual_port", 100, 222, 152),
     ] {
-        let dir = testdata().join("ports_report");
+        let dir = testdata().join("diags");
         let rep = std::fs::read(dir.join(format!("{name}.ports"))).unwrap();
         let top = std::fs::read(dir.join(format!("{name}.ibnd"))).unwrap();
+        let lnk = std::fs::read(dir.join(format!("{name}.linkinfo"))).unwrap();
         assert_eq!(detect(&rep), Some(Format::PortsReport), "{name}");
+        assert_eq!(detect(&lnk), Some(Format::Iblinkinfo), "{name}");
         let a = io::read(&rep, name, &mut no_include, BuildOptions::default()).unwrap();
         let b = ibnetdiscover::read(&top, name, BuildOptions::default()).unwrap();
+        let c = io::read(&lnk, name, &mut no_include, BuildOptions::default()).unwrap();
         assert!(a.warnings.is_empty(), "{name}: {:?}", a.warnings);
+        assert!(c.warnings.is_empty(), "{name}: {:?}", c.warnings);
         let (fa, fb) = (&a.fabric, &b.fabric);
+        // iblinkinfo gives the same fabric as the ports report, node for node
+        assert_eq!(port_view(&c.fabric), port_view(fa), "{name}: iblinkinfo");
+        let sorted = |f: &Fabric| {
+            let mut v = f.nodes.clone();
+            v.sort_unstable_by_key(|n| n.guid);
+            v
+        };
+        assert_eq!(sorted(&c.fabric), sorted(fa), "{name}: iblinkinfo nodes");
         assert_eq!(fa.nodes.len(), nodes, "{name}");
         assert_eq!(fa.links.len(), links, "{name}");
         let ends = |f: &Fabric| {
@@ -1666,7 +1684,7 @@ fn ports_report_gives_the_fabric_of_the_topology_file() {
         }
     }
     // dual-port adapters (GUID − port number agree) are one node with both ports cabled
-    let rep = std::fs::read(testdata().join("ports_report/x5_dual_port.ports")).unwrap();
+    let rep = std::fs::read(testdata().join("diags/x5_dual_port.ports")).unwrap();
     let f = ports_report::read(&rep, "x", BuildOptions::default())
         .unwrap()
         .fabric;
@@ -1791,4 +1809,64 @@ fn ports_report_errors_name_the_line() {
     // nothing but prompts: no fabric
     let e = ports_str("$ ibnetdiscover -p\n").unwrap_err();
     assert!(e.message.contains("no cabled ports"), "{e}");
+}
+
+#[test]
+fn iblinkinfo_quirks_and_errors() {
+    // Active links as a real fabric shows them (the vendored files come from ibsim, with
+    // no SM: Initialize), a down port, a port whose peer is not available, a prompt.
+    let good = "user@login1:~$ iblinkinfo\n\
+        Switch: 0x0002c903007b78b0 MF0;sw226:SX6036/U1:\n\
+        \x20         19    1[  ] ==( 4X      25.78125 Gbps  Active/  LinkUp)==>       2    1[  ] \"h1 HCA-1\" ( )\n\
+        \x20         19    2[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )\n\
+        \x20         19    3[  ] ==( 4X         212.5 Gbps  Active/  LinkUp)==>       3    1[  ] \"h2 mlx5_0\" ( )\n\
+        \x20         19    4[  ] ==( 4X  10.0 Gbps (FDR10)  Active/  LinkUp)==>    \"Port not available\"\n\
+        CA: h1 HCA-1:\n\
+        \x20     0x0c42a103008b3bd1      2    1[  ] ==( 4X      25.78125 Gbps  Active/  LinkUp)==>      19    1[  ] \"MF0;sw226:SX6036/U1\" ( )\n\
+        CA: h2 mlx5_0:\n\
+        \x20     0x248a0703002e61d4      3    1[  ] ==( 4X         212.5 Gbps  Active/  LinkUp)==>      19    3[  ] \"MF0;sw226:SX6036/U1\" ( )\n";
+    assert_eq!(detect(good.as_bytes()), Some(Format::Iblinkinfo));
+    let l = iblinkinfo::read(good.as_bytes(), "t.linkinfo", BuildOptions::default()).unwrap();
+    let f = &l.fabric;
+    assert_eq!((f.count(NodeKind::Switch), f.count(NodeKind::Ca)), (1, 2));
+    assert_eq!(f.links.len(), 2);
+    let s = f.node_by_guid(0x0002c903007b78b0).unwrap();
+    assert_eq!(f.node(s).nports, 4);
+    assert_eq!(f.switch_lid(s), 19);
+    assert_eq!(link_of(f, "h1 HCA-1", 1).speed, Speed::Edr);
+    assert_eq!(link_of(f, "h2 mlx5_0", 1).speed, Speed::Xdr);
+    assert_eq!(lid(f, "h2 mlx5_0", 1), 3);
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.contains("1 active ports whose peer was not available")),
+        "{:?}",
+        l.warnings
+    );
+    let read = |t: &str| iblinkinfo::read(t.as_bytes(), "t.linkinfo", BuildOptions::default());
+    // the CA blocks left out (`--switches-only`): the peers cannot be named
+    let cut = good.split("CA: h1").next().unwrap();
+    let e = read(cut).unwrap_err();
+    assert_eq!(e.line, 3, "{e}");
+    assert!(e.message.contains("the peer's LID 2 is not listed"), "{e}");
+    // line mode has no node types
+    let e = read("0x0002c903007b78b0 \"   MF0;sw226:SX6036/U1\"     19    1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  0x0c42a103008b3bd1      2    1[  ] \"h1 HCA-1\" ( )\n").unwrap_err();
+    assert!(e.message.contains("line mode (-l)"), "{e}");
+    // a port line before any header
+    let e =
+        read("          19    1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  2 1[  ] \"h\" ( )\n")
+            .unwrap_err();
+    assert!(e.message.contains("expected a node header"), "{e}");
+    // a garbled link
+    let e = read(&good.replace(
+        "4X      25.78125 Gbps  Active/  LinkUp)==>       2",
+        "4Q      25.78125 Gbps  Active/  LinkUp)==>       2",
+    ))
+    .unwrap_err();
+    assert_eq!(e.line, 3, "{e}");
+    assert!(e.message.contains("expected the link"), "{e}");
+    // two nodes on one LID
+    let e =
+        read(&good.replace("0x248a0703002e61d4      3", "0x248a0703002e61d4      2")).unwrap_err();
+    assert!(e.message.contains("is also the LID of"), "{e}");
 }

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Fabric file (ibnetdiscover or its ports report, ibsim net, opensm-subnet.lst or fabroute
-    /// JSON).
+    /// Fabric file (ibnetdiscover or its ports report, iblinkinfo, ibsim net, opensm-subnet.lst
+    /// or fabroute JSON).
     pub file: PathBuf,
 }
 

@@ -7,6 +7,7 @@ use crate::model::Fabric;
 use std::fmt;
 
 pub(crate) mod diag;
+pub mod iblinkinfo;
 pub mod ibnetdiscover;
 pub mod ibsim;
 pub mod json;
@@ -83,6 +84,8 @@ pub enum Format {
     SubnetLst,
     /// ibnetdiscover's ports report (`ibnetdiscover -p`).
     PortsReport,
+    /// iblinkinfo's default output.
+    Iblinkinfo,
     /// fabroute's JSON.
     Json,
 }
@@ -94,6 +97,7 @@ impl Format {
             Format::IbsimNet => "ibsim",
             Format::SubnetLst => "subnet.lst",
             Format::PortsReport => "ibnetdiscover ports report",
+            Format::Iblinkinfo => "iblinkinfo",
             Format::Json => "json",
         }
     }
@@ -107,6 +111,7 @@ pub type IncludeResolver<'a> = dyn FnMut(&str) -> Result<(String, Vec<u8>), Stri
 /// 64 KiB:
 /// - a line `{ SW|CA|Rt … NodeGUID:… PortGUID:… }` → opensm-subnet.lst;
 /// - a line `SW|CA|RT <lid> <port> 0x<guid> …` → ibnetdiscover's ports report (`-p`);
+/// - a line `Switch: 0x<guid> <desc>:` or a port line `… ==( … )==> …` → iblinkinfo;
 /// - a file whose first non-blank byte opens a JSON object (`{`, or `[` followed by `{`) →
 ///   JSON;
 /// - `# Topology file`, a `switchguid=0x…(…)` line, a node id of the form `"S-<hex>"`,
@@ -150,6 +155,9 @@ pub fn detect(bytes: &[u8]) -> Option<Format> {
         }
         if ports_report::looks_like_port_line(t) {
             return Some(Format::PortsReport);
+        }
+        if iblinkinfo::looks_like_iblinkinfo(t) {
+            return Some(Format::Iblinkinfo);
         }
         if let Some(rest) = t.strip_prefix("switchguid=") {
             if rest.contains('(') {
@@ -226,11 +234,12 @@ pub fn read(
         Some(Format::IbsimNet) => ibsim::read(bytes, file, include, opts),
         Some(Format::SubnetLst) => subnet_lst::read(bytes, file, opts),
         Some(Format::PortsReport) => ports_report::read(bytes, file, opts),
+        Some(Format::Iblinkinfo) => iblinkinfo::read(bytes, file, opts),
         Some(Format::Json) => json::read(bytes, file),
         None => Err(ParseError::new(
             file,
             0,
-            "not a fabric file: expected ibnetdiscover output (or its ports report, -p), an ibsim net file, an opensm-subnet.lst or fabroute JSON",
+            "not a fabric file: expected ibnetdiscover output (or its ports report, -p), iblinkinfo output, an ibsim net file, an opensm-subnet.lst or fabroute JSON",
         )),
     }
 }

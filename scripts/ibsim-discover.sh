@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The two ibnetdiscover views of one fabric, from the real tool on ibsim:
+# What infiniband-diags' discovery tools print for one fabric, from the real tools on ibsim:
 #
-#   scripts/ibsim-ports-report.sh FABRIC OUT_PREFIX
+#   scripts/ibsim-discover.sh FABRIC OUT_PREFIX
 #
 # Converts FABRIC (any format fabroute reads) to an ibsim net file, starts ibsim on it, and
-# runs infiniband-diags' `ibnetdiscover -p` (the ports report) and `ibnetdiscover` (the
-# topology file) under libumad2sim from its first HCA: OUT_PREFIX.ports and OUT_PREFIX.ibnd.
-# This is how tests/data/ports_report/ was made. Needs ibsim-utils, libumad2sim0 and
+# runs `ibnetdiscover -p` (the ports report), `ibnetdiscover` (the topology file) and
+# `iblinkinfo` under libumad2sim from its first HCA: OUT_PREFIX.ports, OUT_PREFIX.ibnd and
+# OUT_PREFIX.linkinfo. This is how tests/data/diags/ was made. Needs ibsim-utils, libumad2sim0 and
 # infiniband-diags (scripts/install-test-deps.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +16,7 @@ out=$(readlink -f "$2")
 fr="$here/target/release/fabroute"
 [ -x "$fr" ] || (cd "$here" && . scripts/ensure-rust.sh && cargo build --release -q -p fabroute)
 preload=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-for t in ibsim ibnetdiscover; do command -v $t >/dev/null || { echo "$t is not installed (scripts/install-test-deps.sh)" >&2; exit 3; }; done
+for t in ibsim ibnetdiscover iblinkinfo; do command -v $t >/dev/null || { echo "$t is not installed (scripts/install-test-deps.sh)" >&2; exit 3; }; done
 [ -f "$preload" ] || { echo "libumad2sim0 is not installed (scripts/install-test-deps.sh)" >&2; exit 3; }
 work=$(mktemp -d)
 pid=
@@ -28,7 +28,8 @@ export IBSIM_SOCKNAME="frports$$"
 mkfifo "$work/console"; exec 3<>"$work/console"
 ibsim -s $sizes "$work/f.net" <&3 > "$work/ibsim.log" 2>&1 & pid=$!
 for _ in $(seq 200); do grep -q "simulator ready" "$work/ibsim.log" && break; sleep 0.05; done
-run() { SIM_HOST="$host" LD_PRELOAD="$preload" timeout 300 ibnetdiscover "$@"; }
-run -p > "$out.ports.tmp" && mv "$out.ports.tmp" "$out.ports"
-run > "$out.ibnd.tmp" && mv "$out.ibnd.tmp" "$out.ibnd"
-echo "wrote $out.ports ($(wc -l < "$out.ports") ports) and $out.ibnd"
+run() { SIM_HOST="$host" LD_PRELOAD="$preload" timeout 300 "$@"; }
+run ibnetdiscover -p > "$out.ports.tmp" && mv "$out.ports.tmp" "$out.ports"
+run ibnetdiscover > "$out.ibnd.tmp" && mv "$out.ibnd.tmp" "$out.ibnd"
+run iblinkinfo > "$out.linkinfo.tmp" && mv "$out.linkinfo.tmp" "$out.linkinfo"
+echo "wrote $out.ports ($(wc -l < "$out.ports") ports), $out.ibnd and $out.linkinfo"

@@ -1,0 +1,335 @@
+//! Reader for infiniband-diags' `iblinkinfo` (its default output): a header per node, then one
+//! line per port with the peer port's LID, port number and node description:
+//!
+//! ```text
+//! Switch: 0x0002c903007b78b0 MF0;sw226:SX6036/U1:
+//!           19    1[  ] ==( 4X      25.78125 Gbps Active/  LinkUp)==>      13    3[  ] "MF0;sw95:MQM8700/U1" ( )
+//!           19    2[  ] ==(                Down/ Polling)==>             [  ] "" ( )
+//! CA: node01 HCA-1:
+//!       0x0c42a103008b3bd4      1    1[  ] ==( 4X      25.78125 Gbps Active/  LinkUp)==>      19   33[  ] "MF0;sw226:SX6036/U1" ( )
+//! ```
+//!
+//! A switch line starts with the switch's LID, a CA or router line with the port GUID and its
+//! base LID. The link is `(WIDTH SPEED STATE/PHYSSTATE)`: speeds by their rate (2.5, 5.0,
+//! 10.0 (FDR10 when marked), 14.0625, 25.78125, 53.125, 106.25, 212.5 Gbps). Ports that are
+//! down or whose peer is not available only tell the port exists.
+//!
+//! The peer is named by LID and port only, so it is found by its LID among the listed nodes
+//! (LIDs are unique in a subnet): a listing without the channel adapters
+//! (`--switches-only`) or with only part of the fabric cannot be read. A node's port count
+//! is its highest listed port; a CA's node GUID, which the output does not give, is its
+//! lowest port GUID. The line mode (`-l`), which names no node types, is refused with a
+//! pointer to the default output.
+
+use super::diag::Warnings;
+use super::subnet_lst::{assemble, Block, PortPair};
+use super::text::{decode, excerpt, is_shell_prompt, is_tool_noise, trim, Cursor, Lines};
+use super::{Loaded, ParseError};
+use crate::builder::BuildOptions;
+use crate::model::{NodeKind, Speed, Width};
+use rustc_hash::FxHashMap;
+
+/// A node header: `Switch: 0x<guid> <desc>:`, `CA: <desc>:` or `Router: <desc>:`.
+fn header(t: &str) -> Option<(NodeKind, Option<u64>, &str)> {
+    let (kind, rest) = if let Some(r) = t.strip_prefix("Switch: ") {
+        (NodeKind::Switch, r)
+    } else if let Some(r) = t.strip_prefix("CA: ") {
+        (NodeKind::Ca, r)
+    } else if let Some(r) = t.strip_prefix("Router: ") {
+        (NodeKind::Router, r)
+    } else {
+        return None;
+    };
+    let rest = rest.strip_suffix(':')?;
+    if kind == NodeKind::Switch {
+        let (g, desc) = rest.split_once(' ').unwrap_or((rest, ""));
+        let guid = hex_guid(g)?;
+        Some((kind, Some(guid), desc))
+    } else {
+        Some((kind, None, rest))
+    }
+}
+
+/// True when `line` is an iblinkinfo switch header or port line (for format detection).
+pub(crate) fn looks_like_iblinkinfo(line: &str) -> bool {
+    let t = trim(line);
+    header(t).is_some_and(|h| h.1.is_some()) || (t.contains("==(") && t.contains(")==>"))
+}
+
+fn hex_guid(g: &str) -> Option<u64> {
+    g.strip_prefix("0x")
+        .filter(|h| !h.is_empty() && h.len() <= 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .filter(|&v| v != 0)
+}
+
+/// One node as listed.
+struct Node<'a> {
+    kind: NodeKind,
+    desc: &'a str,
+    /// Switch GUID; for a CA or router, its lowest port GUID.
+    guid: u64,
+    nports: u8,
+}
+
+/// One cabled port line.
+struct Cabled {
+    node: usize,
+    port_guid: u64,
+    lid: u64,
+    pn: u8,
+    width: Width,
+    speed: Speed,
+    peer_lid: u64,
+    peer_pn: u8,
+    line: usize,
+}
+
+/// Reads iblinkinfo's default output.
+pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, ParseError> {
+    let text = decode(bytes);
+    let err = |line: usize, msg: String| ParseError::new(file, line, msg);
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut cabled: Vec<Cabled> = Vec::new();
+    let mut warnings = Warnings::default();
+    let mut unavailable = 0usize;
+    for line in Lines::new(&text) {
+        let t = trim(line.text);
+        let no = line.no;
+        if t.is_empty() || t.starts_with('#') || is_tool_noise(t) || is_shell_prompt(t) {
+            continue;
+        }
+        if let Some((kind, guid, desc)) = header(t) {
+            nodes.push(Node {
+                kind,
+                desc,
+                guid: guid.unwrap_or(u64::MAX),
+                nports: 0,
+            });
+            continue;
+        }
+        if t.starts_with("0x") && t.contains("\" ") && t.find('"') < t.find("==(") {
+            return Err(err(
+                no,
+                "this is iblinkinfo's line mode (-l), which names no node types: run iblinkinfo without -l".into(),
+            ));
+        }
+        let Some(cur) = nodes.len().checked_sub(1) else {
+            return Err(err(
+                no,
+                format!(
+                    "expected a node header (`Switch: 0x<guid> <description>:`, `CA: <description>:`), got {:?}",
+                    excerpt(t)
+                ),
+            ));
+        };
+        let node = &mut nodes[cur];
+        let mut c = Cursor::new(t);
+        let mut port_guid = 0;
+        if node.kind != NodeKind::Switch {
+            let g = c.token();
+            port_guid = hex_guid(g).ok_or_else(|| {
+                err(
+                    no,
+                    format!(
+                        "expected the port GUID (0x and hex digits) of a {} port, got {:?}",
+                        kind_name(node.kind),
+                        excerpt(g)
+                    ),
+                )
+            })?;
+            node.guid = if node.guid == u64::MAX {
+                port_guid
+            } else {
+                node.guid.min(port_guid)
+            };
+            c.skip_ws();
+        }
+        let lid = c
+            .number()
+            .ok_or_else(|| err(no, "expected the port's LID (decimal)".into()))?;
+        let pn = port_and_ext(&mut c).ok_or_else(|| {
+            err(
+                no,
+                "expected the port number and its external number `N[..]`".into(),
+            )
+        })?;
+        node.nports = node.nports.max(pn);
+        c.skip_ws();
+        if !c.eat_str("==(") {
+            return Err(err(
+                no,
+                format!("expected `==(` and the link, got {:?}", excerpt(c.rest())),
+            ));
+        }
+        let rest = c.rest();
+        let Some(close) = rest.find(")==>") else {
+            return Err(err(
+                no,
+                "record cut short: expected the link `==( … )==>`".into(),
+            ));
+        };
+        let link = rest.get(..close).unwrap_or("");
+        let after = trim(rest.get(close + 4..).unwrap_or(""));
+        if after.starts_with("[  ] \"\"") || after.starts_with("[") {
+            continue; // down: no peer
+        }
+        if after.starts_with("\"Port not available\"") {
+            unavailable += 1;
+            continue;
+        }
+        let (width, speed) = link_of(link).ok_or_else(|| {
+            err(
+                no,
+                format!(
+                    "expected the link `WIDTH RATE Gbps STATE/PHYSSTATE`, got {:?}",
+                    excerpt(link)
+                ),
+            )
+        })?;
+        let mut p = Cursor::new(after);
+        let peer_lid = p
+            .number()
+            .ok_or_else(|| err(no, "expected the peer port's LID (decimal)".into()))?;
+        let peer_pn = port_and_ext(&mut p)
+            .ok_or_else(|| err(no, "expected the peer's port number `N[..]`".into()))?;
+        cabled.push(Cabled {
+            node: cur,
+            port_guid,
+            lid,
+            pn,
+            width,
+            speed,
+            peer_lid,
+            peer_pn,
+            line: no,
+        });
+    }
+    if unavailable > 0 {
+        warnings.push(format!(
+            "{file}: {unavailable} active ports whose peer was not available are left out"
+        ));
+    }
+    // The peer of each cabled port, by LID: a switch's LID, or a CA/router port's base LID.
+    let mut by_lid: FxHashMap<u64, (usize, u64, usize)> = FxHashMap::default();
+    for c in &cabled {
+        let n = &nodes[c.node];
+        let k = if n.kind == NodeKind::Switch {
+            (c.node, n.guid, c.line)
+        } else {
+            (c.node, c.port_guid, c.line)
+        };
+        if let Some(&(o, _, l)) = by_lid.get(&c.lid) {
+            if o != c.node {
+                return Err(err(
+                    c.line,
+                    format!(
+                        "LID {} of {:?} is also the LID of {:?} (line {l})",
+                        c.lid, n.desc, nodes[o].desc
+                    ),
+                ));
+            }
+        }
+        by_lid.entry(c.lid).or_insert(k);
+    }
+    let block = |node: usize, port_guid: u64, lid: u64, pn: u8| {
+        let n = &nodes[node];
+        Block {
+            kind: n.kind,
+            nports: n.nports,
+            sys: 0,
+            node: n.guid,
+            port_guid: if n.kind == NodeKind::Switch {
+                n.guid
+            } else {
+                port_guid
+            },
+            ven: 0,
+            dev: 0,
+            desc: n.desc,
+            lid,
+            pn,
+        }
+    };
+    let mut pairs: Vec<PortPair> = Vec::with_capacity(cabled.len());
+    for c in &cabled {
+        let Some(&(pnode, pguid, _)) = by_lid.get(&c.peer_lid) else {
+            return Err(err(
+                c.line,
+                format!(
+                    "the peer's LID {} is not listed: every node must be (iblinkinfo without --switches-only, -S or -G)",
+                    c.peer_lid
+                ),
+            ));
+        };
+        if nodes[pnode].nports < c.peer_pn {
+            return Err(err(
+                c.line,
+                format!(
+                    "the peer port {} of {:?} (LID {}) is not listed (its node lists ports up to {})",
+                    c.peer_pn, nodes[pnode].desc, c.peer_lid, nodes[pnode].nports
+                ),
+            ));
+        }
+        pairs.push(PortPair {
+            a: block(c.node, c.port_guid, c.lid, c.pn),
+            b: block(pnode, pguid, c.peer_lid, c.peer_pn),
+            width: c.width,
+            speed: c.speed,
+            line: c.line,
+        });
+    }
+    assemble(
+        file,
+        &pairs,
+        warnings,
+        opts,
+        "no cabled ports: expected iblinkinfo output (`Switch: 0x<guid> <description>:` headers and port lines `LID PORT[..] ==( 4X 25.78125 Gbps Active/  LinkUp)==> LID PORT[..] \"description\" ( )`)",
+    )
+}
+
+fn kind_name(k: NodeKind) -> &'static str {
+    match k {
+        NodeKind::Switch => "switch",
+        NodeKind::Ca => "CA",
+        NodeKind::Router => "router",
+    }
+}
+
+/// `N[..]`: a port number and its external number in brackets (ignored).
+fn port_and_ext(c: &mut Cursor<'_>) -> Option<u8> {
+    c.skip_ws();
+    let pn = c.number()?;
+    let pn = u8::try_from(pn).ok().filter(|&p| p != 0 && p != u8::MAX)?;
+    if !c.eat(b'[') {
+        return None;
+    }
+    c.take_while(|b| b != b']');
+    c.eat(b']').then_some(pn)
+}
+
+/// ` 4X      25.78125 Gbps Active/  LinkUp`: the width and speed of an up link.
+fn link_of(link: &str) -> Option<(Width, Speed)> {
+    let mut c = Cursor::new(trim(link));
+    let width = Width::parse(c.token())?;
+    c.skip_ws();
+    let rate = c.token();
+    c.skip_ws();
+    if !c.eat_str("Gbps") {
+        return None;
+    }
+    let fdr10 = c.rest().contains("FDR10");
+    let speed = match rate {
+        "2.5" => Speed::Sdr,
+        "5.0" => Speed::Ddr,
+        "10.0" if fdr10 => Speed::Fdr10,
+        "10.0" => Speed::Qdr,
+        "14.0625" => Speed::Fdr,
+        "25.78125" => Speed::Edr,
+        "53.125" => Speed::Hdr,
+        "106.25" => Speed::Ndr,
+        "212.5" => Speed::Xdr,
+        _ => Speed::Unknown,
+    };
+    Some((width, speed))
+}
