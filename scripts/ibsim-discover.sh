@@ -4,9 +4,9 @@
 #   scripts/ibsim-discover.sh FABRIC OUT_PREFIX
 #
 # Converts FABRIC (any format fabroute reads) to an ibsim net file, starts ibsim on it, and
-# runs `ibnetdiscover -p` (the ports report), `ibnetdiscover` (the topology file) and
-# `iblinkinfo` under libumad2sim from its first HCA: OUT_PREFIX.ports, OUT_PREFIX.ibnd and
-# OUT_PREFIX.linkinfo. This is how tests/data/diags/ was made. Needs ibsim-utils, libumad2sim0 and
+# runs `ibnetdiscover -p` (the ports report), `ibnetdiscover` (the topology file),
+# `iblinkinfo` and `iblinkinfo -l` under libumad2sim from its first HCA: OUT_PREFIX.ports,
+# OUT_PREFIX.ibnd, OUT_PREFIX.linkinfo and OUT_PREFIX.linkinfo-l. This is how tests/data/diags/ was made. Needs ibsim-utils, libumad2sim0 and
 # infiniband-diags (scripts/install-test-deps.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,4 +32,5 @@ run() { SIM_HOST="$host" LD_PRELOAD="$preload" timeout 300 "$@"; }
 run ibnetdiscover -p > "$out.ports.tmp" && mv "$out.ports.tmp" "$out.ports"
 run ibnetdiscover > "$out.ibnd.tmp" && mv "$out.ibnd.tmp" "$out.ibnd"
 run iblinkinfo > "$out.linkinfo.tmp" && mv "$out.linkinfo.tmp" "$out.linkinfo"
-echo "wrote $out.ports ($(wc -l < "$out.ports") ports), $out.ibnd and $out.linkinfo"
+run iblinkinfo -l > "$out.linkinfo-l.tmp" && mv "$out.linkinfo-l.tmp" "$out.linkinfo-l"
+echo "wrote $out.ports ($(wc -l < "$out.ports") ports), $out.ibnd, $out.linkinfo and $out.linkinfo-l"

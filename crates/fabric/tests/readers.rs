@@ -1452,6 +1452,7 @@ fn seeds() -> Vec<Vec<u8>> {
     v.push(std::fs::read(testdata().join("topologies/torus2d_4x4_h2.net")).unwrap());
     v.push(std::fs::read(testdata().join("diags/mellanox_lab.ports")).unwrap());
     v.push(std::fs::read(testdata().join("diags/mellanox_lab.linkinfo")).unwrap());
+    v.push(std::fs::read(testdata().join("diags/mellanox_lab.linkinfo-l")).unwrap());
     v
 }
 
@@ -1644,13 +1645,17 @@ fn ports_report_and_iblinkinfo_give_the_fabric_of_the_topology_file() {
         let rep = std::fs::read(dir.join(format!("{name}.ports"))).unwrap();
         let top = std::fs::read(dir.join(format!("{name}.ibnd"))).unwrap();
         let lnk = std::fs::read(dir.join(format!("{name}.linkinfo"))).unwrap();
+        let lnl = std::fs::read(dir.join(format!("{name}.linkinfo-l"))).unwrap();
         assert_eq!(detect(&rep), Some(Format::PortsReport), "{name}");
         assert_eq!(detect(&lnk), Some(Format::Iblinkinfo), "{name}");
+        assert_eq!(detect(&lnl), Some(Format::Iblinkinfo), "{name}");
         let a = io::read(&rep, name, &mut no_include, BuildOptions::default()).unwrap();
         let b = ibnetdiscover::read(&top, name, BuildOptions::default()).unwrap();
         let c = io::read(&lnk, name, &mut no_include, BuildOptions::default()).unwrap();
+        let d = io::read(&lnl, name, &mut no_include, BuildOptions::default()).unwrap();
         assert!(a.warnings.is_empty(), "{name}: {:?}", a.warnings);
         assert!(c.warnings.is_empty(), "{name}: {:?}", c.warnings);
+        assert!(d.warnings.is_empty(), "{name}: {:?}", d.warnings);
         let (fa, fb) = (&a.fabric, &b.fabric);
         // iblinkinfo gives the same fabric as the ports report, node for node
         assert_eq!(port_view(&c.fabric), port_view(fa), "{name}: iblinkinfo");
@@ -1660,6 +1665,9 @@ fn ports_report_and_iblinkinfo_give_the_fabric_of_the_topology_file() {
             v
         };
         assert_eq!(sorted(&c.fabric), sorted(fa), "{name}: iblinkinfo nodes");
+        // and so does its line mode, node types inferred
+        assert_eq!(port_view(&d.fabric), port_view(fa), "{name}: iblinkinfo -l");
+        assert_eq!(sorted(&d.fabric), sorted(fa), "{name}: iblinkinfo -l nodes");
         assert_eq!(fa.nodes.len(), nodes, "{name}");
         assert_eq!(fa.links.len(), links, "{name}");
         let ends = |f: &Fabric| {
@@ -1849,9 +1857,24 @@ fn iblinkinfo_quirks_and_errors() {
     let e = read(cut).unwrap_err();
     assert_eq!(e.line, 3, "{e}");
     assert!(e.message.contains("the peer's LID 2 is not listed"), "{e}");
-    // line mode has no node types
-    let e = read("0x0002c903007b78b0 \"   MF0;sw226:SX6036/U1\"     19    1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  0x0c42a103008b3bd1      2    1[  ] \"h1 HCA-1\" ( )\n").unwrap_err();
-    assert!(e.message.contains("line mode (-l)"), "{e}");
+    // line mode: a GUID on two port numbers is a switch, the others are CA ports
+    let sw = "0x0002c903007b78b0 \"   MF0;sw226:SX6036/U1\"     19";
+    let ca = "0x0c42a103008b3bd1 \"                      h1 HCA-1\"      2";
+    let lm = format!(
+        "{sw}    1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  0x0c42a103008b3bd1      2    1[  ] \"h1 HCA-1\" ( )\n\
+         {sw}    2[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )\n\
+         {ca}    1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  0x0002c903007b78b0     19    1[  ] \"MF0;sw226:SX6036/U1\" ( )\n"
+    );
+    assert_eq!(detect(lm.as_bytes()), Some(Format::Iblinkinfo));
+    let f = read(&lm).unwrap().fabric;
+    assert_eq!((f.count(NodeKind::Switch), f.count(NodeKind::Ca)), (1, 1));
+    assert_eq!(
+        peer(&f, "h1 HCA-1", 1),
+        Some(("MF0;sw226:SX6036/U1".into(), 1))
+    );
+    assert_eq!(lid(&f, "h1 HCA-1", 1), 2);
+    let e = read(&format!("{good}{ca}    1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  0x0002c903007b78b0     19    1[  ] \"x\" ( )\n")).unwrap_err();
+    assert!(e.message.contains("line-mode (-l) line among"), "{e}");
     // a port line before any header
     let e =
         read("          19    1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  2 1[  ] \"h\" ( )\n")

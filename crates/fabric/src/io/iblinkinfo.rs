@@ -18,10 +18,16 @@
 //! (LIDs are unique in a subnet): a listing without the channel adapters
 //! (`--switches-only`) or with only part of the fabric cannot be read. A node's port count
 //! is its highest listed port; a CA's node GUID, which the output does not give, is its
-//! lowest port GUID. The line mode (`-l`), which names no node types, is refused with a
-//! pointer to the default output.
+//! lowest port GUID.
+//!
+//! The line mode (`-l`) prints one line per port with both ends' port GUIDs
+//! (`0x<guid> "<description>" LID PORT[..] ==( … )==>  0x<guid> LID PORT[..] "<description>"`)
+//! but no node types: a GUID listed on two or more port numbers is a switch (a switch shows
+//! its one port GUID on every port, down ones included), every other port a channel adapter's,
+//! grouped into nodes as in the ports report ([`super::ports_report`]).
 
 use super::diag::Warnings;
+use super::ports_report::{build, End, PortLine};
 use super::subnet_lst::{assemble, Block, PortPair};
 use super::text::{decode, excerpt, is_shell_prompt, is_tool_noise, trim, Cursor, Lines};
 use super::{Loaded, ParseError};
@@ -108,10 +114,13 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
             });
             continue;
         }
-        if t.starts_with("0x") && t.contains("\" ") && t.find('"') < t.find("==(") {
+        if is_line_mode(t) {
+            if nodes.is_empty() {
+                return read_line_mode(&text, file, opts);
+            }
             return Err(err(
                 no,
-                "this is iblinkinfo's line mode (-l), which names no node types: run iblinkinfo without -l".into(),
+                "a line-mode (-l) line among the default output's node blocks".into(),
             ));
         }
         let Some(cur) = nodes.len().checked_sub(1) else {
@@ -332,4 +341,178 @@ fn link_of(link: &str) -> Option<(Width, Speed)> {
         _ => Speed::Unknown,
     };
     Some((width, speed))
+}
+
+/// `0x<guid> "<description>" …`: a line of the line mode (the default output's CA lines start
+/// with the GUID too, but their first quote is the peer's description, after the link).
+fn is_line_mode(t: &str) -> bool {
+    t.starts_with("0x") && t.find('"') < t.find("==(")
+}
+
+/// Reads iblinkinfo's line mode (`-l`).
+fn read_line_mode(text: &str, file: &str, opts: BuildOptions) -> Result<Loaded, ParseError> {
+    let err = |line: usize, msg: String| ParseError::new(file, line, msg);
+    let mut lines: Vec<PortLine> = Vec::new();
+    let mut warnings = Warnings::default();
+    let mut unavailable = 0usize;
+    for line in Lines::new(text) {
+        let t = trim(line.text);
+        let no = line.no;
+        if t.is_empty() || t.starts_with('#') || is_tool_noise(t) || is_shell_prompt(t) {
+            continue;
+        }
+        if !is_line_mode(t) {
+            return Err(err(
+                no,
+                format!(
+                    "expected a line of iblinkinfo -l: `0x<guid> \"<description>\" LID PORT[..] ==( … )==> …`, got {:?}",
+                    excerpt(t)
+                ),
+            ));
+        }
+        let mut c = Cursor::new(t);
+        let g = c.token();
+        let guid = hex_guid(g)
+            .ok_or_else(|| err(no, format!("expected the port GUID, got {:?}", excerpt(g))))?;
+        c.skip_ws();
+        let desc = match c.quoted() {
+            Ok(Some(d)) => d.trim_start(),
+            _ => {
+                return Err(err(
+                    no,
+                    "expected the node description in double quotes".into(),
+                ))
+            }
+        };
+        c.skip_ws();
+        let lid = c
+            .number()
+            .ok_or_else(|| err(no, "expected the port's LID (decimal)".into()))?;
+        let pn = port_and_ext(&mut c).ok_or_else(|| {
+            err(
+                no,
+                "expected the port number and its external number `N[..]`".into(),
+            )
+        })?;
+        c.skip_ws();
+        if !c.eat_str("==(") {
+            return Err(err(
+                no,
+                format!("expected `==(` and the link, got {:?}", excerpt(c.rest())),
+            ));
+        }
+        let rest = c.rest();
+        let Some(close) = rest.find(")==>") else {
+            return Err(err(
+                no,
+                "record cut short: expected the link `==( … )==>`".into(),
+            ));
+        };
+        let link = rest.get(..close).unwrap_or("");
+        let after = trim(rest.get(close + 4..).unwrap_or(""));
+        let local = End {
+            kind: NodeKind::Ca,
+            lid,
+            pn,
+            guid,
+        };
+        let mut line = PortLine {
+            local,
+            desc,
+            width: Width::Unknown,
+            speed: Speed::Unknown,
+            peer: None,
+            line: no,
+        };
+        if after.starts_with('[') {
+            lines.push(line); // down: the port exists
+            continue;
+        }
+        if after.starts_with("\"Port not available\"") {
+            unavailable += 1;
+            lines.push(line);
+            continue;
+        }
+        let (width, speed) = link_of(link).ok_or_else(|| {
+            err(
+                no,
+                format!(
+                    "expected the link `WIDTH RATE Gbps STATE/PHYSSTATE`, got {:?}",
+                    excerpt(link)
+                ),
+            )
+        })?;
+        let mut p = Cursor::new(after);
+        let g = p.token();
+        let pguid = hex_guid(g).ok_or_else(|| {
+            err(
+                no,
+                format!("expected the peer's port GUID, got {:?}", excerpt(g)),
+            )
+        })?;
+        p.skip_ws();
+        let plid = p
+            .number()
+            .ok_or_else(|| err(no, "expected the peer port's LID (decimal)".into()))?;
+        let ppn = port_and_ext(&mut p)
+            .ok_or_else(|| err(no, "expected the peer's port number `N[..]`".into()))?;
+        p.skip_ws();
+        let pdesc = match p.quoted() {
+            Ok(Some(d)) => d,
+            _ => {
+                return Err(err(
+                    no,
+                    "expected the peer's description in double quotes".into(),
+                ))
+            }
+        };
+        line.width = width;
+        line.speed = speed;
+        line.peer = Some((
+            End {
+                kind: NodeKind::Ca,
+                lid: plid,
+                pn: ppn,
+                guid: pguid,
+            },
+            pdesc,
+        ));
+        lines.push(line);
+    }
+    if unavailable > 0 {
+        warnings.push(format!(
+            "{file}: {unavailable} active ports whose peer was not available are left out"
+        ));
+    }
+    // switches: GUIDs listed on two or more port numbers
+    let mut first_port: FxHashMap<u64, u8> = FxHashMap::default();
+    let mut switches: rustc_hash::FxHashSet<u64> = Default::default();
+    for l in &lines {
+        match first_port.get(&l.local.guid) {
+            Some(&p) if p != l.local.pn => {
+                switches.insert(l.local.guid);
+            }
+            Some(_) => {}
+            None => {
+                first_port.insert(l.local.guid, l.local.pn);
+            }
+        }
+    }
+    for l in &mut lines {
+        if switches.contains(&l.local.guid) {
+            l.local.kind = NodeKind::Switch;
+        }
+        if let Some((p, _)) = &mut l.peer {
+            if switches.contains(&p.guid) {
+                p.kind = NodeKind::Switch;
+            }
+        }
+    }
+    build(
+        file,
+        &lines,
+        warnings,
+        opts,
+        "no cabled ports: expected iblinkinfo -l lines `0x<guid> \"<description>\" LID PORT[..] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  0x<guid> LID PORT[..] \"<description>\" ( )`",
+    )
 }

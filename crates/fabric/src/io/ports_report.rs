@@ -33,22 +33,22 @@ use rustc_hash::FxHashMap;
 
 /// One end of a line: the node type, LID, port number and port GUID.
 #[derive(Clone, Copy, Debug)]
-struct End {
-    kind: NodeKind,
-    lid: u64,
-    pn: u8,
-    guid: u64,
+pub(crate) struct End {
+    pub kind: NodeKind,
+    pub lid: u64,
+    pub pn: u8,
+    pub guid: u64,
 }
 
 /// One port line.
-struct PortLine<'a> {
-    local: End,
-    desc: &'a str,
-    width: Width,
-    speed: Speed,
+pub(crate) struct PortLine<'a> {
+    pub local: End,
+    pub desc: &'a str,
+    pub width: Width,
+    pub speed: Speed,
     /// The peer end and its node's description, for a cabled port.
-    peer: Option<(End, &'a str)>,
-    line: usize,
+    pub peer: Option<(End, &'a str)>,
+    pub line: usize,
 }
 
 /// True when `line` has the shape of a ports report line: `SW|CA|RT <lid> <port> 0x<16 hex>`.
@@ -69,11 +69,28 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
         }
         lines.push(port_line(t, line.no).map_err(|m| err(line.no, m))?);
     }
+    build(
+        file,
+        &lines,
+        Warnings::default(),
+        opts,
+        "no cabled ports: expected ibnetdiscover ports report lines `SW <lid> <port> 0x<guid> 4x EDR - CA <lid> <port> 0x<guid> ( 'desc' - 'desc' )`",
+    )
+}
 
+/// The fabric of port lines that name their ports by GUID (see the module documentation for
+/// how nodes are inferred); `no_nodes` is the error for lines without a cabled port.
+pub(crate) fn build(
+    file: &str,
+    lines: &[PortLine<'_>],
+    warnings: Warnings,
+    opts: BuildOptions,
+    no_nodes: &str,
+) -> Result<Loaded, ParseError> {
     // Nodes: a switch is its GUID; other ports group by (type, description, GUID − port).
     // Per node: its GUID (the lowest port GUID of a group) and port count.
     let mut nodes: FxHashMap<(NodeKind, &str, u64), (u64, u8)> = FxHashMap::default();
-    for l in &lines {
+    for l in lines {
         let ends = std::iter::once((l.local, l.desc)).chain(l.peer);
         for (e, desc) in ends {
             let k = group(&e, desc);
@@ -83,7 +100,7 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
         }
     }
     let mut pairs: Vec<PortPair> = Vec::new();
-    for l in &lines {
+    for l in lines {
         let Some((p, pdesc)) = l.peer else { continue };
         let mk = |e: End, desc| {
             let (node, nports) = nodes[&group(&e, desc)];
@@ -108,13 +125,7 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
             line: l.line,
         });
     }
-    assemble(
-        file,
-        &pairs,
-        Warnings::default(),
-        opts,
-        "no cabled ports: expected ibnetdiscover ports report lines `SW <lid> <port> 0x<guid> 4x EDR - CA <lid> <port> 0x<guid> ( 'desc' - 'desc' )`",
-    )
+    assemble(file, &pairs, warnings, opts, no_nodes)
 }
 
 /// The node a port belongs to (see the module documentation).
