@@ -154,48 +154,16 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
             };
             c.skip_ws();
         }
-        let lid = c
-            .number()
-            .ok_or_else(|| err(no, "expected the port's LID (decimal)".into()))?;
-        let pn = port_and_ext(&mut c).ok_or_else(|| {
-            err(
-                no,
-                "expected the port number and its external number `N[..]`".into(),
-            )
-        })?;
+        let (lid, pn, far) = port_columns(&mut c).map_err(|m| err(no, m))?;
         node.nports = node.nports.max(pn);
-        c.skip_ws();
-        if !c.eat_str("==(") {
-            return Err(err(
-                no,
-                format!("expected `==(` and the link, got {:?}", excerpt(c.rest())),
-            ));
-        }
-        let rest = c.rest();
-        let Some(close) = rest.find(")==>") else {
-            return Err(err(
-                no,
-                "record cut short: expected the link `==( … )==>`".into(),
-            ));
+        let (width, speed, after) = match far {
+            Far::Down => continue,
+            Far::Unavailable => {
+                unavailable += 1;
+                continue;
+            }
+            Far::Up(w, sp, after) => (w, sp, after),
         };
-        let link = rest.get(..close).unwrap_or("");
-        let after = trim(rest.get(close + 4..).unwrap_or(""));
-        if after.starts_with("[  ] \"\"") || after.starts_with("[") {
-            continue; // down: no peer
-        }
-        if after.starts_with("\"Port not available\"") {
-            unavailable += 1;
-            continue;
-        }
-        let (width, speed) = link_of(link).ok_or_else(|| {
-            err(
-                no,
-                format!(
-                    "expected the link `WIDTH RATE Gbps STATE/PHYSSTATE`, got {:?}",
-                    excerpt(link)
-                ),
-            )
-        })?;
         let mut p = Cursor::new(after);
         let peer_lid = p
             .number()
@@ -305,6 +273,48 @@ fn kind_name(k: NodeKind) -> &'static str {
     }
 }
 
+/// What a port line says about the far side of its link.
+enum Far<'t> {
+    /// The port is down: no peer.
+    Down,
+    /// Up, but iblinkinfo could not read the peer.
+    Unavailable,
+    /// Up: the link's width and speed, and the rest of the line (the peer).
+    Up(Width, Speed, &'t str),
+}
+
+/// The columns every port line has after the node's own: `LID PORT[..] ==( LINK )==> …`.
+fn port_columns<'t>(c: &mut Cursor<'t>) -> Result<(u64, u8, Far<'t>), String> {
+    let lid = c.number().ok_or("expected the port's LID (decimal)")?;
+    let pn = port_and_ext(c).ok_or("expected the port number and its external number `N[..]`")?;
+    c.skip_ws();
+    if !c.eat_str("==(") {
+        return Err(format!(
+            "expected `==(` and the link, got {:?}",
+            excerpt(c.rest())
+        ));
+    }
+    let rest = c.rest();
+    let close = rest
+        .find(")==>")
+        .ok_or("record cut short: expected the link `==( … )==>`")?;
+    let link = rest.get(..close).unwrap_or("");
+    let after = trim(rest.get(close + 4..).unwrap_or(""));
+    if after.starts_with('[') {
+        return Ok((lid, pn, Far::Down));
+    }
+    if after.starts_with("\"Port not available\"") {
+        return Ok((lid, pn, Far::Unavailable));
+    }
+    let (width, speed) = link_of(link).ok_or_else(|| {
+        format!(
+            "expected the link `WIDTH RATE Gbps STATE/PHYSSTATE`, got {:?}",
+            excerpt(link)
+        )
+    })?;
+    Ok((lid, pn, Far::Up(width, speed, after)))
+}
+
 /// `N[..]`: a port number and its external number in brackets (ignored).
 fn port_and_ext(c: &mut Cursor<'_>) -> Option<u8> {
     c.skip_ws();
@@ -385,31 +395,7 @@ fn read_line_mode(text: &str, file: &str, opts: BuildOptions) -> Result<Loaded, 
             }
         };
         c.skip_ws();
-        let lid = c
-            .number()
-            .ok_or_else(|| err(no, "expected the port's LID (decimal)".into()))?;
-        let pn = port_and_ext(&mut c).ok_or_else(|| {
-            err(
-                no,
-                "expected the port number and its external number `N[..]`".into(),
-            )
-        })?;
-        c.skip_ws();
-        if !c.eat_str("==(") {
-            return Err(err(
-                no,
-                format!("expected `==(` and the link, got {:?}", excerpt(c.rest())),
-            ));
-        }
-        let rest = c.rest();
-        let Some(close) = rest.find(")==>") else {
-            return Err(err(
-                no,
-                "record cut short: expected the link `==( … )==>`".into(),
-            ));
-        };
-        let link = rest.get(..close).unwrap_or("");
-        let after = trim(rest.get(close + 4..).unwrap_or(""));
+        let (lid, pn, far) = port_columns(&mut c).map_err(|m| err(no, m))?;
         let local = End {
             kind: NodeKind::Ca,
             lid,
@@ -424,24 +410,18 @@ fn read_line_mode(text: &str, file: &str, opts: BuildOptions) -> Result<Loaded, 
             peer: None,
             line: no,
         };
-        if after.starts_with('[') {
-            lines.push(line); // down: the port exists
-            continue;
-        }
-        if after.starts_with("\"Port not available\"") {
-            unavailable += 1;
-            lines.push(line);
-            continue;
-        }
-        let (width, speed) = link_of(link).ok_or_else(|| {
-            err(
-                no,
-                format!(
-                    "expected the link `WIDTH RATE Gbps STATE/PHYSSTATE`, got {:?}",
-                    excerpt(link)
-                ),
-            )
-        })?;
+        let (width, speed, after) = match far {
+            Far::Down => {
+                lines.push(line); // the port exists
+                continue;
+            }
+            Far::Unavailable => {
+                unavailable += 1;
+                lines.push(line);
+                continue;
+            }
+            Far::Up(w, sp, after) => (w, sp, after),
+        };
         let mut p = Cursor::new(after);
         let g = p.token();
         let pguid = hex_guid(g).ok_or_else(|| {
