@@ -446,6 +446,8 @@ fn ibnetdiscover_chassis_grouping() {
 
 #[test]
 fn ibnetdiscover_truncated_dump_loads_with_warnings() {
+    // The dump ends before the records of node03 and the router: both are kept from what the
+    // switch's lines say about them (a dump cut short loses the CA records at its end).
     let l = ibnetdiscover::read(
         &data("truncated.ibnd"),
         "truncated.ibnd",
@@ -454,24 +456,50 @@ fn ibnetdiscover_truncated_dump_loads_with_warnings() {
     .unwrap();
     let f = &l.fabric;
     assert_eq!(f.num_switches(), 3);
-    assert_eq!(f.count(NodeKind::Ca), 2);
-    assert_eq!(
-        f.links.len(),
-        8,
-        "the links to node03 and the router are dropped"
-    );
-    let dropped: Vec<_> = l
+    assert_eq!(f.count(NodeKind::Ca), 3);
+    assert_eq!(f.count(NodeKind::Router), 1);
+    assert_eq!(f.links.len(), 10);
+    let n3 = node(f, N3);
+    assert_eq!(f.node(n3).guid, 0x0002c90300a1b4e0);
+    assert_eq!(f.node(n3).desc, "node03 \"spare\" HCA-1");
+    assert_eq!(f.port(f.port_id(n3, 1)).guid, 0x2c90300a1b4e1);
+    assert_eq!(peer(f, N3, 1), Some(("S-248a070300f0c1de".into(), 2)));
+    let r1 = node(f, R1);
+    assert_eq!(f.node(r1).kind, NodeKind::Router);
+    assert_eq!(f.node(r1).desc, "gw01 router");
+    assert_eq!(lid(f, R1, 1), 9);
+    let k = link_of(f, R1, 1);
+    assert_eq!((k.width, k.speed), (Width::X1, Speed::Sdr));
+    let kept: Vec<_> = l
         .warnings
         .iter()
         .filter(|w| w.contains("has no record"))
         .collect();
-    assert_eq!(dropped.len(), 2, "{:?}", l.warnings);
+    assert_eq!(kept.len(), 2, "one warning per node kept: {:?}", l.warnings);
+    assert!(kept[0].starts_with("truncated.ibnd:24: "), "{}", kept[0]);
+    assert!(kept[0].contains(N3) && kept[0].contains("kept as a channel adapter"));
+    assert!(kept[1].contains("kept as a router"), "{}", kept[1]);
     assert!(
-        dropped[0].starts_with("truncated.ibnd:24: "),
-        "{}",
-        dropped[0]
+        !l.warnings.iter().any(|w| w.contains("only one end")),
+        "{:?}",
+        l.warnings
     );
-    assert!(dropped[0].contains(N3));
+    // A switch without a record is not made up (its other cables are unknown): the link to
+    // it is dropped.
+    let text = "caguid=0x2c90300a1b2c4\nCa\t2 \"H-0002c90300a1b2c4\"\t# \"n1\"\n\
+        [1](2c90300a1b2c5) \t\"S-248a070300f0c0de\"[1]\t# lid 5 lmc 0 \"leaf\" lid 3 4xEDR\n\
+        [2](2c90300a1b2c6) \t\"H-0002c90300a1b2d4\"[1](2c90300a1b2d5)\t# lid 7 lmc 0 \"n2\" lid 6 4xEDR\n\n\
+        caguid=0x2c90300a1b2d4\nCa\t1 \"H-0002c90300a1b2d4\"\t# \"n2\"\n\
+        [1](2c90300a1b2d5) \t\"H-0002c90300a1b2c4\"[2](2c90300a1b2c6)\t# lid 6 lmc 0 \"n1\" lid 7 4xEDR\n";
+    let l = ibnd_str(text).unwrap();
+    assert_eq!(l.fabric.num_switches(), 0);
+    assert_eq!(l.fabric.links.len(), 1, "only the back-to-back cable");
+    assert!(
+        l.warnings.iter().any(|w| w.contains("dropped")
+            && w.contains("\"S-248a070300f0c0de\" has no record in the file")),
+        "{:?}",
+        l.warnings
+    );
 }
 
 #[test]

@@ -23,8 +23,13 @@
 //! Tolerated: tabs or spaces, CRLF, `[ext N]`, the `-g` grouping lines (`Chassis N (guid …)`,
 //! `Non-Chassis Nodes`, `# Spine Nodes`, …), the `-f` ` s= w= v=` suffix, tool warnings
 //! (`ibwarn: …`) and shell prompts captured with the output, and any stray lines before the
-//! first record. A link whose far end has no record (a truncated dump) is dropped with a
-//! warning; a far end whose record contradicts the line is an error.
+//! first record. A far end whose record contradicts the line is an error.
+//!
+//! A dump cut short loses the records at its end, which are usually the channel adapters'.
+//! A CA or router (`"H-…"`, `"R-…"`) that has no record but is named on port lines is kept
+//! with what those lines say about it (GUID from the id, port GUIDs, LIDs, description;
+//! its port count is the highest port named), with a warning. A link to a switch without a
+//! record is dropped with a warning: its other cables are unknown.
 
 use super::diag::Loc;
 use super::records::{Combined, Records};
@@ -106,8 +111,20 @@ struct Ids {
     first: Option<(&'static str, Loc)>,
 }
 
-struct Reader {
+/// What a port line says about a channel adapter or router at its far end, kept in case that
+/// node has no record (a dump cut short).
+struct FarEnd<'t> {
+    name: &'t str,
+    port: u8,
+    port_guid: u64,
+    lid: Option<u64>,
+    desc: &'t str,
+    at: Loc,
+}
+
+struct Reader<'t> {
     rec: Records<End>,
+    far: Vec<FarEnd<'t>>,
     ids: Ids,
     cur: Option<NodeId>,
     started: bool,
@@ -132,6 +149,7 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
     let text = decode(bytes);
     let mut r = Reader {
         rec: Records::new(file, opts),
+        far: Vec::new(),
         ids: Ids::default(),
         cur: None,
         started: false,
@@ -160,18 +178,19 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
             format!("the file ends inside a record: the {key}= line has no node header after it (truncated dump?)"),
         );
     }
+    r.keep_far_ends()?;
     r.rec.finish(
         combine,
         "no nodes: expected ibnetdiscover output with Switch/Ca/Rt records",
     )
 }
 
-impl Reader {
+impl<'t> Reader<'t> {
     fn at(&self, no: usize) -> Loc {
         Loc::new(0, no)
     }
 
-    fn line(&mut self, line: Line<'_>) -> Result<(), ParseError> {
+    fn line(&mut self, line: Line<'t>) -> Result<(), ParseError> {
         let at = self.at(line.no);
         let t = trim(line.text);
         if t.is_empty() {
@@ -409,7 +428,7 @@ impl Reader {
         Ok(())
     }
 
-    fn port_line(&mut self, n: NodeId, t: &str, at: Loc) -> Result<(), ParseError> {
+    fn port_line(&mut self, n: NodeId, t: &'t str, at: Loc) -> Result<(), ParseError> {
         let mut c = Cursor::new(t);
         let lp = self.rec.local_port(&mut c, n, t, at)?;
         self.ext(&mut c, at)?;
@@ -457,6 +476,21 @@ impl Reader {
             ));
         };
         let pc = parse_port_comment(comment);
+        if (remote.starts_with("H-") || remote.starts_with("R-")) && ibnd_guid(remote).is_some() {
+            // the far end's description: the comment's first quoted text
+            let desc = comment
+                .split_once('"')
+                .and_then(|(_, r)| r.rfind('"').map(|e| r.get(..e).unwrap_or("")))
+                .unwrap_or("");
+            self.far.push(FarEnd {
+                name: remote,
+                port: rp,
+                port_guid: remote_guid,
+                lid: pc.remote_lid,
+                desc,
+                at,
+            });
+        }
         let kind = self.rec.b.node(n).kind;
         let unknown = End {
             width: Width::Unknown,
@@ -517,5 +551,70 @@ impl Reader {
                 "record cut short: expected a port GUID in parentheses, e.g. (2c90300a1b2c5)",
             )),
         }
+    }
+}
+
+/// The GUID in an ibnetdiscover node id `S-`, `H-` or `R-` and 16 hex digits.
+fn ibnd_guid(id: &str) -> Option<u64> {
+    let hex = id.get(2..).filter(|h| h.len() == 16)?;
+    u64::from_str_radix(hex, 16).ok().filter(|&g| g != 0)
+}
+
+impl Reader<'_> {
+    /// Adds the channel adapters and routers that port lines name but that have no record,
+    /// from what those lines say (see the module documentation).
+    fn keep_far_ends(&mut self) -> Result<(), ParseError> {
+        let far = std::mem::take(&mut self.far);
+        // per missing node, in the order first named: the lines naming it
+        let mut order: Vec<&str> = Vec::new();
+        let mut lines: rustc_hash::FxHashMap<&str, Vec<&FarEnd>> = Default::default();
+        for f in &far {
+            if self.rec.b.find_name(f.name).is_some() {
+                continue;
+            }
+            lines
+                .entry(f.name)
+                .or_insert_with(|| {
+                    order.push(f.name);
+                    Vec::new()
+                })
+                .push(f);
+        }
+        for name in order {
+            let named = &lines[name];
+            let first = named[0];
+            let kind = if name.starts_with('R') {
+                NodeKind::Router
+            } else {
+                NodeKind::Ca
+            };
+            let guid = ibnd_guid(name).expect("checked when kept");
+            let nports = named.iter().map(|f| f.port).max().unwrap_or(1);
+            let n = self
+                .rec
+                .add_node(kind, nports, guid, name, first.desc, first.at)?;
+            self.rec.mark_from_lines(n);
+            for f in named {
+                if f.port_guid != 0 {
+                    self.rec.set_port_guid(n, f.port, f.port_guid, f.at)?;
+                }
+                if let Some(lid) = f.lid {
+                    self.rec.set_lid(n, f.port, lid, 0, f.at)?;
+                }
+            }
+            let what = if kind == NodeKind::Router {
+                "router"
+            } else {
+                "channel adapter"
+            };
+            self.rec.warn(
+                first.at,
+                format!(
+                    "{name:?} has no record in the file (a dump cut short?): kept as a {what} with what the lines naming it say (GUID, port GUIDs, LIDs, description {:?})",
+                    first.desc
+                ),
+            );
+        }
+        Ok(())
     }
 }

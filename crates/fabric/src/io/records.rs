@@ -58,6 +58,9 @@ pub(crate) struct Records<T> {
     pub undefined_far_is_error: bool,
     opts: BuildOptions,
     node_at: Vec<Loc>,
+    /// Per node: it has no record of its own and was made from the port lines naming it
+    /// (then every link to it is listed from one end only, which is not warned about again).
+    from_lines: Vec<bool>,
     slot_base: Vec<u32>,
     slots: Vec<u32>,
     port_guid: Vec<u64>,
@@ -77,6 +80,7 @@ impl<T> Records<T> {
             undefined_far_is_error: false,
             opts,
             node_at: Vec::new(),
+            from_lines: Vec::new(),
             slot_base: Vec::new(),
             slots: Vec::new(),
             port_guid: Vec::new(),
@@ -183,6 +187,14 @@ impl<T> Records<T> {
                 "record cut short: the remote node id has no closing quote",
             )),
         }
+    }
+
+    /// Marks node `n` as made from the port lines naming it (it has no record).
+    pub fn mark_from_lines(&mut self, n: NodeId) {
+        if self.from_lines.len() <= n.idx() {
+            self.from_lines.resize(n.idx() + 1, false);
+        }
+        self.from_lines[n.idx()] = true;
     }
 
     pub fn node_loc(&self, n: NodeId) -> Loc {
@@ -542,7 +554,7 @@ impl<T> Records<T> {
                     ));
                 }
             };
-            if far.is_none() {
+            if far.is_none() && !self.from_lines.get(r.idx()).copied().unwrap_or(false) {
                 let msg = format!(
                     "only one end of link {:?}[{}] - {rname:?}[{}] is listed (the record of {rname:?} at {} has no line for port {})",
                     self.name(pl.node),
