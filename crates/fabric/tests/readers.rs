@@ -1872,6 +1872,23 @@ fn iblinkinfo_quirks_and_errors() {
     assert_eq!(link_of(f, "h1 HCA-1", 1).speed, Speed::Edr);
     assert_eq!(link_of(f, "h2 mlx5_0", 1).speed, Speed::Xdr);
     assert_eq!(lid(f, "h2 mlx5_0", 1), 3);
+    // names libibmad does not know are unknown, not errors
+    let odd = good
+        .replace(
+            "4X      25.78125 Gbps  Active",
+            "undefined (64)   undefined (3)  Active",
+        )
+        .replace(
+            "4X         212.5 Gbps  Active",
+            "4X   Extended speed  Active",
+        );
+    let f = iblinkinfo::read(odd.as_bytes(), "t.linkinfo", BuildOptions::default())
+        .unwrap()
+        .fabric;
+    let k = link_of(&f, "h1 HCA-1", 1);
+    assert_eq!((k.width, k.speed), (Width::Unknown, Speed::Unknown));
+    let k = link_of(&f, "h2 mlx5_0", 1);
+    assert_eq!((k.width, k.speed), (Width::X4, Speed::Unknown));
     assert!(
         l.warnings
             .iter()

@@ -327,28 +327,36 @@ fn port_and_ext(c: &mut Cursor<'_>) -> Option<u8> {
     c.eat(b']').then_some(pn)
 }
 
-/// ` 4X      25.78125 Gbps Active/  LinkUp`: the width and speed of an up link.
+/// ` 4X      25.78125 Gbps Active/  LinkUp`: the width and speed of an up link. libibmad
+/// prints `undefined (N)` for a width or speed it has no name for, and `Extended speed` for
+/// an extended one it cannot aggregate: those are unknown, not errors.
 fn link_of(link: &str) -> Option<(Width, Speed)> {
-    let mut c = Cursor::new(trim(link));
-    let width = Width::parse(c.token())?;
-    c.skip_ws();
-    let rate = c.token();
-    c.skip_ws();
-    if !c.eat_str("Gbps") {
-        return None;
-    }
-    let fdr10 = c.rest().contains("FDR10");
-    let speed = match rate {
-        "2.5" => Speed::Sdr,
-        "5.0" => Speed::Ddr,
-        "10.0" if fdr10 => Speed::Fdr10,
-        "10.0" => Speed::Qdr,
-        "14.0625" => Speed::Fdr,
-        "25.78125" => Speed::Edr,
-        "53.125" => Speed::Hdr,
-        "106.25" => Speed::Ndr,
-        "212.5" => Speed::Xdr,
-        _ => Speed::Unknown,
+    let t = trim(link);
+    let mut c = Cursor::new(t);
+    let w = c.token();
+    let width = match Width::parse(w) {
+        Some(w) => w,
+        None if w == "undefined" => Width::Unknown,
+        None => return None,
+    };
+    // the rate is the token before `Gbps`
+    let speed = match t.find(" Gbps") {
+        Some(i) => {
+            let rate = t.get(..i).unwrap_or("").rsplit(' ').next().unwrap_or("");
+            match rate {
+                "2.5" => Speed::Sdr,
+                "5.0" => Speed::Ddr,
+                "10.0" if t.contains("(FDR10)") => Speed::Fdr10,
+                "10.0" => Speed::Qdr,
+                "14.0625" => Speed::Fdr,
+                "25.78125" => Speed::Edr,
+                "53.125" => Speed::Hdr,
+                "106.25" => Speed::Ndr,
+                "212.5" => Speed::Xdr,
+                _ => Speed::Unknown,
+            }
+        }
+        None => Speed::Unknown,
     };
     Some((width, speed))
 }
