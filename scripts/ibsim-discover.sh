@@ -23,7 +23,9 @@ pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 "$fr" convert "$fabric" --to ibsim --lossy -o "$work/f.net" 2>/dev/null
 sizes=$(sed -n 's/^# ibsim needs at least: \(-N [0-9]* -S [0-9]* -P [0-9]*\).*/\1/p' "$work/f.net")
-host=$(grep -m1 -E '^(Hca|Ca)' "$work/f.net" | sed -E 's/^[A-Za-z]+[[:space:]]+[0-9]+[[:space:]]+"([^"]+)".*/\1/')
+# the first HCA whose port 1 is cabled (discovery from an unconnected port sees nothing else)
+host=$(awk '/^(Hca|Ca)[ \t]/ { h = $0; next } h != "" && /^\[1\]/ { print h; exit } { h = "" }' "$work/f.net" |
+  sed -E 's/^[A-Za-z]+[[:space:]]+[0-9]+[[:space:]]+"([^"]+)".*/\1/')
 export IBSIM_SOCKNAME="frports$$"
 mkfifo "$work/console"; exec 3<>"$work/console"
 ibsim -s $sizes "$work/f.net" <&3 > "$work/ibsim.log" 2>&1 & pid=$!
