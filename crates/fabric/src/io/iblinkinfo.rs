@@ -29,7 +29,7 @@
 use super::diag::Warnings;
 use super::ports_report::{build, End, PortLine};
 use super::subnet_lst::{assemble, Block, PortPair};
-use super::text::{decode, excerpt, is_shell_prompt, is_tool_noise, trim, Cursor, Lines};
+use super::text::{decode, excerpt, hex_guid, is_shell_prompt, is_tool_noise, trim, Cursor, Lines};
 use super::{Loaded, ParseError};
 use crate::builder::BuildOptions;
 use crate::model::{NodeKind, Speed, Width};
@@ -60,13 +60,6 @@ fn header(t: &str) -> Option<(NodeKind, Option<u64>, &str)> {
 pub(crate) fn looks_like_iblinkinfo(line: &str) -> bool {
     let t = trim(line);
     header(t).is_some_and(|h| h.1.is_some()) || (t.contains("==(") && t.contains(")==>"))
-}
-
-fn hex_guid(g: &str) -> Option<u64> {
-    g.strip_prefix("0x")
-        .filter(|h| !h.is_empty() && h.len() <= 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-        .and_then(|h| u64::from_str_radix(h, 16).ok())
-        .filter(|&v| v != 0)
 }
 
 /// One node as listed.
@@ -164,12 +157,7 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
             }
             Far::Up(w, sp, after) => (w, sp, after),
         };
-        let mut p = Cursor::new(after);
-        let peer_lid = p
-            .number()
-            .ok_or_else(|| err(no, "expected the peer port's LID (decimal)".into()))?;
-        let peer_pn = port_and_ext(&mut p)
-            .ok_or_else(|| err(no, "expected the peer's port number `N[..]`".into()))?;
+        let (peer_lid, peer_pn) = peer_port(&mut Cursor::new(after)).map_err(|m| err(no, m))?;
         cabled.push(Cabled {
             node: cur,
             port_guid,
@@ -182,11 +170,7 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
             line: no,
         });
     }
-    if unavailable > 0 {
-        warnings.push(format!(
-            "{file}: {unavailable} active ports whose peer was not available are left out"
-        ));
-    }
+    note_unavailable(&mut warnings, file, unavailable);
     // The peer of each cabled port, by LID: a switch's LID, or a CA/router port's base LID.
     let mut by_lid: FxHashMap<u64, (usize, u64, usize)> = FxHashMap::default();
     for c in &cabled {
@@ -315,6 +299,22 @@ fn port_columns<'t>(c: &mut Cursor<'t>) -> Result<(u64, u8, Far<'t>), String> {
     Ok((lid, pn, Far::Up(width, speed, after)))
 }
 
+/// The peer's `LID PORT[..]`.
+fn peer_port(c: &mut Cursor<'_>) -> Result<(u64, u8), String> {
+    let lid = c.number().ok_or("expected the peer port's LID (decimal)")?;
+    let pn = port_and_ext(c).ok_or("expected the peer's port number `N[..]`")?;
+    Ok((lid, pn))
+}
+
+/// The warning for active ports whose peer iblinkinfo could not read.
+fn note_unavailable(warnings: &mut Warnings, file: &str, unavailable: usize) {
+    if unavailable > 0 {
+        warnings.push(format!(
+            "{file}: {unavailable} active ports whose peer was not available are left out"
+        ));
+    }
+}
+
 /// `N[..]`: a port number and its external number in brackets (ignored).
 fn port_and_ext(c: &mut Cursor<'_>) -> Option<u8> {
     c.skip_ws();
@@ -439,11 +439,7 @@ fn read_line_mode(text: &str, file: &str, opts: BuildOptions) -> Result<Loaded, 
             )
         })?;
         p.skip_ws();
-        let plid = p
-            .number()
-            .ok_or_else(|| err(no, "expected the peer port's LID (decimal)".into()))?;
-        let ppn = port_and_ext(&mut p)
-            .ok_or_else(|| err(no, "expected the peer's port number `N[..]`".into()))?;
+        let (plid, ppn) = peer_port(&mut p).map_err(|m| err(no, m))?;
         p.skip_ws();
         let pdesc = match p.quoted() {
             Ok(Some(d)) => d,
@@ -467,11 +463,7 @@ fn read_line_mode(text: &str, file: &str, opts: BuildOptions) -> Result<Loaded, 
         ));
         lines.push(line);
     }
-    if unavailable > 0 {
-        warnings.push(format!(
-            "{file}: {unavailable} active ports whose peer was not available are left out"
-        ));
-    }
+    note_unavailable(&mut warnings, file, unavailable);
     // switches: GUIDs listed on two or more port numbers
     let mut first_port: FxHashMap<u64, u8> = FxHashMap::default();
     let mut switches: rustc_hash::FxHashSet<u64> = Default::default();

@@ -554,10 +554,9 @@ impl<'t> Reader<'t> {
     }
 }
 
-/// The GUID in an ibnetdiscover node id `S-`, `H-` or `R-` and 16 hex digits.
+/// The non-zero GUID of an ibnetdiscover node id.
 fn ibnd_guid(id: &str) -> Option<u64> {
-    let hex = id.get(2..).filter(|h| h.len() == 16)?;
-    u64::from_str_radix(hex, 16).ok().filter(|&g| g != 0)
+    super::ibnd_id_guid(id).filter(|&g| g != 0)
 }
 
 impl Reader<'_> {

@@ -216,10 +216,16 @@ fn looks_like_lst(line: &str) -> bool {
 
 /// ibnetdiscover node ids: `S-`, `H-` or `R-` and 16 hex digits.
 fn is_ibnd_id(id: &str) -> bool {
-    let Some((p, h)) = id.split_once('-') else {
-        return false;
-    };
-    matches!(p, "S" | "H" | "R") && h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit())
+    ibnd_id_guid(id).is_some()
+}
+
+/// The GUID in an ibnetdiscover node id (`S-`, `H-` or `R-` and 16 hex digits).
+pub(crate) fn ibnd_id_guid(id: &str) -> Option<u64> {
+    let (p, h) = id.split_once('-')?;
+    if !matches!(p, "S" | "H" | "R") || h.len() != 16 {
+        return None;
+    }
+    text::parse_hex(h)
 }
 
 /// Reads a fabric in any supported format, detected from the content.

@@ -25,7 +25,7 @@
 
 use super::diag::Warnings;
 use super::subnet_lst::{assemble, Block, PortPair};
-use super::text::{decode, excerpt, is_shell_prompt, is_tool_noise, trim, Cursor, Lines};
+use super::text::{decode, excerpt, hex_guid, is_shell_prompt, is_tool_noise, trim, Cursor, Lines};
 use super::{Loaded, ParseError};
 use crate::builder::BuildOptions;
 use crate::model::{NodeKind, Speed, Width};
@@ -163,17 +163,12 @@ fn end(c: &mut Cursor<'_>) -> Result<End, String> {
         .ok_or_else(|| format!("expected the port number of a {ty} port (1..=254)"))?;
     c.skip_ws();
     let g = c.token();
-    let guid = g
-        .strip_prefix("0x")
-        .filter(|h| !h.is_empty() && h.len() <= 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-        .and_then(|h| u64::from_str_radix(h, 16).ok())
-        .filter(|&v| v != 0)
-        .ok_or_else(|| {
-            format!(
-                "expected the port GUID (0x and hex digits), got {:?}",
-                excerpt(g)
-            )
-        })?;
+    let guid = hex_guid(g).ok_or_else(|| {
+        format!(
+            "expected the port GUID (0x and hex digits), got {:?}",
+            excerpt(g)
+        )
+    })?;
     Ok(End {
         kind,
         lid,

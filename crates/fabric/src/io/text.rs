@@ -224,6 +224,11 @@ pub fn parse_hex(s: &str) -> Option<u64> {
     })
 }
 
+/// A GUID written `0x<hex>` (as infiniband-diags print them); 0 is not a GUID.
+pub fn hex_guid(s: &str) -> Option<u64> {
+    s.strip_prefix("0x").and_then(parse_hex).filter(|&g| g != 0)
+}
+
 /// `0x…` hexadecimal or decimal (like `strtoul(s, 0, 0)` without the octal surprise).
 pub fn parse_num(s: &str) -> Option<u64> {
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
