@@ -43,8 +43,11 @@ struct Scratch {
     fwd: Vec<u32>,
     back: Vec<u32>,
     stack: Vec<u32>,
+    bstack: Vec<u32>,
     slots: Vec<u32>,
+    /// Visit stamps of the forward and the backward search.
     seen: Vec<u32>,
+    seen_back: Vec<u32>,
     epoch: u32,
 }
 
@@ -53,10 +56,12 @@ impl Scratch {
     fn next_epoch(&mut self, n: usize) -> u32 {
         if self.seen.len() < n {
             self.seen.resize(n, 0);
+            self.seen_back.resize(n, 0);
         }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.seen.iter_mut().for_each(|s| *s = 0);
+            self.seen_back.iter_mut().for_each(|s| *s = 0);
             self.epoch = 1;
         }
         self.epoch
@@ -119,47 +124,63 @@ impl Layer {
         (true, true)
     }
 
-    /// Pearce–Kelly: vertices reachable from v with order < ord(u), and those reaching u with
-    /// order > ord(v); a cycle if the first search meets u. Otherwise the two sets are given
-    /// the positions they held, backward set first.
+    /// Pearce–Kelly: vertices reachable from v with order < ord(u) (forward set), and those
+    /// reaching u with order > ord(v) (backward set); a path v → u (a cycle) runs through
+    /// both. The two searches take turns, one vertex each, so a cycle is found when they meet,
+    /// often long before either set is complete. When one search ends without meeting the
+    /// other there is no cycle, and the other is completed. Then the two sets are given the
+    /// positions they held, backward set first (the sets do not depend on the visiting
+    /// order, so neither does the result).
     fn reorder(&mut self, u: u32, v: u32, ou: u32, ov: u32, s: &mut Scratch) -> bool {
         let e = s.next_epoch(self.ord.len());
         let Scratch {
             fwd,
             back,
             stack,
+            bstack,
             slots,
             seen,
+            seen_back,
             ..
         } = s;
         fwd.clear();
         back.clear();
         stack.clear();
-        // Forward from v, bounded by ord(u) (every vertex on a path to u lies below it).
+        bstack.clear();
         stack.push(v);
         seen[v as usize] = e;
-        while let Some(x) = stack.pop() {
-            fwd.push(x);
-            for &(y, _) in &self.succ[x as usize] {
-                if y == u {
-                    return false;
-                }
-                if seen[y as usize] != e && self.ord[y as usize] < ou {
-                    seen[y as usize] = e;
-                    stack.push(y);
+        bstack.push(u);
+        seen_back[u as usize] = e;
+        let ord = &self.ord;
+        loop {
+            let (f_done, b_done) = (stack.is_empty(), bstack.is_empty());
+            if f_done && b_done {
+                break;
+            }
+            // forward from v: every vertex on a path to u lies below ord(u)
+            if let Some(x) = stack.pop() {
+                fwd.push(x);
+                for &(y, _) in &self.succ[x as usize] {
+                    if y == u || seen_back[y as usize] == e {
+                        return false;
+                    }
+                    if seen[y as usize] != e && ord[y as usize] < ou {
+                        seen[y as usize] = e;
+                        stack.push(y);
+                    }
                 }
             }
-        }
-        // Backward from u, bounded by ord(v); disjoint from the forward set (a vertex in both
-        // would be a path v → u, found above).
-        stack.push(u);
-        seen[u as usize] = e;
-        while let Some(x) = stack.pop() {
-            back.push(x);
-            for &y in &self.pred[x as usize] {
-                if seen[y as usize] != e && self.ord[y as usize] > ov {
-                    seen[y as usize] = e;
-                    stack.push(y);
+            // backward from u, bounded by ord(v)
+            if let Some(x) = bstack.pop() {
+                back.push(x);
+                for &y in &self.pred[x as usize] {
+                    if y == v || seen[y as usize] == e {
+                        return false;
+                    }
+                    if seen_back[y as usize] != e && ord[y as usize] > ov {
+                        seen_back[y as usize] = e;
+                        bstack.push(y);
+                    }
                 }
             }
         }
