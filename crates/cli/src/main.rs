@@ -32,7 +32,8 @@ mod util;
      diff: the two table sets differ
   2  usage error: unknown options (clap), option values out of range or contradicting
      each other (e.g. the same --fail twice)
-  3  bad input or I/O error: nothing trustworthy was produced
+  3  bad input or I/O error, or no engine of the chain applies to the fabric (e.g. ftree
+     on a torus): nothing trustworthy was produced
 
 With --json every command prints one JSON document on stdout (its summary) and its human
 text on stderr. A reader that goes away (a broken pipe) ends the output quietly."

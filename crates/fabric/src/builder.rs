@@ -2,7 +2,7 @@
 //! checks consistency, fills in default GUIDs and LIDs and derives the flat indexes.
 
 use crate::model::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fmt;
 
 /// A contradiction found while building a fabric. Readers attach file and line.
@@ -269,24 +269,39 @@ impl FabricBuilder {
                 ));
             }
         }
+        // A default never takes a GUID the input gave (or an earlier default): a CA without
+        // cabled ports in a dump lists no port GUIDs, and node GUID + 1 is often another
+        // function's own port GUID (ConnectX-4 and later give port 1 the node GUID). Such a
+        // port keeps GUID 0 (unknown).
+        let mut taken: FxHashSet<u64> = self
+            .ports
+            .iter()
+            .flatten()
+            .map(|d| d.guid)
+            .filter(|&g| g != 0)
+            .collect();
         for (i, node) in self.nodes.iter().enumerate() {
             let ports = &mut self.ports[i];
             match node.kind {
                 NodeKind::Switch => {
+                    // (port 0 carries the node GUID: a real default, so a clash is an error)
                     if ports[0].guid == 0 {
                         ports[0].guid = node.guid;
+                        taken.insert(node.guid);
                     }
                 }
                 _ => {
                     for (p, d) in ports.iter_mut().enumerate().skip(1) {
-                        if d.guid == 0 && node.guid != 0 {
+                        if d.guid == 0 && node.guid != 0 && taken.insert(node.guid + p as u64) {
                             d.guid = node.guid + p as u64;
                         }
                     }
                 }
             }
         }
-        // Duplicate port GUIDs across nodes are contradictions.
+        drop(taken);
+        // Duplicate port GUIDs are contradictions, except on the ports of one switch (which
+        // share its port 0 GUID in some views).
         let mut seen: FxHashMap<u64, (NodeId, u8)> = FxHashMap::default();
         for (i, ports) in self.ports.iter().enumerate() {
             for (p, d) in ports.iter().enumerate() {
@@ -294,7 +309,7 @@ impl FabricBuilder {
                     continue;
                 }
                 if let Some(&(on, op)) = seen.get(&d.guid) {
-                    if on.idx() != i {
+                    if on.idx() != i || self.nodes[i].kind != NodeKind::Switch {
                         return err(format!(
                             "duplicate port GUID {:#018x} on {:?}[{op}] and {:?}[{p}]",
                             d.guid,

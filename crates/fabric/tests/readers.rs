@@ -1938,3 +1938,65 @@ fn iblinkinfo_quirks_and_errors() {
         read(&good.replace("0x248a0703002e61d4      3", "0x248a0703002e61d4      2")).unwrap_err();
     assert!(e.message.contains("is also the LID of"), "{e}");
 }
+
+/// Found by a robustness hunt on mutated real dumps: a channel adapter whose two ports claim
+/// one GUID, a CA without cabled ports beside a ConnectX-4-style sibling (port GUID = node
+/// GUID), and a dump cut before the node it was taken from.
+#[test]
+fn ibnetdiscover_port_guid_clashes_and_the_initiating_node() {
+    // Two cabled ports of one CA with one GUID: the file contradicts itself (the CA's own
+    // second port line).
+    let text =
+        "switchguid=0xa(a)\nSwitch\t4 \"S-000000000000000a\"\t# \"s\" enhanced port 0 lid 1\n\
+        [1]\t\"H-0000000000000020\"[1](21) \t# \"h\" lid 2 4xEDR\n\
+        [2]\t\"H-0000000000000020\"[2](22) \t# \"h\" lid 3 4xEDR\n\
+        [3]\t\"H-0000000000000030\"[1](31) \t# \"k\" lid 4 4xEDR\n\n\
+        caguid=0x20\nCa\t2 \"H-0000000000000020\"\t# \"h\"\n\
+        [1](21) \t\"S-000000000000000a\"[1]\t# lid 2 lmc 0 \"s\" lid 1 4xEDR\n\
+        [2](22) \t\"S-000000000000000a\"[2]\t# lid 3 lmc 0 \"s\" lid 1 4xEDR\n\n\
+        caguid=0x30\nCa\t1 \"H-0000000000000030\"\t# \"k\"\n\
+        [1](31) \t\"S-000000000000000a\"[3]\t# lid 4 lmc 0 \"s\" lid 1 4xEDR\n";
+    ibnd_str(text).expect("distinct port GUIDs load");
+    let clash = text.replace("[2](22)", "[2](21)");
+    assert_err(
+        ibnd_str(&clash),
+        10,
+        "ports 1 and 2 of \"H-0000000000000020\" both have it",
+    );
+    // A CA record without cabled ports lists no port GUIDs; node GUID + 1 is its sibling's
+    // port GUID (port GUID = node GUID on ConnectX-4 and later), so it is not invented.
+    let text =
+        "switchguid=0xa(a)\nSwitch\t4 \"S-000000000000000a\"\t# \"s\" enhanced port 0 lid 1\n\
+        [1]\t\"H-0000000000000041\"[1](41) \t# \"f1\" lid 2 4xEDR\n\n\
+        caguid=0x40\nCa\t1 \"H-0000000000000040\"\t# \"f0\"\n\n\
+        caguid=0x41\nCa\t1 \"H-0000000000000041\"\t# \"f1\"\n\
+        [1](41) \t\"S-000000000000000a\"[1]\t# lid 2 lmc 0 \"s\" lid 1 4xEDR\n";
+    let l = ibnd_str(text).expect("an uncabled CA beside its sibling loads");
+    assert_eq!(port_guid(&l.fabric, "H-0000000000000041", 1), 0x41);
+    assert_eq!(
+        port_guid(&l.fabric, "H-0000000000000040", 1),
+        0,
+        "not invented"
+    );
+    // The node the dump was taken from has no record: cut short.
+    let head = "#\n# Topology file: generated on Sun Oct  5 21:59:42 2014\n#\n\
+        # Initiated from node 0000000000000020 port 0000000000000021\n\n";
+    let cut = format!(
+        "{head}switchguid=0xa(a)\nSwitch\t4 \"S-000000000000000a\"\t# \"s\" enhanced port 0 lid 1"
+    );
+    let l = ibnd_str(&cut).expect("a cut dump loads");
+    assert!(
+        l.warnings.iter().any(|w| w.starts_with("t.ibnd:4: ")
+            && w.contains("taken from node 0x0000000000000020, which has no record")),
+        "{:?}",
+        l.warnings
+    );
+    let whole = format!(
+        "{head}switchguid=0xa(a)\nSwitch\t4 \"S-000000000000000a\"\t# \"s\" enhanced port 0 lid 1\n\
+         [1]\t\"H-0000000000000020\"[1](21) \t# \"h\" lid 2 4xEDR\n\n\
+         caguid=0x20\nCa\t1 \"H-0000000000000020\"\t# \"h\"\n\
+         [1](21) \t\"S-000000000000000a\"[1]\t# lid 2 lmc 0 \"s\" lid 1 4xEDR\n"
+    );
+    let l = ibnd_str(&whole).expect("the whole dump loads");
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+}

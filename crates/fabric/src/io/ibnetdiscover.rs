@@ -133,6 +133,8 @@ struct Reader<'t> {
     stray_last: usize,
     /// A glued header was seen (warned once).
     glued: bool,
+    /// The node the dump says discovery started from ("# Initiated from node G port P").
+    initiated: Option<(u64, Loc)>,
 }
 
 const KEYS: [&str; 6] = [
@@ -157,6 +159,7 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
         stray_first: 0,
         stray_last: 0,
         glued: false,
+        initiated: None,
     };
     for line in Lines::new(&text) {
         r.line(line)?;
@@ -179,10 +182,28 @@ pub fn read(bytes: &[u8], file: &str, opts: BuildOptions) -> Result<Loaded, Pars
         );
     }
     r.keep_far_ends()?;
+    if let Some((g, at)) = r.initiated {
+        if r.rec.b.find_guid(g).is_none() {
+            r.rec.warn(
+                at,
+                format!("the dump was taken from node {g:#018x}, which has no record in the file (a dump cut short?)"),
+            );
+        }
+    }
     r.rec.finish(
         combine,
         "no nodes: expected ibnetdiscover output with Switch/Ca/Rt records",
     )
+}
+
+/// The node GUID of a "# Initiated from node <hex guid> port <hex guid>" comment.
+fn initiated_from(t: &str) -> Option<u64> {
+    let rest = t
+        .strip_prefix('#')?
+        .trim_start()
+        .strip_prefix("Initiated from node")?;
+    let g = rest.split_whitespace().next()?;
+    u64::from_str_radix(g.trim_start_matches("0x"), 16).ok()
 }
 
 impl<'t> Reader<'t> {
@@ -200,6 +221,9 @@ impl<'t> Reader<'t> {
         if t.starts_with('#') {
             if t.contains("Topology file") {
                 self.started = true;
+            }
+            if let Some(g) = initiated_from(t) {
+                self.initiated = Some((g, at));
             }
             return Ok(());
         }

@@ -287,6 +287,22 @@ impl<T> Records<T> {
         let Some(s) = self.slot(n, port) else {
             return Err(self.beyond(n, port, at));
         };
+        // the ports of a channel adapter or router each have their own GUID
+        if guid != 0 && self.b.node(n).kind != NodeKind::Switch {
+            let base = self.slot_base[n.idx()] as usize;
+            let np = self.b.node(n).nports as usize;
+            if let Some(q) =
+                (1..=np).find(|&q| q != port as usize && self.port_guid[base + q] == guid)
+            {
+                return Err(self.err(
+                    at,
+                    format!(
+                        "duplicate GUID {guid:#018x}: ports {q} and {port} of {:?} both have it (a channel adapter's ports each have their own)",
+                        self.name(n)
+                    ),
+                ));
+            }
+        }
         if let Err((o, l)) = self.guids.claim(guid, n, at) {
             return Err(self.err(
                 at,

@@ -275,23 +275,39 @@ pub fn is_tool_noise(line: &str) -> bool {
         || t.starts_with("umad_")
 }
 
-/// A short, printable excerpt of a line for messages.
+/// A short, printable excerpt of a line for messages. Control characters show as their
+/// Unicode pictures (a tab as `␉`, an escape as `␛`), never as a character a file could
+/// hold itself.
 pub fn excerpt(s: &str) -> String {
     let t = trim(s);
-    let mut out: String = t
-        .chars()
-        .take(60)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
+    let mut out: String = t.chars().take(60).map(picture).collect();
     if t.chars().count() > 60 {
         out.push('…');
     }
     out
 }
 
+/// `c` itself, or for a control character its picture (U+2400 block; U+FFFD for C1).
+fn picture(c: char) -> char {
+    match c as u32 {
+        x @ 0..=0x1f => char::from_u32(0x2400 + x).unwrap_or('\u{fffd}'),
+        0x7f => '\u{2421}',
+        _ if c.is_control() => '\u{fffd}',
+        _ => c,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpts_show_control_characters_as_pictures() {
+        assert_eq!(excerpt("a\tb\u{1b}[0m"), "a\u{2409}b\u{241b}[0m");
+        assert_eq!(excerpt("x\u{7f}y\u{85}"), "x\u{2421}y\u{fffd}");
+        let long = "é".repeat(70);
+        assert_eq!(excerpt(&long).chars().count(), 61);
+    }
 
     #[test]
     fn lines_numbers_and_endings() {

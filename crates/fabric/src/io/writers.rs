@@ -27,7 +27,8 @@
 //!   GUIDs that were zero become node GUID + port number.
 //! * **Unlisted ports**: only cabled ports appear in either format, so LIDs/LMCs of uncabled
 //!   ports, GUIDs of switch ports other than 0 and of CA/router port 0 are lost (become 0);
-//!   GUIDs of uncabled CA/router ports become node GUID + port number (the builder's default).
+//!   GUIDs of uncabled CA/router ports become node GUID + port number (the builder's default),
+//!   or 0 where another port already has that GUID.
 //! * **GUID clashes**: the text readers refuse a GUID that two nodes share among the node and
 //!   port GUIDs the file states (one EUI-64 namespace; the builder itself only compares node
 //!   GUIDs with node GUIDs and port GUIDs, including the defaults it fills in, with port GUIDs). When the file's GUIDs (after the fallbacks above, or ibsim's

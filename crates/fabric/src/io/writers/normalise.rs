@@ -92,7 +92,9 @@ pub fn normalise_ibnetdiscover(f: &Fabric) -> Result<Fabric, WriteError> {
     for (i, &n) in order.iter().enumerate() {
         position[n.idx()] = i;
     }
-    check_guids(f, &eff, |n, num| listed_guid(f, &eff, n, num))?;
+    let defaults = unlisted_defaults(f, &eff, &order);
+    let guid_of = |n: NodeId, num: u8| listed_guid(f, &eff, &defaults, n, num);
+    check_guids(f, &eff, guid_of)?;
     let nodes = order
         .iter()
         .map(|&n| {
@@ -105,7 +107,7 @@ pub fn normalise_ibnetdiscover(f: &Fabric) -> Result<Fabric, WriteError> {
             out.enhanced_sp0 = node.kind == NodeKind::Switch && node.enhanced_sp0;
             NodeSpec {
                 node: out,
-                ports: listed_ports(f, n, |num| listed_guid(f, &eff, n, num).0),
+                ports: listed_ports(f, n, |num| guid_of(n, num).0),
             }
         })
         .collect();
@@ -113,19 +115,52 @@ pub fn normalise_ibnetdiscover(f: &Fabric) -> Result<Fabric, WriteError> {
     rebuild(nodes, links, TopoHints::default()).map_err(|e| WriteError::Inconsistent(e.0))
 }
 
-/// The GUID a port has after an ibnetdiscover round trip, and whether the file states it:
-/// listed ports carry theirs, unlisted CA/router ports get the builder's default from the node
-/// GUID.
-fn listed_guid(f: &Fabric, eff: &EffGuids, n: NodeId, num: u8) -> (u64, bool) {
-    let node = &f.nodes[n.idx()];
-    let listed = match node.kind {
+/// Whether an ibnetdiscover file lists port `num` of `n` with its GUID (switch port 0, cabled
+/// CA/router ports).
+fn is_listed(f: &Fabric, n: NodeId, num: u8) -> bool {
+    match f.nodes[n.idx()].kind {
         NodeKind::Switch => num == 0,
         _ => num > 0 && super::link_of(f, n, num).is_some(),
-    };
-    if listed {
+    }
+}
+
+/// The builder's defaults for the ports the file does not list, by port index: node GUID +
+/// port number for CA/router ports, in file order, unless a listed port or an earlier default
+/// has that GUID (then 0, unknown).
+fn unlisted_defaults(f: &Fabric, eff: &EffGuids, order: &[NodeId]) -> Vec<u64> {
+    let mut taken: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
+    for (i, node) in f.nodes.iter().enumerate() {
+        let n = NodeId(i as u32);
+        for num in 0..=node.nports {
+            if is_listed(f, n, num) {
+                taken.insert(eff_port_guid(f, eff, n, num));
+            }
+        }
+    }
+    taken.remove(&0);
+    let mut out = vec![0u64; f.ports.len()];
+    for &n in order {
+        let node = &f.nodes[n.idx()];
+        for num in 0..=node.nports {
+            let g = default_port_guid(node.kind, eff.node[n.idx()], num);
+            if g != 0 && !is_listed(f, n, num) && taken.insert(g) {
+                out[(f.port_base[n.idx()] + num as u32) as usize] = g;
+            }
+        }
+    }
+    out
+}
+
+/// The GUID a port has after an ibnetdiscover round trip, and whether the file states it:
+/// listed ports carry theirs, unlisted ones the builder's default ([`unlisted_defaults`]).
+fn listed_guid(f: &Fabric, eff: &EffGuids, defaults: &[u64], n: NodeId, num: u8) -> (u64, bool) {
+    if is_listed(f, n, num) {
         (eff_port_guid(f, eff, n, num), true)
     } else {
-        (default_port_guid(node.kind, eff.node[n.idx()], num), false)
+        (
+            defaults[(f.port_base[n.idx()] + num as u32) as usize],
+            false,
+        )
     }
 }
 
