@@ -161,7 +161,8 @@ impl Layer {
             if let Some(x) = stack.pop() {
                 fwd.push(x);
                 for &(y, _) in &self.succ[x as usize] {
-                    if y == u || seen_back[y as usize] == e {
+                    // met the backward search (u included): a path v → y → u
+                    if seen_back[y as usize] == e {
                         return false;
                     }
                     if seen[y as usize] != e && ord[y as usize] < ou {
@@ -174,7 +175,8 @@ impl Layer {
             if let Some(x) = bstack.pop() {
                 back.push(x);
                 for &y in &self.pred[x as usize] {
-                    if y == v || seen[y as usize] == e {
+                    // met the forward search (v included): a path v → y → u
+                    if seen[y as usize] == e {
                         return false;
                     }
                     if seen_back[y as usize] != e && ord[y as usize] > ov {
