@@ -28,7 +28,7 @@ mod util;
     after_help = "EXIT STATUS (every command):
   0  done; the tables (if any) are complete and free of credit loops
   1  done, but the tables have credit loops or pairs they do not deliver (route, fault,
-     check), or some repairs were not supported; trace: the packet is not delivered;
+     check; stats: pairs not delivered), or some repairs were not supported; trace: the packet is not delivered;
      diff: the two table sets differ
   2  usage error: unknown options (clap), option values out of range or contradicting
      each other (e.g. the same --fail twice)

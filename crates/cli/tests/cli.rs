@@ -400,6 +400,31 @@ fn exit_status_follows_the_tables() {
     };
     assert_eq!(check(&loops), Some(1));
     assert_eq!(check(&clean), Some(0));
+    // stats: 0 on complete tables; tables missing a switch's block deliver fewer pairs, so
+    // stats says so, skips the bisection bandwidth (it routes flows) and exits 1
+    let stats = |dir: &Path, lfts: &Path| {
+        fr(&[
+            "stats",
+            dir.join("opensm-subnet.lst").to_str().unwrap(),
+            "--lfts",
+            lfts.to_str().unwrap(),
+        ])
+    };
+    assert_eq!(
+        stats(&clean, &clean.join("opensm-lfts.dump")).status.code(),
+        Some(0)
+    );
+    let dump = std::fs::read_to_string(clean.join("opensm-lfts.dump")).unwrap();
+    let second = dump.match_indices("Unicast lids").nth(1).unwrap().0;
+    let cut = d.join("one-block-less.dump");
+    std::fs::write(&cut, &dump[second..]).unwrap();
+    let o = stats(&clean, &cut);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("effective bisection bandwidth skipped"),
+        "{err}"
+    );
 }
 
 /// Every command prints exactly one JSON document on stdout with --json, human text on

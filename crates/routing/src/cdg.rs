@@ -136,7 +136,12 @@ fn possible_sls(net: &Net<'_>) -> u16 {
     }
 }
 
-/// Highest VL any switch maps one of `sls` to (the identity map gives SL mod 15).
+/// VL 15: an SL mapped to it is dropped (it is the management lane, never a data VL), so a
+/// packet that meets it goes no further and adds no dependency; [`CheckReport::ok`] is false
+/// when a route does.
+pub const DROP_VL: u8 = 15;
+
+/// Highest data VL any switch maps one of `sls` to (the identity map gives SL mod 15).
 fn max_vl(f: &Fabric, r: &Routing, sls: u16) -> u8 {
     let sl_list = bits(sls);
     let mut m = 0u8;
@@ -150,7 +155,10 @@ fn max_vl(f: &Fabric, r: &Routing, sls: u16) -> u8 {
         for i in 0..=np {
             for o in 0..=np {
                 for &sl in &sl_list {
-                    m = m.max(r.sl2vl.vl(n, i, o, sl));
+                    let v = r.sl2vl.vl(n, i, o, sl);
+                    if v != DROP_VL {
+                        m = m.max(v);
+                    }
                 }
             }
         }
@@ -334,6 +342,10 @@ impl Ctx<'_, '_> {
                     Hop::Switch { ch, .. } => {
                         let v = sl2vl.vl(node, q, o, sl) as usize;
                         sc.vls |= 1 << (v & 15);
+                        if v == DROP_VL as usize {
+                            j += 1;
+                            continue;
+                        }
                         let c = self.sw.of_chan[ch.idx()] as usize;
                         let vert = c * nvl + v.min(nvl - 1);
                         if sc.stamp[vert] != sc.gen {
@@ -358,8 +370,12 @@ impl Ctx<'_, '_> {
                 let node = f.switches[t];
                 match net.hop(t, o) {
                     Hop::Switch { ch, .. } => {
-                        let v2 = (sl2vl.vl(node, q, o, sl) as usize).min(nvl - 1);
+                        let v2 = sl2vl.vl(node, q, o, sl) as usize;
                         sc.vls |= 1 << (v2 & 15);
+                        if v2 == DROP_VL as usize {
+                            continue;
+                        }
+                        let v2 = v2.min(nvl - 1);
                         let c2 = self.sw.of_chan[ch.idx()];
                         let w = c2 as usize * nvl + v2;
                         let origin = if track { sc.origin[u as usize] } else { 0 };
@@ -884,9 +900,14 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    /// Deadlock-free and every checked pair delivered.
+    /// Deadlock-free, every checked pair delivered, and no route meets VL 15 (dropped).
     pub fn ok(&self) -> bool {
-        self.deadlock_free && self.pairs.ok == self.pairs.checked
+        self.deadlock_free && self.pairs.ok == self.pairs.checked && !self.drops_on_vl15()
+    }
+
+    /// Some route is mapped to VL 15 at some hop (SL2VL), where its packets are dropped.
+    pub fn drops_on_vl15(&self) -> bool {
+        self.cdg.vls_used.contains(&DROP_VL)
     }
 }
 

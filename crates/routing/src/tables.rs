@@ -252,7 +252,9 @@ impl Routing {
         if max_sl as usize >= NUM_SLS {
             return Err(TableError::Sl(max_sl));
         }
-        if self.sl2vl.data.iter().any(|&v| v >= NUM_DATA_VLS) {
+        // VL 15 is legal: the SLs mapped to it are dropped (the checker reports routes that
+        // meet it)
+        if self.sl2vl.data.iter().any(|&v| v > NUM_DATA_VLS) {
             return Err(TableError::Vl);
         }
         Ok(())
@@ -277,7 +279,7 @@ pub enum TableError {
     },
     #[error("SL {0} is beyond the 16 service levels")]
     Sl(u8),
-    #[error("an SL2VL entry maps to a VL beyond the 15 data VLs")]
+    #[error("an SL2VL entry maps to a VL beyond VL 15")]
     Vl,
 }
 

@@ -1237,3 +1237,51 @@ fn readers_refuse_empty_binary_and_foreign_files() {
         }
     }
 }
+
+/// VL 15 in an SL2VL dump is legal (the SLs mapped to it are dropped): the tables load, and
+/// the check fails exactly when a route of a used SL meets it.
+#[test]
+fn sl2vl_entries_on_vl15_drop_the_routes_that_meet_them() {
+    let f = torus();
+    let dir = data_dir().join("torus2d_4x4_h2.dfsssp");
+    let mut r = read_lfts(&read(&dir.join("opensm-lfts.dump")), "lfts", &f)
+        .unwrap()
+        .routing;
+    r.path_sl = read_psl(&read(&dir.join("opensm-path-sl.psl")), "psl", &f)
+        .unwrap()
+        .path_sl;
+    let sl2vl = s(&read(&dir.join("opensm-sl2vl.dump"))).to_string();
+    // column `sl` of every row set to VL 15
+    let on_vl15 = |sl: usize| -> String {
+        sl2vl
+            .lines()
+            .map(|l| match l.split_once(':') {
+                Some((ports, vls)) if ports.trim().split_whitespace().count() == 2 => {
+                    let mut v: Vec<&str> = vls.split_whitespace().collect();
+                    v[sl] = "15";
+                    format!("{ports}: {}", v.join(" "))
+                }
+                _ => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let plain = routing::cdg::check(&f, &r, None);
+    assert!(plain.ok() && !plain.drops_on_vl15());
+    // the run uses SLs 0..=7: SL 1 on VL 15 drops routes, SL 12 (unused) drops none
+    for (sl, dropped) in [(1, true), (12, false)] {
+        let l = read_sl2vl(on_vl15(sl).as_bytes(), "sl2vl", &f).unwrap();
+        assert!(
+            l.warnings.iter().any(|w| w.contains("VL 15")),
+            "{:?}",
+            l.warnings
+        );
+        let mut r2 = r.clone();
+        r2.sl2vl = l.sl2vl;
+        r2.validate(&f).unwrap();
+        let rep = routing::cdg::check(&f, &r2, None);
+        assert_eq!(rep.drops_on_vl15(), dropped, "SL {sl}");
+        assert_eq!(rep.ok(), !dropped, "SL {sl}");
+        assert!(rep.deadlock_free);
+    }
+}

@@ -257,6 +257,11 @@ pub fn print_report(rep: &CheckReport) {
         rep.cdg.sls_used,
         rep.cdg.vls_used
     );
+    if rep.drops_on_vl15() {
+        crate::say!(
+            "DROPPED: some routes are mapped to VL 15 by the SL2VL tables (their SL at some hop), where packets are dropped"
+        );
+    }
     if rep.deadlock_free {
         crate::say!("no credit loops: the channel dependency graph is acyclic");
     } else {
@@ -350,7 +355,18 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
     let (f, r) = load_tables(&a.tables)?;
     let sp = spinner("computing route metrics");
     let m = metrics::route_metrics(&f, &r, None);
-    let ebb = if let Some(p) = &a.pattern {
+    // EBB routes flows through the tables: with pairs they do not deliver it has no meaning
+    let complete = m.pairs_ok == m.pairs;
+    let ebb = if !complete {
+        if a.pattern.is_some() || a.ebb_runs > 0 {
+            crate::warn!(
+                "effective bisection bandwidth skipped: {} of {} pairs are not delivered (see `fabroute check`)",
+                m.pairs - m.pairs_ok,
+                m.pairs
+            );
+        }
+        None
+    } else if let Some(p) = &a.pattern {
         let text =
             std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
         let runs = metrics::parse_pattern(&f, &text)
@@ -395,7 +411,7 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
     }
     if crate::out::json() {
         crate::out::document(&serde_json::json!({ "metrics": m, "ebb": ebb }))?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(crate::out::Status::of(complete).into());
     }
     crate::say!(
         "pairs {} ({} delivered), average {:.3} switch hops, max {}",
@@ -429,7 +445,7 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
             serde_json::to_string(e)?
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::out::Status::of(complete).into())
 }
 
 /// One directed switch-to-switch link and the routes (base-LID pairs) it carries.

@@ -104,8 +104,8 @@ pub fn write_sl2vl_live(f: &Fabric, t: &Sl2Vl, dead: Option<&fabric::FaultMask>)
 
 /// Reads an SL2VL dump for fabric `f`. Blocks of unknown GUIDs are skipped with a warning;
 /// rows naming ports beyond the node's port count, malformed rows and VLs above 15 are errors.
-/// VL 15 (the "drop" lane) is kept and warned about: it is outside fabroute's data VLs, so
-/// [`crate::Routing::validate`] rejects such tables.
+/// VL 15 (the "drop" lane) is kept and warned about: a route that meets it is dropped there,
+/// which the checker reports ([`crate::cdg::CheckReport::drops_on_vl15`]).
 pub fn read_sl2vl(bytes: &[u8], file: &str, f: &Fabric) -> Result<Sl2VlLoad, ParseError> {
     const WHAT: &str = "an OpenSM SL2VL dump (`Switch|Channel Adapter 0x<GUID>, base LID ..` blocks of `<in> <out> : <16 VLs>` rows)";
     require_text(bytes, file, WHAT)?;
@@ -226,7 +226,7 @@ pub fn read_sl2vl(bytes: &[u8], file: &str, f: &Fabric) -> Result<Sl2VlLoad, Par
     }
     if vl15 > 0 {
         warnings.push(format!(
-            "{file}: {vl15} entries map an SL to VL 15 (packets dropped); not a data VL"
+            "{file}: {vl15} entries map an SL to VL 15 (packets on those SLs are dropped there)"
         ));
     }
     if rows == 0 {
