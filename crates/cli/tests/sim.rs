@@ -69,6 +69,11 @@ fn d1a_ring_deadlocks_with_exit_1_and_the_cycle() {
         assert!(b["port"].is_number() && b["vl"] == 0);
     }
     assert_eq!(v["meta"]["static_deadlock_free"], false);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("credit loop(s): the simulation may deadlock"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let csv = std::fs::read_to_string(out.join("series.csv")).unwrap();
     assert!(csv.starts_with("t_us,offered,injected,accepted,"));
     check_svg(&out.join("accepted.svg"));
@@ -101,6 +106,9 @@ fn hop_vls_over_cyclic_tables_do_not_deadlock() {
     assert_eq!(v["deadlock"], false);
     assert_eq!(v["meta"]["hop_vls"], true);
     assert_eq!(v["meta"]["static_deadlock_free"], true);
+    assert_eq!(v["meta"]["static_pairs_undelivered"], 0);
+    // the configuration as run, load included
+    assert_eq!(v["meta"]["config"]["traffic"]["load"], 1.0);
     assert!(String::from_utf8_lossy(&o.stderr).contains("hop-incremented VLs: 4 VLs"));
     let o = sim_minhop(
         &ring,

@@ -487,6 +487,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
         tables
     };
     let static_check = routing::cdg::check(&f, &tables, None);
+    let undelivered = static_check.pairs.checked - static_check.pairs.ok;
+    if undelivered > 0 {
+        crate::warn!(
+            "the tables do not deliver {undelivered} of {} pairs: their packets are dropped where the tables lose them (see `fabroute check`)",
+            static_check.pairs.checked
+        );
+    }
+    if !static_check.deadlock_free {
+        crate::warn!(
+            "the tables have {} credit loop(s): the simulation may deadlock (see `fabroute check`)",
+            static_check.cycles.len()
+        );
+    }
     // The fault and its repairs.
     let fault = a.fail.as_deref().map(|s| parse_fault(&f, s)).transpose()?;
     let fail_at = parse_time(&a.fail_at)?;
@@ -653,6 +666,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .zip(&results)
         .map(|(j, (r, w))| run_json(r, j, *w))
         .collect();
+    // the configuration as run: the load is each run's (one value, or the list)
+    let mut config_json = serde_json::to_value(&base_cfg)?;
+    config_json["traffic"]["load"] = if loads.len() == 1 {
+        json!(loads[0])
+    } else {
+        json!(loads)
+    };
     let meta = json!({
         "fabric": a.fabric.display().to_string(),
         "tables": source,
@@ -660,12 +680,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "hop_vls": a.hop_vls,
         "static_deadlock_free": static_check.deadlock_free,
         "credit_loops": static_check.cycles.len(),
+        "static_pairs_undelivered": undelivered,
         "pattern": format!("{:?}", a.pattern).to_lowercase(),
         "size": a.size,
         "time_us": base_cfg.t_end as f64 / 1e6,
         "warmup_us": base_cfg.t_warmup as f64 / 1e6,
         "seed": a.seed,
-        "config": base_cfg,
+        "config": config_json,
         "fail": a.fail,
         "fail_at_us": fault.map(|_| fail_at as f64 / 1e6),
         "notes": notes,
