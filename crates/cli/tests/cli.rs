@@ -1469,3 +1469,40 @@ fn clashing_lids_are_an_error_that_names_lmc_which_assigns_them_afresh() {
     assert_eq!(s["supported"], s["scenarios"], "{v}");
     assert_eq!(s["full_supported"], s["scenarios"], "{v}");
 }
+
+/// Where RFTR leaves pairs unrepaired (LASH on the x5 cluster with a spine switch failed:
+/// every pair through it), `fault` says so with exit 1 and does not complete the tables for
+/// checkers (a completion would route those pairs outside the repair and delta.txt), so
+/// `check` on what it wrote agrees: pairs not delivered, exit 1.
+#[test]
+fn fault_and_check_agree_when_rftr_leaves_pairs_unrepaired() {
+    let d = tmp("unrepaired");
+    let x5 = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/real/x5_psmn_voltaire4036_qdr_ddr_11sw_89hca.ibnd");
+    let out = d.join("f");
+    let o = fr(&[
+        "--json",
+        "fault",
+        x5.to_str().unwrap(),
+        "--engine",
+        "lash",
+        "--fail",
+        "switch:S-0008f10500108098",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let unsupported = v["rftr"]["unsupported_pairs"].as_u64().unwrap();
+    assert!(unsupported > v["rftr"]["disconnected_pairs"].as_u64().unwrap());
+    assert_eq!(v["rftr"]["completion_for_checkers"]["applied"], false);
+    let (c, code) = check_set(&out);
+    assert_eq!(code, Some(1));
+    let undelivered = c["pairs"]["checked"].as_u64().unwrap() - c["pairs"]["ok"].as_u64().unwrap();
+    assert!(undelivered >= unsupported, "{undelivered} < {unsupported}");
+}

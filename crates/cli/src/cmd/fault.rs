@@ -116,7 +116,8 @@ pub struct Args {
     pub torus_config: Option<PathBuf>,
     /// Write only what RFTR routes: no entries for the (source, LID) pairs no source uses,
     /// so `fabroute check` and ibdmchk -l report those as unreachable. By default they are
-    /// completed (legal paths on VL 0, SLs that add no dependency a credit loop can use).
+    /// completed (legal paths on VL 0, SLs that add no dependency a credit loop can use),
+    /// unless RFTR left pairs unrepaired (the completion would route those too).
     #[arg(long)]
     pub minimal: bool,
     /// Output directory.
@@ -352,7 +353,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut tables = r.routing.clone();
     let mirrored = tables.mirror_unrouted_lmc_lids(&f);
     // ... and every (source, LID) no source uses gets a legal path (fault::rftr::complete).
-    let completion = if a.minimal {
+    // Not when RFTR left pairs a live path joins unrepaired: the completion fills entries
+    // wherever a switch's path does not deliver, so it would route those pairs too, outside
+    // the repair and its delta; `check` then reports them, as `fault` does.
+    let unrepaired = !session.ok_but_cut();
+    let completion = if a.minimal || unrepaired {
         routing::fault::Completion::default()
     } else {
         r.complete_for_checkers(&mut tables)
@@ -453,6 +458,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 String::new()
             }
         );
+    } else if unrepaired && !a.minimal {
+        crate::say!("the tables are not completed for checkers: RFTR left pairs unrepaired, and a completion would route them outside the repair and delta.txt; `check` reports them, and the unused (source, LID) pairs without a route");
     } else if !a.minimal {
         crate::say!("the tables are not completed for checkers over this base (its own VLs are kept): `check` walks unused (source, LID) pairs too and reports those without a route");
     }
