@@ -1285,3 +1285,46 @@ fn sl2vl_entries_on_vl15_drop_the_routes_that_meet_them() {
         assert!(rep.deadlock_free);
     }
 }
+
+/// Found by a robustness hunt: LFT dump lines the reader does not understand are skipped with
+/// a located warning (a decimal LID was dropped silently), a LID listed twice in one switch's
+/// table with another port is warned about, and a byte order mark or tabs in a header do not
+/// hide the header.
+#[test]
+fn lft_dump_oddities_are_said_not_swallowed() {
+    let f = torus();
+    let dir = data_dir().join("torus2d_4x4_h2.dfsssp");
+    let dump = s(&read(&dir.join("opensm-lfts.dump"))).to_string();
+    let clean = read_lfts(dump.as_bytes(), "lfts", &f).unwrap();
+    assert!(clean.warnings.is_empty(), "{:?}", clean.warnings);
+    // line 2 is `0x0001 001 ...` of the first switch
+    let mut lines: Vec<String> = dump.lines().map(str::to_string).collect();
+    lines.insert(2, "5 002".into());
+    lines.insert(3, "0x0001 002".into());
+    let odd = read_lfts(lines.join("\n").as_bytes(), "lfts", &f).unwrap();
+    assert!(
+        odd.warnings
+            .iter()
+            .any(|w| w.starts_with("lfts:3: line not understood")),
+        "{:?}",
+        odd.warnings
+    );
+    assert!(
+        odd.warnings
+            .iter()
+            .any(|w| w.starts_with("lfts:4: LID 0x0001 is listed again")
+                && w.contains("port 2 instead of 1")),
+        "{:?}",
+        odd.warnings
+    );
+    assert_eq!(odd.warnings.len(), 2, "{:?}", odd.warnings);
+    // a BOM, and tabs between the header's words: the same tables
+    let tabbed = format!(
+        "\u{feff}{}",
+        dump.replacen("Unicast lids", "Unicast\tlids", 1)
+            .replacen(" guid 0x", "\tguid 0x", 1)
+    );
+    let t = read_lfts(tabbed.as_bytes(), "lfts", &f).unwrap();
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    assert_eq!(t.routing.lft, clean.routing.lft);
+}

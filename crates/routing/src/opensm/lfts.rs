@@ -117,6 +117,24 @@ enum Cur {
 /// port count, LIDs beyond the fabric's highest LID. Warnings: unknown switch GUIDs (skipped,
 /// as OpenSM does), GUIDs of non-switches, switches listed twice (the later table wins, as in
 /// OpenSM), `portguid` comments naming unknown ports, multicast sections (skipped).
+/// Lines of an LFT dump that carry no entry: OpenSM's and ibroute's trailers (`48 lids
+/// dumped`, `48 valid lids dumped`) and ibroute's column titles (`Lid  Out   Destination`,
+/// `Port     Info`).
+fn is_lft_trailer(line: &str) -> bool {
+    let mut w = line.split_whitespace();
+    match w.next() {
+        Some(n) if n.bytes().all(|b| b.is_ascii_digit()) => {
+            let rest: Vec<&str> = w.collect();
+            matches!(
+                rest.as_slice(),
+                ["lids", "dumped"] | ["valid", "lids", "dumped"]
+            )
+        }
+        Some("Lid") | Some("Port") => true,
+        _ => false,
+    }
+}
+
 pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseError> {
     const WHAT: &str = "an OpenSM LFT dump (`Unicast lids [..] of switch Lid .. guid 0x<GUID> ..:` blocks of `0x<LID> <port>` lines)";
     require_text(bytes, file, WHAT)?;
@@ -131,19 +149,20 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
     let mut remapped = 0usize;
     let mut cur = Cur::None;
     let mut unknown_portguids = 0usize;
+    let (mut skipped, mut conflicts) = (0usize, 0usize);
     for (ln, raw) in numbered_lines(&text) {
         let line = raw.trim_start();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        if line.starts_with("Multicast mlids") {
+        if line.split_whitespace().take(2).eq(["Multicast", "mlids"]) {
             warnings.push(format!(
                 "{file}:{ln}: multicast table skipped (only unicast LFTs are loaded)"
             ));
             cur = Cur::Multicast;
             continue;
         }
-        if line.starts_with("Unicast lids") {
+        if line.split_whitespace().take(2).eq(["Unicast", "lids"]) {
             headers += 1;
             let guid = header_guid(line).ok_or_else(|| {
                 perr(
@@ -182,7 +201,17 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
             continue;
         }
         if !(line.starts_with("0x") || line.starts_with("0X")) {
-            // Trailers (`48 lids dumped`), ibroute column titles and the like.
+            // Trailers (`48 lids dumped`) and ibroute's column titles are expected; anything
+            // else (a decimal LID, a prompt, garbage) is skipped, but said
+            if !is_lft_trailer(line) {
+                skipped += 1;
+                if skipped <= 5 {
+                    warnings.push(format!(
+                        "{file}:{ln}: line not understood, skipped (expected `0x<hex LID> <port>`): {:?}",
+                        line.chars().take(60).collect::<String>()
+                    ));
+                }
+            }
             continue;
         }
         let s = match cur {
@@ -211,7 +240,8 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
             })?;
         let sw = f.switches[s];
         let nports = f.node(sw).nports as u64;
-        if port > nports {
+        // 255 is "no path" (OSM_NO_PATH), as in opensm.fdbs
+        if port > nports && port != NO_PORT as u64 {
             return Err(perr(
                 file,
                 ln,
@@ -266,7 +296,29 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
                 format!("LID 0x{lid:04x} is beyond the fabric's highest LID 0x{max_lid:04x}"),
             ));
         }
-        r.lft[s * stride + lid as usize] = port as u8;
+        let e = &mut r.lft[s * stride + lid as usize];
+        if *e != NO_PORT && *e != port as u8 {
+            conflicts += 1;
+            if conflicts <= 5 {
+                warnings.push(format!(
+                    "{file}:{ln}: LID 0x{lid:04x} is listed again in this switch's table, with port {port} instead of {}; the later entry is kept",
+                    *e
+                ));
+            }
+        }
+        *e = port as u8;
+    }
+    if skipped > 5 {
+        warnings.push(format!(
+            "{file}: {} more lines not understood were skipped",
+            skipped - 5
+        ));
+    }
+    if conflicts > 5 {
+        warnings.push(format!(
+            "{file}: {} more LIDs are listed twice in one switch's table with different ports",
+            conflicts - 5
+        ));
     }
     if unknown_portguids > 10 {
         warnings.push(format!(
@@ -299,9 +351,10 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
 
 /// The switch GUID of a `Unicast lids` header: ` guid 0x<hex>` followed by a blank.
 fn header_guid(line: &str) -> Option<u64> {
-    let at = line.find(" guid 0x").or_else(|| line.find(" guid 0X"))?;
-    let (g, rest) = take_0x(&line[at + 6..])?;
-    at_blank_or_end(rest).then_some(g)
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|&w| w == "guid")?;
+    let (g, rest) = take_0x(words.get(at + 1)?)?;
+    rest.is_empty().then_some(g)
 }
 
 /// The GUID of a ` portguid 0x<hex>` comment, followed by `:`, a blank or the end.

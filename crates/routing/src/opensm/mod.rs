@@ -126,8 +126,10 @@ pub(crate) fn node_guid_map(f: &Fabric) -> FxHashMap<u64, NodeId> {
 }
 
 /// Lines of a text file, 1-based, without `\r\n`/`\n`. Invalid UTF-8 is replaced.
+/// The text of a table file; a UTF-8 byte order mark (editors on other systems write one) is
+/// dropped.
 pub(crate) fn text_of(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    String::from_utf8_lossy(bytes)
+    String::from_utf8_lossy(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes))
 }
 
 pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
