@@ -881,7 +881,7 @@ fn lft_errors() {
             2,
             "port 5 is beyond the port count 4",
         ),
-        (&format!("{h}0x0001 255\n"), 2, "port 255 is beyond"),
+        (&format!("{h}0x0001 254\n"), 2, "port 254 is beyond"),
         (
             &format!("{h}0x000a 001\n"),
             2,
@@ -900,6 +900,13 @@ fn lft_errors() {
         assert!(m.starts_with(&format!("bad.dump:{line}: ")), "{m}");
         assert!(m.contains(what), "{m} lacks {what:?}");
     }
+    // 255 is "no path", as in opensm.fdbs
+    let l = read_lfts(format!("{h}0x0001 255\n0x0002 001\n").as_bytes(), "x", &f).unwrap();
+    let a = f.switch_index[f.node_by_name("A").unwrap().idx()] as usize;
+    assert_eq!(
+        (l.routing.lft_of(a)[1], l.routing.lft_of(a)[2]),
+        (NO_PORT, 1)
+    );
     let (l, m) = err_of(read_lfts(format!("{h}0xc000 1\n").as_bytes(), "x", &f));
     assert_eq!(l, 2);
     assert!(m.contains("not a unicast LID"), "{m}");
