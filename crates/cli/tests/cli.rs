@@ -1506,3 +1506,63 @@ fn fault_and_check_agree_when_rftr_leaves_pairs_unrepaired() {
     let undelivered = c["pairs"]["checked"].as_u64().unwrap() - c["pairs"]["ok"].as_u64().unwrap();
     assert!(undelivered >= unsupported, "{undelivered} < {unsupported}");
 }
+
+/// `merge` says when shards are missing (from the summaries `sweep` writes beside its
+/// output) and refuses shards of different sweeps; `plot sweep` counts a scenario given twice
+/// once.
+#[test]
+fn merge_and_plot_see_missing_mixed_and_repeated_shards() {
+    let d = tmp("shards");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let net = example("torus2d_4x4_h2.net");
+    let sweep = |faults: &str, shard: &str, name: &str| {
+        let out = d.join(name);
+        let o = fr(&[
+            "sweep",
+            &net,
+            "--faults",
+            faults,
+            "--samples",
+            "12",
+            "--shard",
+            shard,
+            "-o",
+            &s(&out),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        s(&out)
+    };
+    let a0 = sweep("2", "0/3", "a0.jsonl");
+    let a2 = sweep("2", "2/3", "a2.jsonl");
+    let b1 = sweep("3", "1/3", "b1.jsonl");
+    let merged = s(&d.join("m.jsonl"));
+    let o = fr(&["merge", &a0, &a2, "-o", &merged]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("shards [1] of 3 are not among the inputs"),
+        "{err}"
+    );
+    let o = fr(&["merge", &a0, &b1, "-o", &s(&d.join("x.jsonl"))]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("are shards of different sweeps: faults 2 against 3"),
+        "{err}"
+    );
+    // the same file twice: counted once
+    let o = fr(&[
+        "--json",
+        "plot",
+        "sweep",
+        &merged,
+        &merged,
+        "-o",
+        &s(&d.join("p.svg")),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lines = std::fs::read_to_string(&merged).unwrap().lines().count() as u64;
+    assert_eq!(v["points"][0]["scenarios"].as_u64(), Some(lines));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("given more than once"));
+}

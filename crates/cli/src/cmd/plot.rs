@@ -91,6 +91,9 @@ fn label_of(p: &Path) -> String {
 fn sweep(a: SweepArgs) -> Result<ExitCode> {
     // (label, faults) -> point; shards of one sweep add up.
     let mut points: BTreeMap<(String, usize), Point> = BTreeMap::new();
+    // a scenario given twice (overlapping shards, a merged file beside its shards) counts once
+    let mut counted: std::collections::HashSet<(String, usize, u64)> = Default::default();
+    let mut repeated = 0u64;
     for p in &a.inputs {
         let bytes = read_input(p)?;
         let text = String::from_utf8_lossy(&bytes);
@@ -108,6 +111,10 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
                 )
             })?;
             seen += 1;
+            if !counted.insert((label.clone(), r.faults.len(), r.id)) {
+                repeated += 1;
+                continue;
+            }
             let pt = points
                 .entry((label.clone(), r.faults.len()))
                 .or_insert_with(|| Point {
@@ -125,6 +132,9 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
         if seen == 0 {
             anyhow::bail!("{}: no sweep scenarios in the file", p.display());
         }
+    }
+    if repeated > 0 {
+        crate::warn!("{repeated} scenarios were given more than once (overlapping inputs): each counted once");
     }
     for pt in points.values_mut() {
         pt.rftr_supported_pct = 100.0 * pt.rftr_supported as f64 / pt.scenarios as f64;

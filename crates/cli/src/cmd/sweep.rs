@@ -9,7 +9,7 @@ use routing::fault::sweep::{
 use routing::fault::{RftrConfig, Session};
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -206,8 +206,88 @@ pub struct MergeArgs {
     pub output: PathBuf,
 }
 
+/// The keys of a shard's summary that all shards of one sweep share.
+const SWEEP_KEYS: [&str; 8] = [
+    "engine",
+    "vls",
+    "lmc",
+    "tie_break",
+    "virtual_lids_only",
+    "faults",
+    "space",
+    "fabric",
+];
+
+/// Checks the summaries beside the inputs (`FILE.summary.json`, where `sweep` wrote them):
+/// one sweep (same fabric file name, engine, options, fault count and space), one shard count;
+/// returns the shard indices missing from the inputs, with the shard count and the space.
+fn check_shard_summaries(inputs: &[PathBuf]) -> Result<Option<(Vec<u64>, u64, u64)>> {
+    let mut first: Option<(PathBuf, serde_json::Value)> = None;
+    let mut have: Vec<u64> = Vec::new();
+    let mut count = 0u64;
+    for p in inputs {
+        let mut sp = p.as_os_str().to_owned();
+        sp.push(".summary.json");
+        let sp = PathBuf::from(sp);
+        let Ok(text) = std::fs::read_to_string(&sp) else {
+            return Ok(None); // a summary missing: nothing to compare
+        };
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a sweep summary (JSON)", sp.display()))?;
+        let key = |v: &serde_json::Value, k: &str| -> serde_json::Value {
+            if k == "fabric" {
+                // shards may run where the fabric file has another directory
+                let f = v[k].as_str().unwrap_or("");
+                serde_json::json!(Path::new(f)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().to_string()))
+            } else {
+                v[k].clone()
+            }
+        };
+        let (i, n) = v["shard"]
+            .as_str()
+            .and_then(|s| parse_shard(s).ok())
+            .with_context(|| format!("{}: no shard I/N", sp.display()))?;
+        match &first {
+            None => {
+                first = Some((sp.clone(), v.clone()));
+                count = n;
+            }
+            Some((fp, fv)) => {
+                for k in SWEEP_KEYS {
+                    if key(fv, k) != key(&v, k) {
+                        bail!(
+                            "{} and {} are shards of different sweeps: {k} {} against {}",
+                            fp.display(),
+                            sp.display(),
+                            key(fv, k),
+                            key(&v, k)
+                        );
+                    }
+                }
+                if n != count {
+                    bail!(
+                        "{} and {} split the sweep into {count} and {n} shards",
+                        fp.display(),
+                        sp.display()
+                    );
+                }
+            }
+        }
+        have.push(i);
+    }
+    let Some((_, fv)) = first else {
+        return Ok(None);
+    };
+    let missing: Vec<u64> = (0..count).filter(|i| !have.contains(i)).collect();
+    Ok(Some((missing, count, fv["space"].as_u64().unwrap_or(0))))
+}
+
 pub fn merge(a: MergeArgs) -> Result<ExitCode> {
+    let shards = check_shard_summaries(&a.inputs)?;
     let mut all: BTreeMap<u64, ScenarioResult> = BTreeMap::new();
+    let mut faults: Option<(usize, String)> = None;
     for p in &a.inputs {
         let text =
             std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
@@ -217,6 +297,15 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
             }
             let r: ScenarioResult = serde_json::from_str(line)
                 .with_context(|| format!("{}:{}: not a sweep line", p.display(), i + 1))?;
+            let at = format!("{}:{}", p.display(), i + 1);
+            match &faults {
+                None => faults = Some((r.faults.len(), at)),
+                Some((k, first)) if *k != r.faults.len() => bail!(
+                    "{at}: a scenario of {} faults, but {first} has {k}: lines of different sweeps",
+                    r.faults.len()
+                ),
+                _ => {}
+            }
             if let Some(prev) = all.get(&r.id) {
                 if prev != &r {
                     bail!(
@@ -236,6 +325,14 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
         text.push('\n');
     }
     write_atomic(&a.output, text.as_bytes())?;
+    if let Some((missing, count, space)) = &shards {
+        if !missing.is_empty() {
+            crate::warn!(
+                "shards {missing:?} of {count} are not among the inputs: {} of the {space} scenarios merged",
+                all.len()
+            );
+        }
+    }
     let s = SweepSummary::of(all.values());
     if crate::out::json() {
         crate::out::document(&s)?;

@@ -39,15 +39,34 @@ pub struct LftLoad {
 
 /// Writes the LFTs in OpenSM's `opensm-lfts.dump` layout (loadable with `opensm -R file -U`).
 pub fn write_lfts(f: &Fabric, r: &Routing) -> String {
-    to_string(|sink| write_lfts_to(f, r, sink))
+    to_string(|sink| write_lfts_to(f, r, None, sink))
 }
 
 /// [`write_lfts`], streamed: switch by switch into `sink`, formatting batches of switches in
 /// parallel. Every entry line is `0x<lid> <port> # <comment>`; the two constant parts are
 /// prepared once per LID, so a line costs two copies and three digits.
-pub fn write_lfts_to(f: &Fabric, r: &Routing, sink: &mut Sink<'_>) -> std::io::Result<()> {
+/// Under `dead`, what `opensm-subnet.lst` leaves out is left out here too: dead switches'
+/// tables, and the entries for LIDs of nodes with no live link (a checker reading the pair
+/// would not know them).
+pub fn write_lfts_to(
+    f: &Fabric,
+    r: &Routing,
+    dead: Option<&fabric::FaultMask>,
+    sink: &mut Sink<'_>,
+) -> std::io::Result<()> {
     let max = r.max_lid;
     let stride = r.stride();
+    // per LID: whether the subnet file lists its node (a live link)
+    let listed: Vec<bool> = (0..=max)
+        .map(|lid| match (dead, f.lid_port(lid)) {
+            (Some(m), Some(p)) => {
+                let n = f.port(p).node;
+                f.node_ports(n)
+                    .any(|q| f.out_channel(q).is_some_and(|c| m.channel_alive(f, c)))
+            }
+            _ => true,
+        })
+        .collect();
     // Per LID: `0x<lid> ` and ` # <comment>\n`, one buffer with offsets.
     let mut text: Vec<u8> = Vec::new();
     let mut at: Vec<(u32, u32, u32)> = Vec::with_capacity(max as usize + 1);
@@ -72,7 +91,14 @@ pub fn write_lfts_to(f: &Fabric, r: &Routing, sink: &mut Sink<'_>) -> std::io::R
         }
         at.push((start, mid, text.len() as u32));
     }
-    let order = switches_in_osm_order(f);
+    let mut order = switches_in_osm_order(f);
+    if let Some(m) = dead {
+        // (a switch with no live link is not in the subnet file either)
+        order.retain(|&s| {
+            let n = f.switches[s];
+            !m.node_dead(n) && listed.get(f.switch_lid(n) as usize) != Some(&false)
+        });
+    }
     stream_units(order.len(), sink, |k, b| {
         let s = order[k];
         let n = f.switches[s];
@@ -88,7 +114,7 @@ pub fn write_lfts_to(f: &Fabric, r: &Routing, sink: &mut Sink<'_>) -> std::io::R
         );
         let row = r.lft.get(s * stride..(s + 1) * stride).unwrap_or(&[]);
         for (lid, &port) in row.iter().enumerate().skip(1) {
-            if port == NO_PORT {
+            if port == NO_PORT || !listed[lid] {
                 continue;
             }
             let (a, m, e) = at[lid];

@@ -391,7 +391,9 @@ pub fn set_files<'a>(f: &'a Fabric, r: &'a Routing, opts: &'a SetOptions) -> Vec
         },
         SetFile {
             name: LFTS_FILE,
-            write: Box::new(move |sink| lfts::write_lfts_to(f, r, sink)),
+            write: Box::new(move |sink| {
+                lfts::write_lfts_to(f, r, opts.subnet_lst.dead.as_ref(), sink)
+            }),
         },
         SetFile {
             name: FDBS_FILE,
