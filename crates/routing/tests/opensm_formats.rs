@@ -1263,7 +1263,7 @@ fn sl2vl_entries_on_vl15_drop_the_routes_that_meet_them() {
         sl2vl
             .lines()
             .map(|l| match l.split_once(':') {
-                Some((ports, vls)) if ports.trim().split_whitespace().count() == 2 => {
+                Some((ports, vls)) if ports.split_whitespace().count() == 2 => {
                     let mut v: Vec<&str> = vls.split_whitespace().collect();
                     v[sl] = "15";
                     format!("{ports}: {}", v.join(" "))

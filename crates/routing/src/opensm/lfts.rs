@@ -19,7 +19,7 @@
 use super::{
     at_blank_or_end, numbered_lines, perr, port_base_lid, port_guid, port_guid_map, push_dec3,
     require_text, stream_units, switches_in_osm_order, take_0x, take_dec, text_of, to_string,
-    type_str, Sink,
+    type_str, Capped, Sink,
 };
 use crate::tables::Routing;
 use fabric::io::ParseError;
@@ -174,8 +174,8 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
     let mut warnings = Vec::new();
     let mut remapped = 0usize;
     let mut cur = Cur::None;
-    let mut unknown_portguids = 0usize;
-    let (mut skipped, mut conflicts) = (0usize, 0usize);
+    let mut unknown_portguids = Capped::new(10);
+    let (mut skipped, mut conflicts) = (Capped::new(5), Capped::new(5));
     for (ln, raw) in numbered_lines(&text) {
         let line = raw.trim_start();
         if line.is_empty() || line.starts_with('#') {
@@ -230,13 +230,12 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
             // Trailers (`48 lids dumped`) and ibroute's column titles are expected; anything
             // else (a decimal LID, a prompt, garbage) is skipped, but said
             if !is_lft_trailer(line) {
-                skipped += 1;
-                if skipped <= 5 {
-                    warnings.push(format!(
+                skipped.push(&mut warnings, || {
+                    format!(
                         "{file}:{ln}: line not understood, skipped (expected `0x<hex LID> <port>`): {:?}",
                         line.chars().take(60).collect::<String>()
-                    ));
-                }
+                    )
+                });
             }
             continue;
         }
@@ -304,14 +303,11 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
                         remapped += 1;
                     }
                 }
-                None => {
-                    unknown_portguids += 1;
-                    if unknown_portguids <= 10 {
-                        warnings.push(format!(
-                            "{file}:{ln}: portguid 0x{pg:016x} is not in the fabric; LID 0x{lid:04x} kept as is"
-                        ));
-                    }
-                }
+                None => unknown_portguids.push(&mut warnings, || {
+                    format!(
+                        "{file}:{ln}: portguid 0x{pg:016x} is not in the fabric; LID 0x{lid:04x} kept as is"
+                    )
+                }),
             }
         }
         // (A remapped LID stays within its port's range: only the fabric's bound is left.)
@@ -324,34 +320,22 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
         }
         let e = &mut r.lft[s * stride + lid as usize];
         if *e != NO_PORT && *e != port as u8 {
-            conflicts += 1;
-            if conflicts <= 5 {
-                warnings.push(format!(
-                    "{file}:{ln}: LID 0x{lid:04x} is listed again in this switch's table, with port {port} instead of {}; the later entry is kept",
-                    *e
-                ));
-            }
+            let was = *e;
+            conflicts.push(&mut warnings, || {
+                format!(
+                    "{file}:{ln}: LID 0x{lid:04x} is listed again in this switch's table, with port {port} instead of {was}; the later entry is kept"
+                )
+            });
         }
         *e = port as u8;
     }
-    if skipped > 5 {
-        warnings.push(format!(
-            "{file}: {} more lines not understood were skipped",
-            skipped - 5
-        ));
-    }
-    if conflicts > 5 {
-        warnings.push(format!(
-            "{file}: {} more LIDs are listed twice in one switch's table with different ports",
-            conflicts - 5
-        ));
-    }
-    if unknown_portguids > 10 {
-        warnings.push(format!(
-            "{file}: {} more entries name unknown port GUIDs",
-            unknown_portguids - 10
-        ));
-    }
+    skipped.finish(&mut warnings, file, "lines not understood were skipped");
+    conflicts.finish(
+        &mut warnings,
+        file,
+        "LIDs are listed twice in one switch's table with different ports",
+    );
+    unknown_portguids.finish(&mut warnings, file, "entries name unknown port GUIDs");
     let switches_loaded = seen.iter().filter(|&&l| l != 0).count();
     if headers == 0 {
         return Err(perr(

@@ -126,6 +126,34 @@ pub(crate) fn node_guid_map(f: &Fabric) -> FxHashMap<u64, NodeId> {
 }
 
 /// Lines of a text file, 1-based, without `\r\n`/`\n`. Invalid UTF-8 is replaced.
+/// Warnings of one kind, capped: the first `cap` are kept with their line, the rest counted
+/// and summed up in one line by [`Capped::finish`].
+pub(crate) struct Capped {
+    cap: usize,
+    seen: usize,
+}
+
+impl Capped {
+    pub(crate) fn new(cap: usize) -> Self {
+        Capped { cap, seen: 0 }
+    }
+
+    /// Counts one; keeps `msg()` while under the cap.
+    pub(crate) fn push(&mut self, warnings: &mut Vec<String>, msg: impl FnOnce() -> String) {
+        self.seen += 1;
+        if self.seen <= self.cap {
+            warnings.push(msg());
+        }
+    }
+
+    /// `{file}: N more {what}` when some were not kept.
+    pub(crate) fn finish(&self, warnings: &mut Vec<String>, file: &str, what: &str) {
+        if self.seen > self.cap {
+            warnings.push(format!("{file}: {} more {what}", self.seen - self.cap));
+        }
+    }
+}
+
 /// The text of a table file; a UTF-8 byte order mark (editors on other systems write one) is
 /// dropped.
 pub(crate) fn text_of(bytes: &[u8]) -> std::borrow::Cow<'_, str> {

@@ -17,6 +17,7 @@
 
 use super::{
     node_guid_map, numbered_lines, perr, port_guid_map, require_text, take_0x, take_dec, text_of,
+    Capped,
 };
 use crate::tables::{PathSl, NUM_SLS};
 use fabric::io::ParseError;
@@ -58,7 +59,7 @@ pub fn read_psl(bytes: &[u8], file: &str, f: &Fabric) -> Result<PslLoad, ParseEr
     let mut tab = vec![UNSET; ne * stride];
     let mut warnings = Vec::new();
     let mut entries = 0usize;
-    let mut unknown = 0usize;
+    let mut unknown = Capped::new(10);
     let mut conflicts = 0usize;
 
     // Source end-port indices for a GUID: every end port of that node, or one CA port.
@@ -115,10 +116,9 @@ pub fn read_psl(bytes: &[u8], file: &str, f: &Fabric) -> Result<PslLoad, ParseEr
             section = Some(match sources(g) {
                 Ok(v) => Some(v),
                 Err(m) => {
-                    unknown += 1;
-                    if unknown <= 10 {
-                        warnings.push(format!("{file}:{ln}: {m}; its section is skipped"));
-                    }
+                    unknown.push(&mut warnings, || {
+                        format!("{file}:{ln}: {m}; its section is skipped")
+                    });
                     None
                 }
             });
@@ -180,10 +180,7 @@ pub fn read_psl(bytes: &[u8], file: &str, f: &Fabric) -> Result<PslLoad, ParseEr
             let srcs = match sources(first) {
                 Ok(v) => v,
                 Err(m) => {
-                    unknown += 1;
-                    if unknown <= 10 {
-                        warnings.push(format!("{file}:{ln}: {m}; entry skipped"));
-                    }
+                    unknown.push(&mut warnings, || format!("{file}:{ln}: {m}; entry skipped"));
                     continue;
                 }
             };
@@ -205,12 +202,11 @@ pub fn read_psl(bytes: &[u8], file: &str, f: &Fabric) -> Result<PslLoad, ParseEr
         set(&srcs, dlid as usize, sl as u8, &mut tab);
         entries += 1;
     }
-    if unknown > 10 {
-        warnings.push(format!(
-            "{file}: {} more entries or sections with unknown sources skipped",
-            unknown - 10
-        ));
-    }
+    unknown.finish(
+        &mut warnings,
+        file,
+        "entries or sections with unknown sources skipped",
+    );
     if conflicts > 0 {
         warnings.push(format!(
             "{file}: {conflicts} entries gave a path a different SL than an earlier entry (the later wins)"
