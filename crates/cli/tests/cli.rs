@@ -1566,3 +1566,40 @@ fn merge_and_plot_see_missing_mixed_and_repeated_shards() {
     assert_eq!(v["points"][0]["scenarios"].as_u64(), Some(lines));
     assert!(String::from_utf8_lossy(&o.stderr).contains("given more than once"));
 }
+
+/// `--fail switch:X` also takes a switch's node description (names change between formats,
+/// descriptions do not), and says so when several switches share it.
+#[test]
+fn faults_name_switches_by_description_too() {
+    let d = tmp("bydesc");
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/real");
+    let tartu = real.join("tartu_sx6036_fdr_8sw_144hca.ibnd");
+    let fail = |fabric: &Path, spec: &str, out: &str| {
+        fr(&[
+            "--json",
+            "fault",
+            fabric.to_str().unwrap(),
+            "--engine",
+            "updn",
+            "--fail",
+            spec,
+            "-o",
+            d.join(out).to_str().unwrap(),
+        ])
+    };
+    let by_name = fail(&tartu, "switch:S-f4521403001165a0", "name");
+    let by_desc = fail(&tartu, "switch:MF0;ib5:SX6036/U1", "desc");
+    assert_eq!(by_name.status.code(), by_desc.status.code());
+    let v = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    assert_eq!(
+        v(&by_name)["rftr"]["affected_pairs"],
+        v(&by_desc)["rftr"]["affected_pairs"]
+    );
+    let x5 = real.join("x5_psmn_voltaire4036_qdr_ddr_11sw_89hca.ibnd");
+    let o = fail(&x5, "switch:Infiniscale-IV Mellanox Technologies", "two");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("2 switches have the description"), "{err}");
+}

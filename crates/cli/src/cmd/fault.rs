@@ -133,15 +133,34 @@ pub fn base_engine_help() -> String {
     )
 }
 
-/// Finds a switch by name or GUID.
+/// Finds a switch by name, GUID or (when one switch has it) node description: names change
+/// between formats (`convert` to ibnetdiscover names nodes by GUID), descriptions do not.
 pub fn find_switch(f: &Fabric, s: &str) -> Result<NodeId> {
     let by_guid = s
         .strip_prefix("0x")
         .and_then(|h| u64::from_str_radix(h, 16).ok())
         .and_then(|g| f.node_by_guid(g));
-    let n = by_guid
-        .or_else(|| f.node_by_name(s))
-        .with_context(|| format!("no node named {s:?} (or with that GUID) in the fabric"))?;
+    let n = match by_guid.or_else(|| f.node_by_name(s)) {
+        Some(n) => n,
+        None => {
+            let described: Vec<NodeId> = f
+                .switches
+                .iter()
+                .copied()
+                .filter(|&n| !f.node(n).desc.is_empty() && f.node(n).desc == s)
+                .collect();
+            match described.as_slice() {
+                [n] => *n,
+                [] => bail!(
+                    "no node named {s:?} (or with that GUID or switch description) in the fabric"
+                ),
+                many => bail!(
+                    "{} switches have the description {s:?}: name one by its name or GUID",
+                    many.len()
+                ),
+            }
+        }
+    };
     if f.node(n).kind != NodeKind::Switch {
         bail!("{s:?} is not a switch");
     }
