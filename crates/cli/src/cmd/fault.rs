@@ -104,8 +104,8 @@ pub struct Args {
     pub sls: u8,
     #[command(flatten)]
     pub repair: RepairArgs,
-    /// A fault: `link:SWITCH/PORT` or `switch:SWITCH` (name or 0x GUID). Repeat for a
-    /// sequence; faults are applied in order.
+    /// A fault: `link:SWITCH/PORT` or `switch:SWITCH` (name, 0x GUID, or a node description
+    /// one switch has). Repeat for a sequence; faults are applied in order.
     #[arg(long = "fail", required = true)]
     pub fail: Vec<String>,
     /// Root switch GUID file for updn.

@@ -121,7 +121,8 @@ pub struct Args {
     #[arg(long, default_value = "50us")]
     pub watchdog: String,
 
-    /// A failure: link:SWITCH/PORT or switch:SWITCH (name or 0x GUID).
+    /// A failure: link:SWITCH/PORT or switch:SWITCH (name, 0x GUID, or a node description
+    /// one switch has).
     #[arg(long)]
     pub fail: Option<String>,
     /// When it fails.
