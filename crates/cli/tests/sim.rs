@@ -249,3 +249,58 @@ fn sweep_runs_in_parallel_and_draws_the_curves() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("outside 0..=1"));
 }
+
+/// OpenSM's dfsssp tables of the 4x4 torus with SL 1 mapped to VL 15 (the drop lane) on
+/// every row: the checker says those routes are dropped, and the simulator drops their
+/// packets at the first switch instead of simulating a 16th lane.
+#[test]
+fn packets_mapped_to_vl15_are_dropped() {
+    let d = tmp("vl15");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/opensm");
+    let run = data.join("torus2d_4x4_h2.dfsssp");
+    let sl2vl = std::fs::read_to_string(run.join("opensm-sl2vl.dump")).unwrap();
+    let dropped: Vec<String> = sl2vl
+        .lines()
+        .map(|l| match l.split_once(':') {
+            Some((ports, vls)) if ports.split_whitespace().count() == 2 => {
+                let mut v: Vec<&str> = vls.split_whitespace().collect();
+                v[1] = "15";
+                format!("{ports}: {}", v.join(" "))
+            }
+            _ => l.to_string(),
+        })
+        .collect();
+    let vl15 = d.join("vl15.sl2vl");
+    std::fs::write(&vl15, dropped.join("\n")).unwrap();
+    let p = |x: &Path| x.to_str().unwrap().to_string();
+    let lst = p(&data.join("torus2d_4x4_h2.subnet.lst"));
+    let tables = [
+        "--lfts".to_string(),
+        p(&run.join("opensm-lfts.dump")),
+        "--sl2vl".into(),
+        p(&vl15),
+        "--psl".into(),
+        p(&run.join("opensm-path-sl.psl")),
+    ];
+    let mut check = vec!["check".to_string(), lst.clone()];
+    check.extend(tables.iter().cloned());
+    let o = fr(&check.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("DROPPED")
+            || String::from_utf8_lossy(&o.stderr).contains("DROPPED")
+    );
+    let out = d.join("out");
+    let mut sim = vec!["--json".to_string(), "sim".into(), lst];
+    sim.extend(tables.iter().cloned());
+    sim.extend(["--load", "0.3", "--time", "0.2ms", "-o"].map(String::from));
+    sim.push(p(&out));
+    let o = fr(&sim.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["dropped_by_reason"]["vl_out_of_range"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    assert!(v["vls"].as_u64().unwrap() <= 15);
+}

@@ -344,6 +344,8 @@ impl std::fmt::Debug for Sim<'_> {
 }
 
 /// Highest VL any packet can use under `r` (SLs the path SLs use, through every SL2VL table).
+/// VL 15, the drop lane, is not one: a packet a switch maps to it is dropped there
+/// ([`DropReason::VlOutOfRange`]), as the checker drops it.
 fn max_vl(f: &Fabric, r: &Routing, extra_sls: &[u8]) -> u8 {
     let mut sls = [false; 16];
     match &r.path_sl {
@@ -360,19 +362,28 @@ fn max_vl(f: &Fabric, r: &Routing, extra_sls: &[u8]) -> u8 {
         let n = fabric::NodeId(i as u32);
         if r.sl2vl.is_identity(n) {
             for &s in &used {
-                m = m.max(r.sl2vl.vl(n, 0, 1, s));
+                m = m.max(data_vl(r.sl2vl.vl(n, 0, 1, s)));
             }
             continue;
         }
         for inp in 0..=node.nports {
             for out in 0..=node.nports {
                 for &s in &used {
-                    m = m.max(r.sl2vl.vl(n, inp, out, s));
+                    m = m.max(data_vl(r.sl2vl.vl(n, inp, out, s)));
                 }
             }
         }
     }
     m
+}
+
+/// `vl`, or 0 for the drop lane (VL 15), which sizes nothing.
+fn data_vl(vl: u8) -> u8 {
+    if vl == 15 {
+        0
+    } else {
+        vl
+    }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
