@@ -136,10 +136,9 @@ fn possible_sls(net: &Net<'_>) -> u16 {
     }
 }
 
-/// VL 15: an SL mapped to it is dropped (it is the management lane, never a data VL), so a
-/// packet that meets it goes no further and adds no dependency; [`CheckReport::ok`] is false
-/// when a route does.
-pub const DROP_VL: u8 = 15;
+/// A packet that meets [`DROP_VL`] goes no further and adds no dependency;
+/// [`CheckReport::ok`] is false when a route does.
+pub use crate::tables::DROP_VL;
 
 /// Highest data VL any switch maps one of `sls` to (the identity map gives SL mod 15).
 fn max_vl(f: &Fabric, r: &Routing, sls: u16) -> u8 {

@@ -16,6 +16,9 @@ use fabric::{Fabric, Lid, NodeId, NodeKind, PortId, MAX_LMC, MAX_UNICAST_LID, NO
 pub const NUM_SLS: usize = 16;
 /// Number of data virtual lanes.
 pub const NUM_DATA_VLS: u8 = 15;
+/// VL 15, the management lane: an SL2VL table may map SLs to it, and their packets are dropped
+/// there (the checker and the simulator drop them). Engines never map to it.
+pub const DROP_VL: u8 = 15;
 
 /// How path SLs are stored (dense per-pair storage is only used when an engine needs it).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -254,7 +257,7 @@ impl Routing {
         }
         // VL 15 is legal: the SLs mapped to it are dropped (the checker reports routes that
         // meet it)
-        if self.sl2vl.data.iter().any(|&v| v > NUM_DATA_VLS) {
+        if self.sl2vl.data.iter().any(|&v| v > DROP_VL) {
             return Err(TableError::Vl);
         }
         Ok(())

@@ -377,9 +377,9 @@ fn max_vl(f: &Fabric, r: &Routing, extra_sls: &[u8]) -> u8 {
     m
 }
 
-/// `vl`, or 0 for the drop lane (VL 15), which sizes nothing.
+/// `vl`, or 0 for the drop lane, which sizes nothing.
 fn data_vl(vl: u8) -> u8 {
-    if vl == 15 {
+    if vl == routing::tables::DROP_VL {
         0
     } else {
         vl

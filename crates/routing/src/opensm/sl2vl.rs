@@ -17,7 +17,7 @@ use super::{
     numbered_lines, perr, port_base_lid, port_guid, port_guid_map, require_text, take_0x, take_dec,
     text_of, type_str,
 };
-use crate::tables::{Sl2Vl, NUM_SLS};
+use crate::tables::{Sl2Vl, DROP_VL, NUM_SLS};
 use fabric::io::ParseError;
 use fabric::{Fabric, NodeId, NodeKind, PortId};
 use std::fmt::Write as _;
@@ -181,7 +181,7 @@ pub fn read_sl2vl(bytes: &[u8], file: &str, f: &Fabric) -> Result<Sl2VlLoad, Par
                 tok.parse().ok().filter(|&v| v <= 15).ok_or_else(|| {
                     perr(file, ln, format!("expected a VL 0..=15, found {tok:?}"))
                 })?;
-            if v == 15 {
+            if v == DROP_VL {
                 vl15 += 1;
             }
             vls[count] = v;
