@@ -118,9 +118,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            out::stderr_line(&format!("fabroute: error: {e:#}"));
-            out::status_of(&e).into()
-        }
+        Err(e) => out::fail(&e).into(),
     }
 }

@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 static JSON: AtomicBool = AtomicBool::new(false);
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+/// Set once the command's JSON document is on stdout (so a later error adds no second one).
+static DOCUMENT_WRITTEN: AtomicBool = AtomicBool::new(false);
 
 /// How a command ended. Documented in `fabroute --help` and the README.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,7 +115,46 @@ pub fn say_str(s: &str) {
 /// The command's JSON document on stdout (pretty-printed).
 pub fn document(v: &impl Serialize) -> anyhow::Result<()> {
     stdout_line(&serde_json::to_string_pretty(v)?);
+    DOCUMENT_WRITTEN.store(true, Relaxed);
     Ok(())
+}
+
+/// How a failed command ends: the error on stderr, and under `--json` also as the JSON
+/// document on stdout (unless the command wrote its own before it failed), so a script that
+/// reads stdout always gets one document. Returns the exit status.
+pub fn fail(e: &anyhow::Error) -> Status {
+    let status = status_of(e);
+    stderr_line(&format!("fabroute: error: {e:#}"));
+    if json() && !DOCUMENT_WRITTEN.load(Relaxed) {
+        if let Ok(s) = serde_json::to_string_pretty(&error_document(e, status)) {
+            stdout_line(&s);
+        }
+    }
+    status
+}
+
+/// `{"error": {...}}`: the message as printed, each cause of the chain, the exit status and
+/// its kind, and the file and line when an input file was at fault.
+fn error_document(e: &anyhow::Error, status: Status) -> serde_json::Value {
+    let mut err = serde_json::json!({
+        "message": format!("{e:#}"),
+        "causes": e.chain().map(|c| c.to_string()).collect::<Vec<_>>(),
+        "status": status as u8,
+        "kind": match status {
+            Status::Usage => "usage",
+            _ => "failed",
+        },
+    });
+    if let Some(p) = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<fabric::io::ParseError>())
+    {
+        err["file"] = p.file.clone().into();
+        if p.line > 0 {
+            err["line"] = p.line.into();
+        }
+    }
+    serde_json::json!({ "error": err })
 }
 
 /// `format!`-style human text, see [`say_str`].

@@ -41,6 +41,53 @@ fn bad_input_is_a_located_error_and_exit_3() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
 }
 
+/// Under `--json` a failed command still writes one JSON document on stdout: the error, its
+/// causes, the exit status and, for a bad input file, the file and line.
+#[test]
+fn a_failure_under_json_is_a_json_document() {
+    let d = tmp("bad-json");
+    let p = d.join("bad.net");
+    std::fs::write(&p, "Switch\t4 \"a\"\n[1]\t\"b\"[1]\n[9]\t\"b\"[2]\n").unwrap();
+    let o = fr(&["--json", "info", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"]["status"], 3);
+    assert_eq!(v["error"]["kind"], "failed");
+    assert_eq!(v["error"]["file"], p.to_str().unwrap());
+    assert_eq!(v["error"]["line"], 3);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bad.net:3"));
+    // an error without a file: the causes, outermost first
+    let o = fr(&["--json", "info", d.join("missing.net").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["error"]["causes"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("cannot read"));
+    assert!(v["error"].get("line").is_none());
+    // a usage error the command finds itself (clap's own stay clap's)
+    let o = fr(&[
+        "--json",
+        "sweep",
+        &example("torus2d_4x4_h2.net"),
+        "--engine",
+        "updn",
+        "--faults",
+        "1",
+        "-o",
+        d.join("sw").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"]["kind"], "usage");
+    assert_eq!(v["error"]["status"], 2);
+}
+
 #[test]
 fn gen_convert_and_route_write_what_they_say() {
     let d = tmp("gen");
