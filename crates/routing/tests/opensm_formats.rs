@@ -682,6 +682,7 @@ fn portguid_comments_remap_lids_with_lmc_offsets() {
     let new = small([(3, 1, 6, 12)], 1);
     let l = read_lfts(text.as_bytes(), "old.dump", &new).unwrap();
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    assert_eq!(l.dump_lmc, None);
     assert!(l.remapped > 0);
     assert_eq!(l.routing.lft, route_small(&new).lft);
     // Without comments the LIDs are taken as they are.
@@ -692,6 +693,33 @@ fn portguid_comments_remap_lids_with_lmc_offsets() {
     let l = read_lfts(bare.as_bytes(), "bare", &old).unwrap();
     assert_eq!(l.routing.lft, r.lft);
     assert_eq!(l.remapped, 0);
+}
+
+/// An LMC-1 dump read for a fabric whose ports have LMC 0 (OpenSM's opensm-subnet.lst lists
+/// base LIDs only): each port's first LID is loaded, the others are skipped (they used to
+/// overwrite it), and the LMC the dump needs is reported.
+#[test]
+fn a_dump_with_a_higher_lmc_loads_base_lids_and_says_which_lmc() {
+    let text = write_lfts(
+        &small([(1, 2, 4, 8)], 1),
+        &route_small(&small([(1, 2, 4, 8)], 1)),
+    );
+    let base = small([(1, 2, 4, 8)], 0);
+    let l = read_lfts(text.as_bytes(), "lmc1.dump", &base).unwrap();
+    assert_eq!(l.dump_lmc, Some(1));
+    assert!(
+        l.warnings.iter().any(|w| w.contains("need LMC 1")),
+        "{:?}",
+        l.warnings
+    );
+    assert!(!l.warnings.iter().any(|w| w.contains("listed again")));
+    assert_eq!(l.routing.lft, route_small(&base).lft);
+    // an LMC-2 dump: LIDs up to 3 apart
+    let four = small([(1, 2, 4, 8)], 2);
+    let text = write_lfts(&four, &route_small(&four));
+    let l = read_lfts(text.as_bytes(), "lmc2.dump", &base).unwrap();
+    assert_eq!(l.dump_lmc, Some(2));
+    assert_eq!(l.routing.lft, route_small(&base).lft);
 }
 
 #[test]

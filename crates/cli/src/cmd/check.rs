@@ -152,6 +152,11 @@ pub(crate) fn read_routing(
     for w in &load.warnings {
         crate::warn!("{w}");
     }
+    if let Some(k) = load.dump_lmc {
+        crate::warn!(
+            "give `--lmc {k}` to check every LID of {name} (OpenSM's opensm-subnet.lst lists base LIDs only)"
+        );
+    }
     let mut r = load.routing;
     if let Some((p, b)) = &sl2vl {
         let l = read_sl2vl(b, &input_name(p), f)?;

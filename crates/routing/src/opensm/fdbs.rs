@@ -414,5 +414,6 @@ pub fn read_fdbs(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
         warnings,
         switches_loaded,
         remapped: 0,
+        dump_lmc: None,
     })
 }

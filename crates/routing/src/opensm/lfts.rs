@@ -35,6 +35,10 @@ pub struct LftLoad {
     pub switches_loaded: usize,
     /// Entries whose LID was remapped through a `portguid` comment.
     pub remapped: usize,
+    /// When the dump gives end ports more LIDs than their LMC allows (OpenSM ran with a higher
+    /// LMC than the fabric was given): the LMC the dump's LIDs need. Those extra entries were
+    /// skipped (each port's first LID is loaded).
+    pub dump_lmc: Option<u8>,
 }
 
 /// Writes the LFTs in OpenSM's `opensm-lfts.dump` layout (loadable with `opensm -R file -U`).
@@ -176,6 +180,11 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
     let mut cur = Cur::None;
     let mut unknown_portguids = Capped::new(10);
     let (mut skipped, mut conflicts) = (Capped::new(5), Capped::new(5));
+    // Per LID of the current switch, the dump's LID that a `portguid` remap wrote there
+    // (stamped with the header count): two of one port landing on one LID mean the dump's LMC
+    // is higher than the fabric's.
+    let mut wrote: Vec<(usize, u64)> = vec![(0, 0); stride];
+    let (mut beyond_lmc, mut widest) = (0usize, 0u64);
     for (ln, raw) in numbered_lines(&text) {
         let line = raw.trim_start();
         if line.is_empty() || line.starts_with('#') {
@@ -298,6 +307,17 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
                     let base = port_base_lid(f, p) as u64;
                     let mask = (1u64 << f.port(p).lmc.min(7)) - 1;
                     let new = base + (lid & mask);
+                    if base != 0 && (new as usize) < stride {
+                        let w = &mut wrote[new as usize];
+                        if w.0 == headers && w.1 != lid {
+                            // another LID of this port already landed here: an LMC the
+                            // fabric does not have; the first one stays
+                            beyond_lmc += 1;
+                            widest = widest.max(w.1.abs_diff(lid));
+                            continue;
+                        }
+                        *w = (headers, lid);
+                    }
                     if base != 0 && new != lid {
                         lid = new;
                         remapped += 1;
@@ -336,6 +356,13 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
         "LIDs are listed twice in one switch's table with different ports",
     );
     unknown_portguids.finish(&mut warnings, file, "entries name unknown port GUIDs");
+    // the LMC that gives a port LIDs `widest` apart
+    let dump_lmc = (beyond_lmc > 0).then(|| (64 - widest.leading_zeros()).min(7) as u8);
+    if let Some(k) = dump_lmc {
+        warnings.push(format!(
+            "{file}: {beyond_lmc} entries give an end port more LIDs than its LMC here allows (the dump's LIDs need LMC {k}); they were skipped, so only the first LID of each port is loaded"
+        ));
+    }
     let switches_loaded = seen.iter().filter(|&&l| l != 0).count();
     if headers == 0 {
         return Err(perr(
@@ -356,6 +383,7 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
         warnings,
         switches_loaded,
         remapped,
+        dump_lmc,
     })
 }
 
