@@ -1552,6 +1552,28 @@ fn fault_and_check_agree_when_rftr_leaves_pairs_unrepaired() {
     assert_eq!(code, Some(1));
     let undelivered = c["pairs"]["checked"].as_u64().unwrap() - c["pairs"]["ok"].as_u64().unwrap();
     assert!(undelivered >= unsupported, "{undelivered} < {unsupported}");
+    // an unsupported pair, named by port GUIDs, is found by `trace` on the files written
+    // (whose node names are not the input's) and is not delivered there
+    let ex = &v["rftr"]["steps"][0]["unsupported_examples"][0];
+    let p = |n: &str| out.join(n).to_str().unwrap().to_string();
+    let o = fr(&[
+        "trace",
+        &p("opensm-subnet.lst"),
+        ex["src_port_guid"].as_str().unwrap(),
+        ex["dst_port_guid"].as_str().unwrap(),
+        "--lfts",
+        &p("opensm-lfts.dump"),
+        "--sl2vl",
+        &p("opensm-sl2vl.dump"),
+        "--psl",
+        &p("opensm-path-sl.psl"),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{ex}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// `merge` says when shards are missing (from the summaries `sweep` writes beside its

@@ -301,8 +301,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .iter()
             .take(100)
             .map(|&(s, d)| {
-                let n = |e: u32| f.node(f.port(f.end_ports[e as usize]).node).name.clone();
-                json!([n(s), n(d)])
+                // names for people, port GUIDs for `trace` on any format of the fabric
+                // (names differ between formats: ibnetdiscover's are descriptions)
+                let p = |e: u32| f.port(f.end_ports[e as usize]);
+                let n = |e: u32| f.node(p(e).node).name.clone();
+                let g = |e: u32| format!("0x{:016x}", p(e).guid);
+                json!({"src": n(s), "src_port_guid": g(s), "dst": n(d), "dst_port_guid": g(d)})
             })
             .collect();
         let what = match fault {
