@@ -341,6 +341,12 @@ fn assert_completion_for_checkers(
     t.mirror_unrouted_lmc_lids(f);
     let c = r.complete_for_checkers(&mut t);
     prop_assert!(c.applied);
+    // what `fault` and the live SM program is the same when every joinable pair is repaired
+    if r.unrepaired_joinable() == 0 {
+        let p = r.programmed(true);
+        prop_assert_eq!(p.completion, c);
+        prop_assert!(p.tables.lft == t.lft && p.tables.path_sl == t.path_sl);
+    }
     let rep = routing::cdg::check(f, &t, Some(&r.mask));
     prop_assert!(
         rep.deadlock_free,
@@ -1133,5 +1139,51 @@ fn a_failed_cable_with_a_live_sibling_is_always_repaired() {
             affected += rep.affected_pairs;
         }
         assert!(affected > 0, "{name}: no fault broke a path");
+    }
+}
+
+/// What a subnet manager programs after RFTR left pairs a live path joins unrepaired (a spine
+/// of the x5 cluster failing under LASH): no completion for checkers, which would route those
+/// pairs outside the repair; the same fabric after a repaired link fault is completed.
+#[test]
+fn no_completion_while_joinable_pairs_are_unrepaired() {
+    let x5 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/real/x5_psmn_voltaire4036_qdr_ddr_11sw_89hca.ibnd");
+    // LMC 2, as `fabroute fault` gives the end ports by default (virtual LIDs to repair with)
+    let f = common::read_fabric(&x5).with_lmc(2).unwrap();
+    let spine = f
+        .nodes
+        .iter()
+        .position(|n| n.name == "S-0008f10500108098")
+        .expect("the spine");
+    let (mut r, _) = start_engine(&f, "lash", 8).expect("lash routes x5");
+    let rep = r.apply(Fault::Switch(NodeId(spine as u32)));
+    assert!(rep.unsupported_pairs > rep.disconnected_pairs);
+    assert_eq!(
+        r.unrepaired_joinable(),
+        rep.unsupported_pairs - rep.disconnected_pairs
+    );
+    let p = r.programmed(true);
+    assert!(!p.completion.applied);
+    // the unrepaired pairs stay undelivered in what is programmed
+    let chk = routing::cdg::check(&f, &p.tables, Some(&r.mask));
+    assert!(chk.pairs.checked - chk.pairs.ok >= r.unrepaired_joinable());
+    // a link fault RFTR repairs: completed, every pair delivered
+    let r = switch_links(&f)
+        .into_iter()
+        .find_map(|l| {
+            let (mut r, _) = start_engine(&f, "lash", 8).unwrap();
+            let rep = r.apply(Fault::Link(l));
+            (rep.affected_pairs > 0 && rep.unsupported_pairs == 0).then_some(r)
+        })
+        .expect("a link fault RFTR repairs over LASH on x5");
+    assert_eq!(r.unrepaired_joinable(), 0);
+    let p = r.programmed(true);
+    assert!(p.completion.applied);
+    assert!(!r.programmed(false).completion.applied);
+    let chk = routing::cdg::check(&f, &p.tables, Some(&r.mask));
+    assert!(chk.deadlock_free);
+    if p.completion.uncovered == 0 {
+        assert_eq!(chk.pairs.ok, chk.pairs.checked);
     }
 }

@@ -288,11 +288,10 @@ impl<'f, T: Transport> Live<'f, T> {
     fn complete(&self) -> (Routing, u64) {
         match &self.rep {
             Rep::Rftr(s) => {
-                let r = s.rftr();
-                let mut t = r.routing.clone();
-                t.mirror_unrouted_lmc_lids(self.f);
-                let c = r.complete_for_checkers(&mut t);
-                (t, c.uncovered)
+                // what `fabroute fault` writes, so no completion while pairs a live path
+                // joins are left unrepaired
+                let p = s.rftr().programmed(true);
+                (p.tables, p.completion.uncovered)
             }
             Rep::Full(st) => {
                 let mut t = st.routing.clone();

@@ -371,20 +371,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
         sl2vl: routing::opensm::Emit::Always,
         psl: routing::opensm::Emit::Always,
     };
-    // A subnet manager programs every LID of an LMC range: the virtual LIDs no repair uses
-    // follow their base LID (same paths, same SLs), so `check` and ibdmchk -l see every pair.
-    let mut tables = r.routing.clone();
-    let mirrored = tables.mirror_unrouted_lmc_lids(&f);
-    // ... and every (source, LID) no source uses gets a legal path (fault::rftr::complete).
-    // Not when RFTR left pairs a live path joins unrepaired: the completion fills entries
-    // wherever a switch's path does not deliver, so it would route those pairs too, outside
-    // the repair and its delta; `check` then reports them, as `fault` does.
+    // What a subnet manager programs (`Rftr::programmed`, as the live SM does): every LID of
+    // an LMC range (virtual LIDs no repair uses follow their base LID, so `check` and
+    // ibdmchk -l see every pair) and every (source, LID) no source uses on a legal path
+    // (fault::rftr::complete), unless RFTR left pairs a live path joins unrepaired (`check`
+    // then reports them, as `fault` does) or a check of the repair failed.
     let unrepaired = !session.ok_but_cut();
-    let completion = if a.minimal || unrepaired {
-        routing::fault::Completion::default()
-    } else {
-        r.complete_for_checkers(&mut tables)
-    };
+    let routing::fault::Programmed {
+        tables,
+        mirrored,
+        completion,
+    } = r.programmed(!a.minimal && !unrepaired);
     let mut files = write_tables(&out, &f, &tables, &set_opts)?;
     drop(tables);
     let delta = r.delta.counts();

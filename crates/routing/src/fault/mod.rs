@@ -12,7 +12,7 @@ pub mod verify;
 
 pub use crate::turn::{DorRule, TurnRule, UpDownRule};
 pub use delta::{Delta, DeltaCounts};
-pub use rftr::{Completion, Fault, FaultReport, Rftr, RftrConfig, RftrError};
+pub use rftr::{Completion, Fault, FaultReport, Programmed, Rftr, RftrConfig, RftrError};
 pub use session::{Session, SessionError};
 
 use crate::engines::{Engine, EngineError, RouteOptions};

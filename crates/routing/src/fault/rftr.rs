@@ -55,7 +55,7 @@
 //!   switches the faults left in different components: no routing could join them.
 
 mod complete;
-pub use complete::Completion;
+pub use complete::{Completion, Programmed};
 
 use super::delta::Delta;
 use super::paths::{roomy, PathId, PathStore, NONE};

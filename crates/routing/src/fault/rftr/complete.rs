@@ -130,7 +130,48 @@ struct ColumnFix {
     uncovered: u64,
 }
 
+/// The tables a subnet manager programs for an RFTR state ([`Rftr::programmed`]).
+#[derive(Clone, Debug)]
+pub struct Programmed {
+    pub tables: Routing,
+    /// Virtual LIDs no repair uses, filled to follow their base LID.
+    pub mirrored: usize,
+    /// What the completion for checkers did (`applied` false when it did not run).
+    pub completion: Completion,
+}
+
 impl<'f> Rftr<'f> {
+    /// Pairs a live path still joins that the faults so far left unrepaired (unsupported
+    /// and not cut off).
+    pub fn unrepaired_joinable(&self) -> u64 {
+        self.reports
+            .iter()
+            .map(|r| r.unsupported_pairs - r.disconnected_pairs)
+            .sum()
+    }
+
+    /// What a subnet manager programs for this state, the same for `fabroute fault`'s files
+    /// and the live SM: this state's routing, every LID of an LMC range (virtual LIDs no
+    /// repair uses follow their base LID), and, when `complete`, the completion for checkers
+    /// ([`Rftr::complete_for_checkers`]). The completion never runs while pairs a live path
+    /// joins are left unrepaired ([`Rftr::unrepaired_joinable`]): it fills entries wherever a
+    /// switch's path does not deliver, so it would route those pairs too, outside the repair
+    /// and its delta, and a checker would then see them delivered.
+    pub fn programmed(&self, complete: bool) -> Programmed {
+        let mut tables = self.routing.clone();
+        let mirrored = tables.mirror_unrouted_lmc_lids(self.f);
+        let completion = if complete && self.unrepaired_joinable() == 0 {
+            self.complete_for_checkers(&mut tables)
+        } else {
+            Completion::default()
+        };
+        Programmed {
+            tables,
+            mirrored,
+            completion,
+        }
+    }
+
     /// Completes `tables` (this state's routing, possibly with unused virtual LIDs mirrored
     /// from their base LID) so that every (source, LID) arrives and the phantom pairs add no
     /// dependency a credit loop can use (module docs).
