@@ -286,9 +286,18 @@ fn packets_mapped_to_vl15_are_dropped() {
     check.extend(tables.iter().cloned());
     let o = fr(&check.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("DROPPED")
-            || String::from_utf8_lossy(&o.stderr).contains("DROPPED")
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("DROPPED"), "{text}");
+    assert!(text.contains("dropped on VL 15: "), "{text}");
+    // the JSON report counts them, and they are not among the pairs delivered
+    check.push("--json".into());
+    let o = fr(&check.iter().map(String::as_str).collect::<Vec<_>>());
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let dropped = c["dropped_on_vl15"].as_u64().unwrap();
+    assert!(dropped > 0);
+    assert_eq!(
+        c["pairs"]["ok"].as_u64().unwrap() + dropped,
+        c["pairs"]["checked"].as_u64().unwrap()
     );
     let out = d.join("out");
     let mut sim = vec!["--json".to_string(), "sim".into(), lst];

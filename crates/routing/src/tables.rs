@@ -59,6 +59,11 @@ pub struct Sl2Vl {
 }
 
 impl Sl2Vl {
+    /// Whether some entry maps an SL to [`DROP_VL`] (so some route may be dropped).
+    pub fn maps_to_drop_vl(&self) -> bool {
+        self.data.contains(&DROP_VL)
+    }
+
     /// Identity tables on every node.
     pub fn identity(f: &Fabric) -> Self {
         Sl2Vl {

@@ -1318,6 +1318,21 @@ fn sl2vl_entries_on_vl15_drop_the_routes_that_meet_them() {
         assert_eq!(rep.drops_on_vl15(), dropped, "SL {sl}");
         assert_eq!(rep.ok(), !dropped, "SL {sl}");
         assert!(rep.deadlock_free);
+        // every row maps the SL to VL 15, so exactly the pairs whose path SL it is are
+        // dropped (at their first switch), counted here from the path SLs alone
+        let lid = |e: usize| f.port(f.end_ports[e]).lid;
+        let ne = f.end_ports.len();
+        let expected = (0..ne)
+            .flat_map(|a| (0..ne).filter(move |&b| b != a).map(move |b| (a, b)))
+            .filter(|&(a, b)| r2.path_sl.get(a, lid(b)) as usize == sl)
+            .count() as u64;
+        assert_eq!(expected > 0, dropped, "SL {sl}");
+        assert_eq!(rep.dropped_on_vl15, expected, "SL {sl}");
+        assert_eq!(rep.pairs.ok, rep.pairs.checked - expected, "SL {sl}");
+        assert_eq!(rep.vl15_examples.len(), (expected as usize).min(10));
+        for ex in &rep.vl15_examples {
+            assert_eq!(ex.sl as usize, sl);
+        }
     }
 }
 

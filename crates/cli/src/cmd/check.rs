@@ -255,6 +255,25 @@ pub fn print_report(rep: &CheckReport) {
             }
         }
     }
+    if rep.dropped_on_vl15 > 0 {
+        crate::say!(
+            "dropped on VL 15: {} pairs (the LFTs deliver them, but a switch's SL2VL maps their SL to VL 15)",
+            rep.dropped_on_vl15
+        );
+        for ex in &rep.vl15_examples {
+            crate::say!(
+                "  {}[{}] -> LID {} ({}): SL {} at {} (port {} -> {})",
+                ex.src,
+                ex.src_port,
+                ex.dlid,
+                ex.dest,
+                ex.sl,
+                ex.at_switch,
+                ex.in_port,
+                ex.out_port
+            );
+        }
+    }
     crate::say!(
         "CDG: {} (channel, VL) vertices, {} dependencies, SLs used {:?}, VLs used {:?}",
         rep.cdg.vertices,
