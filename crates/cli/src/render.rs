@@ -11,9 +11,21 @@ pub enum To {
     Json,
 }
 
-/// Renders a fabric in the requested format.
+/// Renders a fabric in the requested format (for `gen`, which has no `--lossy`: a fabric an
+/// ibsim net file cannot carry is an error that points at the formats that can).
 pub fn render(f: &Fabric, to: To) -> Result<String> {
-    Ok(render_lossy(f, to, false)?.0)
+    match to {
+        To::Ibsim => match fabric::io::writers::to_ibsim(f) {
+            Ok(t) => Ok(t),
+            Err(fabric::io::writers::WriteError::Lossy { count, first }) => anyhow::bail!(
+                "an ibsim net file cannot carry everything in this fabric ({count} item(s), first: {first}); \
+                 write it with --to json or --to ibnetdiscover, which carry it (`fabroute convert --lossy` \
+                 then writes an ibsim net file without it)"
+            ),
+            Err(e) => anyhow::bail!("cannot write an ibsim net file: {e}"),
+        },
+        _ => Ok(render_lossy(f, to, false)?.0),
+    }
 }
 
 /// Renders a fabric; with `lossy`, an ibsim net file is written even when it cannot carry
@@ -27,7 +39,8 @@ pub fn render_lossy(f: &Fabric, to: To, lossy: bool) -> Result<(String, Vec<Stri
             Ok(t) => (t, Vec::new()),
             Err(fabric::io::writers::WriteError::Lossy { count, first }) => anyhow::bail!(
                 "an ibsim net file cannot carry everything in this fabric ({count} item(s), first: {first}); \
-                 give --lossy to write it anyway and list what is lost"
+                 give --lossy to write it anyway and list what is lost, or convert --to json or \
+                 --to ibnetdiscover, which carry it"
             ),
             Err(e) => anyhow::bail!("cannot write an ibsim net file: {e}"),
         },

@@ -587,6 +587,11 @@ pub fn write_tables(
     opts: &routing::opensm::SetOptions,
 ) -> Result<std::collections::BTreeMap<String, String>> {
     let mut digests = std::collections::BTreeMap::new();
+    if f.links.is_empty() {
+        crate::warn!(
+            "the fabric has no links, so the opensm-subnet.lst written lists nothing and cannot be read back: check the tables against the fabric file itself"
+        );
+    }
     for file in routing::opensm::set_files(f, r, opts) {
         let bar = progress_bar(0, file.name);
         let d = out.stream(file.name, |w| {
@@ -646,14 +651,14 @@ pub fn torus_config(
 pub struct BudgetArgs {
     /// Data VLs the engines may use (the VLs the switches offer; OpenSM's nue_max_num_vls for
     /// nue). 1..=15.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=15))]
     pub max_vls: u8,
     /// Service levels the engines may use. 1..=16.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u8).range(1..=16))]
     pub sls: u8,
     /// The lowest VL the VL engines use (OpenSM's lash_start_vl; dfsssp, lash, hopvl, nue,
     /// torus-2QoS).
-    #[arg(long, alias = "start-vl", default_value_t = 0)]
+    #[arg(long, alias = "start-vl", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=14))]
     pub lash_start_vl: u8,
     /// do_mesh_analysis (lash): dimension-ordered shortest paths on meshes and tori with
     /// coordinates.
@@ -685,7 +690,10 @@ impl BudgetArgs {
         };
         opts.engine.lash.do_mesh_analysis = self.do_mesh_analysis;
         opts.engine.nue.effort = self.nue_effort;
-        opts.budget.validate().map_err(anyhow::Error::msg)?;
+        // options that contradict each other (start VL + VLs beyond the 15 data VLs)
+        opts.budget
+            .validate()
+            .map_err(|e| crate::out::UsageError(e.to_string()))?;
         Ok(opts)
     }
 }

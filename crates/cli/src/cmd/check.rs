@@ -29,7 +29,7 @@ pub struct Tables {
     pub psl: Option<PathBuf>,
     /// LMC of the end ports (opensm-subnet.lst lists base LIDs only). Default: the LMC that
     /// the summary.json beside the LFT file records, else 0.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
     pub lmc: Option<u8>,
 }
 

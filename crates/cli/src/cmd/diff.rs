@@ -45,7 +45,7 @@ pub struct Args {
     #[arg(long)]
     pub fabric: Option<PathBuf>,
     /// LMC of the end ports. Default: what each set's summary.json records, else 0.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
     pub lmc: Option<u8>,
     /// List every difference (default: the first 40 lines of each section).
     #[arg(long)]

@@ -29,11 +29,11 @@ pub struct RepairArgs {
     /// paths change VL at forbidden turns (transitions allowed = VLs - 1; default 2); over a
     /// VL engine (dfsssp, lash, hopvl, nue, torus-2QoS) they go on VLs above the base's
     /// (default 8).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=15))]
     pub vls: Option<u8>,
     /// Over a VL engine: VLs kept free for repaired paths; the base engine routes within
     /// the others.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=14))]
     pub repair_vls: u8,
     /// Give every new path a virtual LID, as in the RFTR paper (default: a new path without a
     /// VL transition may keep the base LID where the entries it needs are dead).
@@ -97,10 +97,10 @@ pub struct Args {
     pub engine: String,
     /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for new paths. Every LID
     /// is assigned afresh; the file's own LIDs are not read.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=7))]
     pub lmc: u8,
     /// Service levels available.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u8).range(1..=16))]
     pub sls: u8,
     #[command(flatten)]
     pub repair: RepairArgs,
@@ -473,7 +473,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
             completion.lft_entries,
             completion.phantom_sls,
             if completion.uncovered > 0 {
-                format!(", {} unused pairs left without a legal path", completion.uncovered)
+                format!(
+                    ", {} unused pairs left without a legal path (`check` reports them undelivered; exit status 1)",
+                    completion.uncovered
+                )
             } else {
                 String::new()
             }
@@ -487,7 +490,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if crate::out::json() {
         crate::out::document(&summary)?;
     }
-    Ok(crate::out::Status::of(all_ok).into())
+    // the tables written must deliver what `check` walks: pairs the completion could not
+    // cover make them unclean, as they make `check` fail
+    Ok(crate::out::Status::of(all_ok && completion.uncovered == 0).into())
 }
 
 pub(crate) fn delta_listing(f: &Fabric, r: &Rftr<'_>) -> serde_json::Value {

@@ -2,7 +2,7 @@
 
 use crate::render::{render, To};
 use crate::util::write_atomic;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use fabric::gen::{self, TopoSpec};
 use fabric::summary::Summary;
 use std::path::{Path, PathBuf};
@@ -55,10 +55,13 @@ fn companion(path: &Path, suffix: &str) -> PathBuf {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let params: Vec<&str> = a.params.iter().map(String::as_str).collect();
-    let spec =
-        TopoSpec::parse(&a.kind, &params).with_context(|| format!("bad topology {:?}", a.kind))?;
-    let f = gen::generate(&spec).context("cannot generate the fabric")?;
-    let text = render(&f, a.to)?;
+    // the topology and its parameters are command-line arguments: a bad one is a usage error
+    let spec = TopoSpec::parse(&a.kind, &params)
+        .map_err(|e| crate::out::UsageError(format!("bad topology {:?}: {e:#}", a.kind)))?;
+    let f = gen::generate(&spec)
+        .map_err(|e| crate::out::UsageError(format!("cannot generate the fabric: {e:#}")))?;
+    // a format that cannot carry what the options asked for (speed=XDR in an ibsim file)
+    let text = render(&f, a.to).map_err(|e| crate::out::UsageError(format!("{e:#}")))?;
     write_atomic(&a.output, text.as_bytes())?;
     let mut extra = Vec::new();
     if !a.no_companions {

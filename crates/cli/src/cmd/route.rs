@@ -24,11 +24,11 @@ pub struct Args {
     pub engine: String,
     /// LMC: 2^LMC LIDs per end port. When given, every LID is assigned afresh and the
     /// file's own LIDs are not read (so a dump whose LIDs clash still routes).
-    #[arg(long, conflicts_with = "end_lmc")]
+    #[arg(long, conflicts_with = "end_lmc", value_parser = clap::value_parser!(u8).range(0..=7))]
     pub lmc: Option<u8>,
     /// LMC of the end ports, keeping the base LIDs the fabric file gives (an
     /// opensm-subnet.lst, such as `fabroute sm -o` writes, lists base LIDs only).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
     pub end_lmc: Option<u8>,
     /// root_guid_file: switch node GUIDs of the roots (updn, ftree).
     #[arg(short = 'a', long)]

@@ -47,7 +47,7 @@ pub struct Args {
     pub psl: Option<PathBuf>,
     /// LMC: 2^LMC LIDs per end port (reassigns LIDs; RFTR needs LMC >= 1 for virtual LIDs;
     /// default 2 with --repair rftr, else the fabric's; with --lfts, as `check --lmc`).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
     pub lmc: Option<u8>,
     /// Root switch GUID file (updn, ftree).
     #[arg(short = 'a', long)]

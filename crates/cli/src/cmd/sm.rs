@@ -28,10 +28,10 @@ pub struct Args {
     #[arg(short = 'R', long, default_value = "updn")]
     pub engine: String,
     /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for RFTR's new paths.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=7))]
     pub lmc: u8,
     /// Service levels available.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u8).range(1..=16))]
     pub sls: u8,
     #[command(flatten)]
     pub rftr: crate::cmd::fault::RepairArgs,

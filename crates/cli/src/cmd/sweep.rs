@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(long, default_value = "updn", long_help = crate::cmd::fault::base_engine_help())]
     pub engine: String,
     /// LMC of the end ports (virtual LIDs for new paths).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=7))]
     pub lmc: u8,
     /// Link faults per scenario, applied in sequence.
     #[arg(long)]

@@ -296,9 +296,15 @@ impl Plan {
                 ));
             }
             if let Some(r) = opts.radix {
-                if (r as u32) < u || r as u32 > MAX_PORTS {
+                if r as u32 > MAX_PORTS {
                     return gerr(format!(
-                        "{}: radix {r} is too small: switch {} uses port {u} (or above {MAX_PORTS})",
+                        "{}: radix {r} is above the {MAX_PORTS} ports a switch can have",
+                        self.kind
+                    ));
+                }
+                if (r as u32) < u {
+                    return gerr(format!(
+                        "{}: radix {r} is too small: switch {} uses port {u}",
                         self.kind, self.sw_names[i]
                     ));
                 }
@@ -454,6 +460,11 @@ pub fn torus2qos_conf(f: &Fabric) -> Option<String> {
                 f.nodes[o].guid, f.nodes[mn].guid
             ));
         }
+    }
+    // a single switch (1x1, 1x1x1) has no seed link: no configuration to write (torus-2QoS
+    // then says itself why it does not apply)
+    if !s.contains("_link ") {
+        return None;
     }
     Some(s)
 }

@@ -242,6 +242,11 @@ pub fn read(
         Some(Format::PortsReport) => ports_report::read(bytes, file, opts),
         Some(Format::Iblinkinfo) => iblinkinfo::read(bytes, file, opts),
         Some(Format::Json) => json::read(bytes, file),
+        None if bytes.iter().all(|b| b.is_ascii_whitespace()) => Err(ParseError::new(
+            file,
+            0,
+            "the file is empty: expected a fabric (an opensm-subnet.lst lists links, so that of a fabric without links is empty)",
+        )),
         None => Err(ParseError::new(
             file,
             0,
