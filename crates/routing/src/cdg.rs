@@ -943,22 +943,32 @@ fn vl15_drops(net: &Net<'_>) -> (u64, Vec<Vl15Drop>) {
                     }
                     let sl = path_sl.get(e as usize, d.lid) & 15;
                     let (mut s, mut q) = (s0 as usize, net.ep_inport(e));
+                    // the first hop that drops, counted only when the LFTs deliver the
+                    // pair (the path walk counts the others)
+                    let mut first = None;
                     for _ in 0..=ns {
                         let out = o[s];
                         let hop = net.hop(s, out);
                         if matches!(hop, Hop::Fail(_)) {
                             break;
                         }
-                        if sl2vl.vl(f.switches[s], q, out, sl) == drop {
-                            n += 1;
-                            if ex.len() < VL15_EXAMPLES {
-                                ex.push((d.lid, e, s as u32, q, out, sl));
-                            }
-                            break;
+                        if first.is_none() && sl2vl.vl(f.switches[s], q, out, sl) == drop {
+                            first = Some((s as u32, q, out));
                         }
                         match hop {
                             Hop::Switch { sw, inp, .. } => (s, q) = (sw as usize, inp),
-                            _ => break,
+                            Hop::End { port, .. } => {
+                                if let Some((at, q, out)) =
+                                    first.filter(|_| port == f.end_ports[d.ep as usize])
+                                {
+                                    n += 1;
+                                    if ex.len() < VL15_EXAMPLES {
+                                        ex.push((d.lid, e, at, q, out, sl));
+                                    }
+                                }
+                                break;
+                            }
+                            Hop::Fail(_) => break,
                         }
                     }
                 }
