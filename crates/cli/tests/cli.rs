@@ -1812,3 +1812,54 @@ fn generator_edges_and_option_ranges() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("radix 255 is above"), "{err}");
 }
+
+/// Found by a robustness hunt on real dumps: a dual-port HCA whose second port's switch fails.
+/// The files `fault` writes leave that port's LIDs out (the subnet file does not list the
+/// port), in the LFT dump and in opensm.fdbs, so `check` reads both and agrees with `fault`.
+#[test]
+fn fault_files_leave_out_the_dead_port_of_a_dual_port_hca() {
+    let d = tmp("dualport");
+    let net = d.join("dual.net");
+    std::fs::write(
+        &net,
+        "Switch\t8 \"S1\"\n[1]\t\"S2\"[1]\n[2]\t\"S3\"[2]\n[3]\t\"h1\"[1]\n[4]\t\"d\"[1]\n\n\
+         Switch\t8 \"S2\"\n[1]\t\"S1\"[1]\n[2]\t\"S3\"[1]\n[3]\t\"h2\"[1]\n\n\
+         Switch\t8 \"S3\"\n[1]\t\"S2\"[2]\n[2]\t\"S1\"[2]\n[3]\t\"h3\"[1]\n[4]\t\"d\"[2]\n\n\
+         Hca\t1 \"h1\"\n[1]\t\"S1\"[3]\n\nHca\t1 \"h2\"\n[1]\t\"S2\"[3]\n\n\
+         Hca\t1 \"h3\"\n[1]\t\"S3\"[3]\n\nHca\t2 \"d\"\n[1]\t\"S1\"[4]\n[2]\t\"S3\"[4]\n",
+    )
+    .unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let out = d.join("f");
+    let o = fr(&[
+        "fault",
+        &s(&net),
+        "--engine",
+        "updn",
+        "--fail",
+        "switch:S3",
+        "-o",
+        &s(&out),
+    ]);
+    let (c, code) = check_set(&out);
+    assert_eq!(code, o.status.code(), "{c}");
+    assert_eq!(c["pairs"]["ok"], c["pairs"]["checked"]);
+    // the same with opensm.fdbs as the LFTs
+    let p = |n: &str| s(&out.join(n));
+    let o = fr(&[
+        "check",
+        &p("opensm-subnet.lst"),
+        "--lfts",
+        &p("opensm.fdbs"),
+        "--sl2vl",
+        &p("opensm-sl2vl.dump"),
+        "--psl",
+        &p("opensm-path-sl.psl"),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        code,
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

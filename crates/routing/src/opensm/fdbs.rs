@@ -216,7 +216,10 @@ pub fn write_fdbs_to(
     sink: &mut Sink<'_>,
 ) -> std::io::Result<()> {
     let t = route_hops(f, r);
-    let max = r.max_lid;
+    // LIDs whose port the subnet file leaves out (under `dead`) are UNREACHABLE, and the
+    // table ends at the highest LID it lists (ibdmchk and `check` read LIDs against it)
+    let listed = super::lfts::listed_lids(f, r.max_lid, dead);
+    let max = listed.iter().rposition(|&l| l).unwrap_or(0) as Lid;
     // Per LID: `0x<LID> : `.
     let prefix: Vec<[u8; 9]> = (0..=max as u32)
         .map(|lid| {
@@ -241,7 +244,7 @@ pub fn write_fdbs_to(
         for lid in 1..=max {
             b.extend_from_slice(&prefix[lid as usize]);
             let port = r.out_port_checked(s, lid);
-            if port == NO_PORT {
+            if port == NO_PORT || !listed[lid as usize] {
                 b.extend_from_slice(b"UNREACHABLE\n");
                 continue;
             }

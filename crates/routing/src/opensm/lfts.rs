@@ -52,6 +52,26 @@ pub fn write_lfts(f: &Fabric, r: &Routing) -> String {
 /// Under `dead`, what `opensm-subnet.lst` leaves out is left out here too: dead switches'
 /// tables, and the entries for LIDs of nodes with no live link (a checker reading the pair
 /// would not know them).
+/// Per LID `0..=max`: whether `opensm-subnet.lst` written under `dead` lists its port: a
+/// switch's (port 0) when the switch has a live link, an end port's when its own link is alive
+/// (the other port of a dual-port HCA may still be). Every LID without `dead`.
+pub(crate) fn listed_lids(f: &Fabric, max: Lid, dead: Option<&fabric::FaultMask>) -> Vec<bool> {
+    (0..=max)
+        .map(|lid| match (dead, f.lid_port(lid)) {
+            (Some(m), Some(p)) => {
+                let n = f.port(p).node;
+                let alive = |q| f.out_channel(q).is_some_and(|c| m.channel_alive(f, c));
+                if f.is_switch(n) {
+                    f.node_ports(n).any(alive)
+                } else {
+                    alive(p)
+                }
+            }
+            _ => true,
+        })
+        .collect()
+}
+
 pub fn write_lfts_to(
     f: &Fabric,
     r: &Routing,
@@ -60,17 +80,7 @@ pub fn write_lfts_to(
 ) -> std::io::Result<()> {
     let max = r.max_lid;
     let stride = r.stride();
-    // per LID: whether the subnet file lists its node (a live link)
-    let listed: Vec<bool> = (0..=max)
-        .map(|lid| match (dead, f.lid_port(lid)) {
-            (Some(m), Some(p)) => {
-                let n = f.port(p).node;
-                f.node_ports(n)
-                    .any(|q| f.out_channel(q).is_some_and(|c| m.channel_alive(f, c)))
-            }
-            _ => true,
-        })
-        .collect();
+    let listed = listed_lids(f, max, dead);
     // Per LID: `0x<lid> ` and ` # <comment>\n`, one buffer with offsets.
     let mut text: Vec<u8> = Vec::new();
     let mut at: Vec<(u32, u32, u32)> = Vec::with_capacity(max as usize + 1);
