@@ -1785,7 +1785,7 @@ fn generator_edges_and_option_ranges() {
     let out = d.join("one");
     let o = fr(&["route", &one, "-R", "updn", "-o", &s(&out)]);
     assert!(o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no links"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no live link"));
     let o = fr(&[
         "check",
         &s(&out.join("opensm-subnet.lst")),
@@ -1811,6 +1811,14 @@ fn generator_edges_and_option_ranges() {
     let o = fr(&["gen", "ktree", "4", "2", "radix=255", "-o", &x]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("radix 255 is above"), "{err}");
+    // nothing to sweep on a fabric without inter-switch links
+    let o = fr(&["sweep", &one, "--faults", "1", "--exhaustive", "-o", &x]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no inter-switch link"));
+    // the balance pass does not run with LMC > 0, and says so
+    let o = fr(&["route", &t44, "-R", "updn", "--lmc", "2", "-o", &x]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("balance pass skipped"));
 }
 
 /// Found by a robustness hunt on real dumps: a dual-port HCA whose second port's switch fails.

@@ -2000,3 +2000,35 @@ fn ibnetdiscover_port_guid_clashes_and_the_initiating_node() {
     let l = ibnd_str(&whole).expect("the whole dump loads");
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
 }
+
+/// Found by a robustness hunt: a capture cut inside a line is an error on that line, and the
+/// message says the file ends there without a newline; a file cut on a line boundary, or an
+/// error on another line, gets no such hint; an empty file says it is empty.
+#[test]
+fn an_error_on_a_cut_last_line_says_the_file_may_be_cut() {
+    let read = |t: &str| {
+        fabric::io::read(
+            t.as_bytes(),
+            "t.net",
+            &mut no_include,
+            BuildOptions::default(),
+        )
+    };
+    let whole = "Switch\t4 \"a\"\n[1]\t\"b\"[1]\n\nHca\t1 \"b\"\n[1]\t\"a\"[1]\n";
+    assert!(read(whole).is_ok());
+    let cut = &whole[..whole.len() - 3];
+    let e = read(cut).unwrap_err();
+    assert_eq!(e.line, 5);
+    assert!(e.message.contains("cut short"), "{e}");
+    // the same error with a newline after it: no hint
+    let e = read(&format!("{cut}\n")).unwrap_err();
+    assert!(!e.message.contains("cut short"), "{e}");
+    // an error on an earlier line of a cut file: no hint
+    let e = read("Switch\t4 \"a\"\n[9]\t\"b\"[1]\n\nHca\t1 \"b\"\n[1]\t\"a\"").unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
+    assert!(!e.message.contains("cut short"), "{e}");
+    assert!(read(" \n")
+        .unwrap_err()
+        .message
+        .contains("the file is empty"));
+}

@@ -105,11 +105,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
         shard,
         full: !a.no_full,
     };
-    if a.faults == 0 || a.faults > sweep::switch_links(&f).len() {
-        crate::usage_bail!(
-            "--faults must be 1..={} (the fabric's inter-switch links)",
-            sweep::switch_links(&f).len()
+    let links = sweep::switch_links(&f).len();
+    if links == 0 {
+        anyhow::bail!(
+            "{}: the fabric has no inter-switch link to fail: nothing to sweep",
+            a.fabric.display()
         );
+    }
+    if a.faults == 0 || a.faults > links {
+        crate::usage_bail!("--faults must be 1..={links} (the fabric's inter-switch links)");
     }
     let ctx = SweepContext::of(&session);
     let space = sweep::space_size(&f, &spec);

@@ -228,8 +228,26 @@ pub(crate) fn ibnd_id_guid(id: &str) -> Option<u64> {
     text::parse_hex(h)
 }
 
-/// Reads a fabric in any supported format, detected from the content.
+/// Reads a fabric in any supported format, detected from the content. An error on the last
+/// line of a file that ends without a newline says the file may have been cut there.
 pub fn read(
+    bytes: &[u8],
+    file: &str,
+    include: &mut IncludeResolver<'_>,
+    opts: BuildOptions,
+) -> Result<Loaded, ParseError> {
+    read_detected(bytes, file, include, opts).map_err(|mut e| {
+        let last = bytes.iter().filter(|&&b| b == b'\n').count() + 1;
+        if e.file == file && e.line == last && bytes.last().is_some_and(|&b| b != b'\n') {
+            e.message.push_str(
+                " (the file ends inside this line, without a newline: a capture cut short?)",
+            );
+        }
+        e
+    })
+}
+
+fn read_detected(
     bytes: &[u8],
     file: &str,
     include: &mut IncludeResolver<'_>,

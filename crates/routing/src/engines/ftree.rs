@@ -949,10 +949,10 @@ impl Engine for FatTree {
             && ft.is_regular(&rk, &is_cn);
         let moves = super::rebalance::MOVE_BUDGET_PER_END * t.ends.len();
         if !regular {
-            if let Some(b) = super::rebalance::rebalance(t, &rk, &mut r, Some(&is_cn), moves) {
-                if b.moved > 0 {
-                    notes.push(b.note("compute-node "));
-                }
+            match super::rebalance::rebalance(t, &rk, &mut r, Some(&is_cn), moves) {
+                Some(b) if b.moved > 0 => notes.push(b.note("compute-node ")),
+                Some(_) => {}
+                None => notes.push(super::rebalance::skipped_note(t)),
             }
         }
         if bad > 0 {

@@ -207,6 +207,19 @@ impl Pass<'_, '_> {
 /// index of `t.ends`; `None` = all) says which end ports' traffic the loads count, as sources
 /// and as destinations (`ftree` balances its compute nodes' traffic). Returns `None` when the
 /// pass does not apply (LMC > 0, too large, no inter-switch traffic).
+/// Why [`rebalance`] left a fabric alone (it returned `None`), as a routing note.
+pub fn skipped_note(t: &Topo) -> String {
+    if t.ends.iter().any(|e| e.nlids != 1) {
+        "balance pass skipped: the end ports have LMC > 0 (each LID of a range keeps the path the engine gave it, so the LIDs of one port stay spread over different links)".to_string()
+    } else {
+        format!(
+            "balance pass skipped: {} destinations x {} switches is above the {MAX_STATE} entries of state it keeps",
+            t.ends.len(),
+            t.n
+        )
+    }
+}
+
 pub fn rebalance(
     t: &Topo,
     rk: &UpDownRanking,
