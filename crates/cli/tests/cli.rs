@@ -1819,6 +1819,23 @@ fn generator_edges_and_option_ranges() {
     let o = fr(&["route", &t44, "-R", "updn", "--lmc", "2", "-o", &x]);
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("balance pass skipped"));
+    // summary.json's pair counts add up in both units (every LID; base LIDs)
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("x/summary.json")).unwrap()).unwrap();
+    let sum = |k: &str| -> u64 {
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .sum()
+    };
+    let n = |k: &str| v[k].as_u64().unwrap();
+    assert_eq!(
+        sum("hop_histogram_all_lids") + n("unreachable_pairs"),
+        n("pairs")
+    );
+    assert_eq!(sum("hop_histogram"), n("base_lid_pairs_delivered"));
+    assert_eq!(n("pairs"), 4 * n("base_lid_pairs"));
 }
 
 /// Found by a robustness hunt on real dumps: a dual-port HCA whose second port's switch fails.

@@ -152,6 +152,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "avg_hops": m.sw_hops_avg,
         "max_hops": m.sw_hops_max,
         "hop_histogram": m.hop_histogram,
+        // `pairs` and `unreachable_pairs` count every destination LID (LMC ranges included);
+        // the hop figures and link loads count end-port pairs on base LIDs
+        "base_lid_pairs": m.pairs,
+        "base_lid_pairs_delivered": m.pairs_ok,
+        "hop_histogram_all_lids": m.hop_histogram_all_lids,
         "vls": m.vls_used.len(),
         "sls": m.sls_used.len(),
         "vls_used": m.vls_used,
