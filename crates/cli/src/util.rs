@@ -588,10 +588,7 @@ pub fn write_tables(
 ) -> Result<std::collections::BTreeMap<String, String>> {
     let mut digests = std::collections::BTreeMap::new();
     let live_link = match &opts.subnet_lst.dead {
-        Some(m) => f
-            .links
-            .iter()
-            .any(|l| f.out_channel(l.a).is_some_and(|c| m.channel_alive(f, c))),
+        Some(m) => f.links.iter().any(|l| m.port_link_alive(f, l.a)),
         None => !f.links.is_empty(),
     };
     if !live_link {

@@ -47,6 +47,11 @@ impl FaultMask {
         !self.dead_nodes.contains(f.ports[link.a.idx()].node.idx())
             && !self.dead_nodes.contains(f.ports[link.b.idx()].node.idx())
     }
+    /// True when port `p` is cabled and its link can carry traffic.
+    #[inline]
+    pub fn port_link_alive(&self, f: &Fabric, p: PortId) -> bool {
+        f.out_channel(p).is_some_and(|c| self.channel_alive(f, c))
+    }
     pub fn is_empty(&self) -> bool {
         self.dead_links.is_clear() && self.dead_nodes.is_clear()
     }

@@ -60,11 +60,10 @@ pub(crate) fn listed_lids(f: &Fabric, max: Lid, dead: Option<&fabric::FaultMask>
         .map(|lid| match (dead, f.lid_port(lid)) {
             (Some(m), Some(p)) => {
                 let n = f.port(p).node;
-                let alive = |q| f.out_channel(q).is_some_and(|c| m.channel_alive(f, c));
                 if f.is_switch(n) {
-                    f.node_ports(n).any(alive)
+                    f.node_ports(n).any(|q| m.port_link_alive(f, q))
                 } else {
-                    alive(p)
+                    m.port_link_alive(f, p)
                 }
             }
             _ => true,
