@@ -312,10 +312,21 @@ fn run_and_check_from<'f>(
 /// keeps its own VLs the engine routes within `vls - 2` of the `vls` VLs), and whether the
 /// base keeps its own VLs. `None` when the engine declines the fabric.
 fn start_engine<'f>(f: &'f Fabric, name: &str, vls: u8) -> Option<(Rftr<'f>, bool)> {
+    start_engine_with(f, name, vls, 2)
+}
+
+/// [`start_engine`] with `repair` VLs of the `vls` left to RFTR over a base that keeps its
+/// own (`fault --repair-vls`).
+fn start_engine_with<'f>(
+    f: &'f Fabric,
+    name: &str,
+    vls: u8,
+    repair: u8,
+) -> Option<(Rftr<'f>, bool)> {
     let e = by_name(name).unwrap();
     let mut opts = e.pin_choices(f, &RouteOptions::default()).ok()?;
     if matches!(e.rftr_base(f, &opts).ok()?, routing::turn::Base::FreshVls) {
-        opts.budget.vls = vls - 2;
+        opts.budget.vls = vls - repair;
     }
     let base = e.route(f, &FaultMask::none(f), &opts).ok()?;
     let how = e.rftr_base(f, &opts).ok()?;
@@ -346,6 +357,28 @@ fn assert_completion_for_checkers(
         let p = r.programmed(true);
         prop_assert_eq!(p.completion, c);
         prop_assert!(p.tables.lft == t.lft && p.tables.path_sl == t.path_sl);
+    } else {
+        // pairs left unrepaired: no route added, and still no credit loop over every
+        // (source, LID); the pairs in use walk as before
+        let p = r.programmed(true);
+        prop_assert!(p.completion.applied && !p.completion.routes_added);
+        let rep = routing::cdg::check(f, &p.tables, Some(&r.mask));
+        prop_assert!(
+            rep.deadlock_free,
+            "{what}: credit loops in what is programmed with pairs unrepaired ({:?}): {:?}",
+            p.completion,
+            rep.cycles.first().map(|x| &x.witness[0])
+        );
+        prop_assert!(
+            rep.pairs.ok < rep.pairs.checked,
+            "{what}: unrepaired pairs delivered"
+        );
+        for (s, d, w) in &before {
+            let dlid = r.dlid(*s, *d).unwrap();
+            let w2 = walk(f, &p.tables, &r.mask, *s as usize, *d as usize, dlid);
+            prop_assert!(w2.complete);
+            prop_assert_eq!(&w2.hops, &w.hops);
+        }
     }
     let rep = routing::cdg::check(f, &t, Some(&r.mask));
     prop_assert!(
@@ -919,16 +952,20 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
-    /// The same completion over bases that keep their own VLs (dfsssp, lash, hopvl, and
-    /// ftree on a SuperPOD-style tree whose base changes VL itself): never a credit loop over
-    /// every (source, LID); every pair delivered whenever every phantom path was placed.
+    #![proptest_config(ProptestConfig { cases: 32, .. ProptestConfig::default() })]
+    /// The same completion over bases that keep their own VLs (dfsssp, lash, hopvl, nue,
+    /// torus-2QoS, and ftree on a SuperPOD-style tree whose base changes VL itself): never a
+    /// credit loop over every (source, LID); every pair delivered whenever every phantom path
+    /// was placed. With `small`, the base has one VL and RFTR one or two above it (`fault
+    /// --vls 2` and `3` over nue, where the base's graph leaves phantoms little room).
     #[test]
     fn tables_completed_for_checkers_over_vl_bases(
         kind in 0usize..4,
         engine in 0usize..5,
         seed in 0u64..1000,
         nfaults in 1usize..3,
+        small in any::<bool>(),
+        repair in 1u8..3,
     ) {
         let (spec, name) = match kind {
             0 => ("torus 4x4 hcas=2 lmc=2".to_string(), ["dfsssp", "lash", "hopvl", "nue", "torus-2QoS"][engine]),
@@ -938,14 +975,14 @@ proptest! {
         };
         let mut f = fabric(&spec);
         f.hints = Default::default();
-        let vls = 8u8;
-        let Some((mut r, fresh)) = start_engine(&f, name, vls) else {
+        let (vls, repair) = if small { (repair + 1, repair) } else { (8u8, 2) };
+        let Some((mut r, fresh)) = start_engine_with(&f, name, vls, repair) else {
             return Ok(());
         };
         for fault in random_faults(&f, seed, nfaults, false) {
             r.apply(fault);
         }
-        assert_completion_for_checkers(&f, &r, &format!("{name} on {spec} (fresh VLs: {fresh})"))?;
+        assert_completion_for_checkers(&f, &r, &format!("{name} on {spec} at {vls} VLs, {repair} for RFTR (fresh VLs: {fresh})"))?;
     }
 }
 
@@ -1143,10 +1180,11 @@ fn a_failed_cable_with_a_live_sibling_is_always_repaired() {
 }
 
 /// What a subnet manager programs after RFTR left pairs a live path joins unrepaired (a spine
-/// of the x5 cluster failing under LASH): no completion for checkers, which would route those
-/// pairs outside the repair; the same fabric after a repaired link fault is completed.
+/// of the x5 cluster failing under LASH): a completion for checkers that adds no route, which
+/// would route those pairs outside the repair, and leaves no credit loop; the same fabric
+/// after a repaired link fault is completed.
 #[test]
-fn no_completion_while_joinable_pairs_are_unrepaired() {
+fn no_route_added_while_joinable_pairs_are_unrepaired() {
     let x5 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/data/real/x5_psmn_voltaire4036_qdr_ddr_11sw_89hca.ibnd");
     // LMC 2, as `fabroute fault` gives the end ports by default (virtual LIDs to repair with)
@@ -1164,10 +1202,11 @@ fn no_completion_while_joinable_pairs_are_unrepaired() {
         rep.unsupported_pairs - rep.disconnected_pairs
     );
     let p = r.programmed(true);
-    assert!(!p.completion.applied);
-    // the unrepaired pairs stay undelivered in what is programmed
+    assert!(p.completion.applied && !p.completion.routes_added);
+    // the unrepaired pairs stay undelivered in what is programmed, and no walk closes a loop
     let chk = routing::cdg::check(&f, &p.tables, Some(&r.mask));
     assert!(chk.pairs.checked - chk.pairs.ok >= r.unrepaired_joinable());
+    assert!(chk.deadlock_free);
     // a link fault RFTR repairs: completed, every pair delivered
     let r = switch_links(&f)
         .into_iter()
@@ -1179,7 +1218,7 @@ fn no_completion_while_joinable_pairs_are_unrepaired() {
         .expect("a link fault RFTR repairs over LASH on x5");
     assert_eq!(r.unrepaired_joinable(), 0);
     let p = r.programmed(true);
-    assert!(p.completion.applied);
+    assert!(p.completion.applied && p.completion.routes_added);
     assert!(!r.programmed(false).completion.applied);
     let chk = routing::cdg::check(&f, &p.tables, Some(&r.mask));
     assert!(chk.deadlock_free);

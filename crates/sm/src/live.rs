@@ -288,7 +288,7 @@ impl<'f, T: Transport> Live<'f, T> {
     fn complete(&self) -> (Routing, u64) {
         match &self.rep {
             Rep::Rftr(s) => {
-                // what `fabroute fault` writes, so no completion while pairs a live path
+                // what `fabroute fault` writes, so no route added while pairs a live path
                 // joins are left unrepaired
                 let p = s.rftr().programmed(true);
                 (p.tables, p.completion.uncovered)

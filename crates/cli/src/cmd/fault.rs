@@ -116,8 +116,9 @@ pub struct Args {
     pub torus_config: Option<PathBuf>,
     /// Write only what RFTR routes: no entries for the (source, LID) pairs no source uses,
     /// so `fabroute check` and ibdmchk -l report those as unreachable. By default they are
-    /// completed (legal paths on VL 0, SLs that add no dependency a credit loop can use),
-    /// unless RFTR left pairs unrepaired (the completion would route those too).
+    /// completed (legal paths on VL 0, SLs that add no dependency a credit loop can use);
+    /// while RFTR left pairs unrepaired no route is added (it would route those too), only
+    /// SLs and the removal of entries whose walks do not deliver.
     #[arg(long)]
     pub minimal: bool,
     /// Output directory.
@@ -374,14 +375,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // What a subnet manager programs (`Rftr::programmed`, as the live SM does): every LID of
     // an LMC range (virtual LIDs no repair uses follow their base LID, so `check` and
     // ibdmchk -l see every pair) and every (source, LID) no source uses on a legal path
-    // (fault::rftr::complete), unless RFTR left pairs a live path joins unrepaired (`check`
-    // then reports them, as `fault` does) or a check of the repair failed.
-    let unrepaired = !session.ok_but_cut();
+    // (fault::rftr::complete), unless a check of the repair failed. While RFTR left pairs a
+    // live path joins unrepaired, the completion adds no route (`check` then reports them,
+    // as `fault` does) and only keeps the unused pairs' walks out of credit loops.
     let routing::fault::Programmed {
         tables,
         mirrored,
         completion,
-    } = r.programmed(!a.minimal && !unrepaired);
+    } = r.programmed(!a.minimal && session.checked());
     let mut files = write_tables(&out, &f, &tables, &set_opts)?;
     drop(tables);
     let delta = r.delta.counts();
@@ -467,7 +468,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
             full_s * 1e3
         );
     }
-    if completion.applied {
+    if completion.applied && !completion.routes_added {
+        crate::say!(
+            "for checkers that walk every (source, LID): no route added, as RFTR left pairs unrepaired (a completion would route them outside the repair and delta.txt; `check` reports them, and the unused (source, LID) pairs without a route); {} path SLs of unused pairs set and {} entries taken away where a walk does not deliver, so that unused pairs close no credit loop",
+            completion.phantom_sls,
+            completion.lft_entries,
+        );
+    } else if completion.applied {
         crate::say!(
             "for checkers that walk every (source, LID): {} LFT entries added where no source's path runs, {} path SLs of unused pairs set{}",
             completion.lft_entries,
@@ -481,10 +488,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 String::new()
             }
         );
-    } else if unrepaired && !a.minimal {
-        crate::say!("the tables are not completed for checkers: RFTR left pairs unrepaired, and a completion would route them outside the repair and delta.txt; `check` reports them, and the unused (source, LID) pairs without a route");
     } else if !a.minimal {
-        crate::say!("the tables are not completed for checkers over this base (its own VLs are kept): `check` walks unused (source, LID) pairs too and reports those without a route");
+        // (the completion runs unless `--minimal` or a check failed)
+        crate::say!("the tables are not completed for checkers: a check of the repair failed (see summary.json)");
     }
     crate::say!("wrote {}", a.output.display());
     if crate::out::json() {

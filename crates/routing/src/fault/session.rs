@@ -54,9 +54,12 @@ impl Step {
     }
     /// [`Step::ok`], except for pairs the faults cut off (no live path joins them).
     pub fn ok_but_cut(&self) -> bool {
-        self.check.deadlock_free
-            && self.check.undelivered == 0
-            && self.repair.unsupported_pairs == self.repair.disconnected_pairs
+        self.checked() && self.repair.unsupported_pairs == self.repair.disconnected_pairs
+    }
+    /// The independent check passed: every selected pair delivered, the union CDG acyclic
+    /// (pairs left unrepaired aside).
+    pub fn checked(&self) -> bool {
+        self.check.deadlock_free && self.check.undelivered == 0
     }
 }
 
@@ -194,6 +197,11 @@ impl<'f> Session<'f> {
     /// Every fault so far repaired and verified for every pair that a live path still joins.
     pub fn ok_but_cut(&self) -> bool {
         self.steps.iter().all(Step::ok_but_cut)
+    }
+
+    /// Every step's independent check passed ([`Step::checked`]).
+    pub fn checked(&self) -> bool {
+        self.steps.iter().all(Step::checked)
     }
 
     pub fn fabric(&self) -> &'f Fabric {

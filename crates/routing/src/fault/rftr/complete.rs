@@ -41,7 +41,21 @@
 //!   leaves there (itself acyclic, or nothing goes on base VLs): the base paths in use and
 //!   every phantom's walk; repaired paths never use base VLs. The result is checked as a
 //!   whole, and the completion without base-VL placements is kept where it has a cycle or
-//!   covers no more pairs.
+//!   covers no more pairs;
+//! - if pairs are still uncovered, a third pass splits a phantom walk at a hop: the part
+//!   before it on a base VL whose dependencies stay acyclic, the rest on a VL above the base's
+//!   whose dependencies stay acyclic (first where it joins a repaired path, whose channels on
+//!   its VL it then takes), with a coloured SL that maps each hop to its VL. The change of VL
+//!   goes up, and nothing goes from a VL above the base's down to one of the base's, so no
+//!   cycle runs through it. In that pass a switch that does not deliver toward a virtual LID
+//!   in use first takes its base LID's entry where the walk then delivers, so the part before
+//!   the repaired paths repeats base dependencies. Kept, again, only when the whole result is
+//!   deadlock-free and covers more pairs.
+//!
+//! While RFTR leaves pairs a live path joins unrepaired, no route is added
+//! ([`Completion::routes_added`]): the phantom pairs whose walk delivers get their SLs as
+//! above, and a switch whose walk does not deliver loses its entry, so the unrepaired pairs
+//! stay undelivered and no walk a checker makes closes a credit loop.
 //!
 //! Phantom paths that fit no VL or SL are counted as uncovered; their switch loses its entry
 //! where no selected path crosses it (their walks then stop there, adding no dependency);
@@ -60,6 +74,11 @@ use serde::Serialize;
 pub struct Completion {
     /// Whether it ran (not over a base that keeps its own VLs).
     pub applied: bool,
+    /// Whether it added routes. Not while RFTR left pairs a live path joins unrepaired
+    /// ([`Rftr::programmed`]): then it only sets the path SLs of unused pairs and takes away
+    /// the entries of switches whose path does not deliver, so that no walk a checker makes
+    /// adds a dependency a credit loop can use, and the unrepaired pairs stay undelivered.
+    pub routes_added: bool,
     /// LFT entries set so that every switch's path delivers.
     pub lft_entries: u64,
     /// Phantom (source, LID) pairs whose path SL was set.
@@ -84,6 +103,9 @@ struct FreshPhantom {
     ends: Vec<(u32, u8)>,
     /// The (SL, VL) of the repaired path it joins at its first switch, if any.
     join: Option<(u8, u8)>,
+    /// Otherwise the first hop `k` (≥ 1) whose switch a repaired path crosses, with that
+    /// path's (SL, VL): from there on the walk follows the repaired path.
+    joins_at: Option<(usize, u8, u8)>,
     sw: u32,
     /// Whether its switch's entry may be removed when the path cannot be placed.
     revertible: bool,
@@ -114,6 +136,21 @@ impl Col {
         self.legal[x] = t == 0;
         fx.entries.push((x as u32, port));
     }
+}
+
+/// How one pass of the completion places phantom paths ([`Rftr::complete`]).
+#[derive(Clone, Copy)]
+struct Pass<'a> {
+    /// The dependency graph of a completion without base-VL placements: with it, phantom
+    /// paths that fit no VL above the base's are tried whole on a base VL.
+    seed: Option<&'a crate::cdg::Cdg>,
+    /// With `seed`: switches that do not deliver toward a virtual LID in use follow their
+    /// base LID's path, and a phantom walk that fits no VL whole may go up to a hop on a
+    /// base VL and from there on a VL above the base's (at best where it joins a repaired
+    /// path, whose channels it then takes on that path's VL).
+    joins: bool,
+    /// Whether entries may be added ([`Completion::routes_added`]).
+    routes: bool,
 }
 
 /// Per-column result, applied after the parallel part.
@@ -153,15 +190,19 @@ impl<'f> Rftr<'f> {
     /// What a subnet manager programs for this state, the same for `fabroute fault`'s files
     /// and the live SM: this state's routing, every LID of an LMC range (virtual LIDs no
     /// repair uses follow their base LID), and, when `complete`, the completion for checkers
-    /// ([`Rftr::complete_for_checkers`]). The completion never runs while pairs a live path
-    /// joins are left unrepaired ([`Rftr::unrepaired_joinable`]): it fills entries wherever a
-    /// switch's path does not deliver, so it would route those pairs too, outside the repair
-    /// and its delta, and a checker would then see them delivered.
+    /// ([`Rftr::complete_for_checkers`]). While pairs a live path joins are left unrepaired
+    /// ([`Rftr::unrepaired_joinable`]) the completion adds no route: filling entries wherever
+    /// a switch's path does not deliver would route those pairs too, outside the repair and
+    /// its delta, and a checker would then see them delivered. It still gives unused pairs
+    /// their path SLs and takes the entries away where a walk does not deliver, so that a
+    /// checker finds no credit loop in what nobody uses (before, the walks of unused pairs
+    /// along repaired paths on a base SL closed loops on a base VL: an 8×8 torus over nue at
+    /// 2 VLs with three failed cables).
     pub fn programmed(&self, complete: bool) -> Programmed {
         let mut tables = self.routing.clone();
         let mirrored = tables.mirror_unrouted_lmc_lids(self.f);
-        let completion = if complete && self.unrepaired_joinable() == 0 {
-            self.complete_for_checkers(&mut tables)
+        let completion = if complete {
+            self.complete(&mut tables, self.unrepaired_joinable() == 0)
         } else {
             Completion::default()
         };
@@ -176,42 +217,65 @@ impl<'f> Rftr<'f> {
     /// from their base LID) so that every (source, LID) arrives and the phantom pairs add no
     /// dependency a credit loop can use (module docs).
     pub fn complete_for_checkers(&self, tables: &mut Routing) -> Completion {
+        self.complete(tables, true)
+    }
+
+    /// The completion; without `routes`, no entry is added where a switch's path does not
+    /// deliver ([`Completion::routes_added`]).
+    fn complete(&self, tables: &mut Routing, routes: bool) -> Completion {
+        let pass = |seed, joins| Pass {
+            seed,
+            joins,
+            routes,
+        };
         if self.fresh.is_none() {
-            return self.complete_with(tables, None).0;
+            return self.complete_with(tables, pass(None, false)).0;
         }
         // Over a base that keeps its VLs, phantoms that fit no fresh VL may go on a base VL
         // (module docs), checked against a layer per base VL that holds every dependency the
-        // completion without such placements leaves there. The result is checked as a whole
-        // all the same, and the completion without them kept where it has a cycle.
+        // completion without such placements leaves there; then, in a third pass, also the
+        // part of a walk before a repaired path (`Pass::joins`). Each result is checked as a
+        // whole all the same, and kept only when it has no cycle and covers more pairs.
         let before = tables.clone();
-        let (c0, _) = self.complete_with(tables, None);
-        if c0.uncovered == 0 {
-            return c0;
+        let (mut best, _) = self.complete_with(tables, pass(None, false));
+        if best.uncovered == 0 {
+            return best;
         }
         let seed = crate::cdg::build_cdg(self.f, tables, Some(&self.mask));
         if !crate::cdg::cyclic_sccs(seed.num_vertices(), &seed.offsets, &seed.targets).is_empty() {
-            return c0;
+            return best;
         }
-        let first = std::mem::replace(tables, before);
-        let (c, on_base) = self.complete_with(tables, Some(&seed));
-        if on_base > 0
-            && c.uncovered < c0.uncovered
-            && crate::cdg::check(self.f, tables, Some(&self.mask)).deadlock_free
-        {
-            return c;
+        let mut kept = std::mem::replace(tables, before.clone());
+        for joins in [false, true] {
+            if joins && !routes {
+                break;
+            }
+            let (c, on_base) = self.complete_with(tables, pass(Some(&seed), joins));
+            if on_base > 0
+                && c.uncovered < best.uncovered
+                && crate::cdg::check(self.f, tables, Some(&self.mask)).deadlock_free
+            {
+                best = c;
+                kept = std::mem::replace(tables, before.clone());
+                if best.uncovered == 0 {
+                    break;
+                }
+            } else {
+                *tables = before.clone();
+            }
         }
-        *tables = first;
-        c0
+        *tables = kept;
+        best
     }
 
-    /// The completion; with `seed` (the dependency graph of a completion without them),
-    /// phantoms that fit no fresh VL are tried on the base's own VLs. Also returns how many
-    /// phantom paths went on a base VL.
-    fn complete_with(
-        &self,
-        tables: &mut Routing,
-        seed: Option<&crate::cdg::Cdg>,
-    ) -> (Completion, u64) {
+    /// One pass of the completion ([`Pass`]). Also returns how many phantom paths went
+    /// (wholly or up to a repaired path) on a base VL.
+    fn complete_with(&self, tables: &mut Routing, pass: Pass<'_>) -> (Completion, u64) {
+        let Pass {
+            seed,
+            joins,
+            routes,
+        } = pass;
         let f = self.f;
         let ne = f.end_ports.len();
         let stride = tables.stride();
@@ -241,11 +305,15 @@ impl<'f> Rftr<'f> {
             let tables = &*tables;
             columns
                 .par_iter()
-                .map(|&(d, lid)| self.complete_column(tables, d, lid, used.contains(&(d, lid))))
+                .map(|&(d, lid)| {
+                    let follow = joins && used.contains(&(d, lid));
+                    self.complete_column(tables, d, lid, used.contains(&(d, lid)), routes, follow)
+                })
                 .collect()
         };
         let mut c = Completion {
             applied: true,
+            routes_added: routes,
             ..Completion::default()
         };
         let mut colours = self.colours.clone();
@@ -356,6 +424,51 @@ impl<'f> Rftr<'f> {
                             continue;
                         }
                     }
+                    // Otherwise split the walk at a hop k: the part before it on a base VL
+                    // it keeps acyclic, the rest on a VL above the base's it keeps acyclic
+                    // (where it joins a repaired path at k, the rest takes that path's
+                    // channels and adds no dependency on its VL). The change of VL at hop k
+                    // goes up, and nothing ever goes from a VL above the base's down to one
+                    // of the base's, so no cycle runs through it. Tried at the join first,
+                    // then from the shortest part on a base VL up.
+                    if let (None, Some(seed), true) = (&placed, seed, joins) {
+                        let fr = self.fresh.as_ref().expect("a base that keeps its VLs");
+                        let bl =
+                            base_layers.get_or_insert_with(|| base_vl_layers(f, fr.base_vls, seed));
+                        // (a base path in use is no repaired path: its VL is a base VL)
+                        let join = ph.joins_at.filter(|j| j.2 >= fr.base_vls);
+                        let at = join.map(|j| j.0);
+                        let splits = at
+                            .into_iter()
+                            .chain((1..ph.chans.len()).filter(|&k| Some(k) != at));
+                        for k in splits {
+                            let (before, after) = ph.chans.split_at(k);
+                            let Some(low) = bl.first_fit(0, before) else {
+                                continue;
+                            };
+                            let Some(up) = layers.first_fit(0, after) else {
+                                bl.remove(low, before);
+                                continue;
+                            };
+                            let vl = *base_vls + up as u8;
+                            let mut needs = needs_at(low as u8);
+                            for n in &mut needs[ph.ends.len() + k - 1..] {
+                                n.vl = vl;
+                            }
+                            let sl = join
+                                .filter(|j| j.0 == k && j.2 == vl && colours.fits(j.1, &needs))
+                                .map(|j| j.1)
+                                .or_else(|| colours.find(&needs))
+                                .or_else(|| colours.fresh());
+                            if let Some(sl) = sl {
+                                placed = Some((sl, needs));
+                                on_base += 1;
+                                break;
+                            }
+                            bl.remove(low, before);
+                            layers.remove(up, after);
+                        }
+                    }
                     let Some((sl, needs)) = placed else {
                         // No way without risk: a switch no selected path crosses loses its
                         // entry (its walks stop there); others are only counted.
@@ -398,8 +511,18 @@ impl<'f> Rftr<'f> {
         (c, on_base)
     }
 
-    /// One LID column of destination end `d`.
-    fn complete_column(&self, tables: &Routing, d: u32, lid: Lid, in_use: bool) -> ColumnFix {
+    /// One LID column of destination end `d`; without `routes`, no entry is added; with
+    /// `follow`, switches that do not deliver follow their base LID's path where it delivers
+    /// ([`Rftr::follow_base`]).
+    fn complete_column(
+        &self,
+        tables: &Routing,
+        d: u32,
+        lid: Lid,
+        in_use: bool,
+        routes: bool,
+        follow: bool,
+    ) -> ColumnFix {
         let f = self.f;
         let ns = f.num_switches();
         let stride = tables.stride();
@@ -422,12 +545,18 @@ impl<'f> Rftr<'f> {
             turns: vec![0u8; ns],
         };
         // The destination's own switch hands the packet to it.
-        if !matches!(self.plane.hop(ds, col.entry[ds]), Hop::End { port, .. } if port == target) {
+        if routes
+            && !matches!(self.plane.hop(ds, col.entry[ds]), Hop::End { port, .. } if port == target)
+        {
             col.entry[ds] = self.end_swport[d as usize];
             fx.entries.push((ds as u32, col.entry[ds]));
         }
         self.resolve_column(&mut col, ds, target);
-        self.fill_column(&mut col, ds, &mut fx);
+        let base = f.port(target).lid;
+        if routes && follow && self.fresh.is_some() && in_use && lid != base {
+            self.follow_base(tables, &mut col, ds, target, base, &mut fx);
+        }
+        self.fill_column(&mut col, ds, routes, &mut fx);
         let hint = self.selected_hints(tables, d, lid, in_use);
         self.phantom_pairs(tables, d, lid, in_use, &mut col, &hint, &mut fx);
         fx
@@ -497,19 +626,58 @@ impl<'f> Rftr<'f> {
         }
     }
 
+    /// Over a base that keeps its VLs, on a virtual LID in use: a switch that does not
+    /// deliver takes its base LID's entry where the walk from it then delivers (the base
+    /// path up to where it meets the repaired paths, then theirs). Its phantom walk then
+    /// repeats dependencies the base paths in use already have on their VL, up to the join.
+    fn follow_base(
+        &self,
+        tables: &Routing,
+        col: &mut Col,
+        ds: usize,
+        target: fabric::PortId,
+        base: Lid,
+        fx: &mut ColumnFix,
+    ) {
+        let f = self.f;
+        let stride = tables.stride();
+        let mut tried: Vec<(usize, u8)> = Vec::new();
+        for x in 0..f.num_switches() {
+            let e = tables.lft[x * stride + base as usize];
+            if !col.deliv[x] && !self.mask.node_dead(f.switches[x]) && e != NO_PORT {
+                tried.push((x, col.entry[x]));
+                col.entry[x] = e;
+            }
+        }
+        if tried.is_empty() {
+            return;
+        }
+        self.resolve_column(col, ds, target);
+        // A switch that delivers now walks only through switches that deliver, so putting
+        // the others back changes no walk that delivers.
+        for (x, old) in tried {
+            if col.deliv[x] {
+                col.filled[x] = true;
+                fx.entries.push((x as u32, col.entry[x]));
+            } else {
+                col.entry[x] = old;
+            }
+        }
+    }
+
     /// Entries for the switches that do not deliver (module docs: level by level of illegal
-    /// turns, legal turns within a level; none left: no entry).
-    fn fill_column(&self, col: &mut Col, ds: usize, fx: &mut ColumnFix) {
+    /// turns, legal turns within a level; none left, or not `routes`: no entry).
+    fn fill_column(&self, col: &mut Col, ds: usize, routes: bool, fx: &mut ColumnFix) {
         let f = self.f;
         let ns = f.num_switches();
         // Fill, level by level of illegal turns t = 0..=max (VLs - 1): breadth-first by hops
         // from the switches whose path takes t illegal turns, through legal turns; a switch
         // reached only through an illegal turn waits for level t + 1. (Level 0 gives legal
         // paths on VL 0.)
-        let max_vl = self.cfg.vls.saturating_sub(1);
+        let levels = if routes { self.cfg.vls.max(1) } else { 0 };
         // candidates for the next level: (switch, its next hop, entry port, channel)
         let mut next_level: Vec<(usize, usize, u8, ChannelId)> = Vec::new();
-        for t in 0..=max_vl {
+        for t in 0..levels {
             let mut seeds: Vec<usize> = Vec::new();
             next_level.sort_by_key(|&(x, y, _, _)| (x, col.hops[y], y));
             for &(x, y, port, ch) in &next_level {
@@ -693,11 +861,17 @@ impl<'f> Rftr<'f> {
                     // from here on the phantom takes that path's channels; on its VL it adds
                     // no dependency at all.
                     let join = if deliv[s] { hint[s] } else { None };
+                    let joins_at = hops_at
+                        .iter()
+                        .enumerate()
+                        .skip(1)
+                        .find_map(|(k, &(x, _, _))| hint[x as usize].map(|(sl, vl)| (k, sl, vl)));
                     fx.fresh.push(FreshPhantom {
                         chans,
                         hops: hops_at,
                         ends: Vec::new(),
                         join,
+                        joins_at,
                         sw: s as u32,
                         // no selected path crosses it: its entry may go
                         revertible: hint[s].is_none(),
