@@ -306,8 +306,7 @@ impl<'f> Rftr<'f> {
             columns
                 .par_iter()
                 .map(|&(d, lid)| {
-                    let follow = joins && used.contains(&(d, lid));
-                    self.complete_column(tables, d, lid, used.contains(&(d, lid)), routes, follow)
+                    self.complete_column(tables, d, lid, used.contains(&(d, lid)), routes, joins)
                 })
                 .collect()
         };
@@ -512,8 +511,8 @@ impl<'f> Rftr<'f> {
     }
 
     /// One LID column of destination end `d`; without `routes`, no entry is added; with
-    /// `follow`, switches that do not deliver follow their base LID's path where it delivers
-    /// ([`Rftr::follow_base`]).
+    /// `follow` (and `in_use`), switches that do not deliver follow their base LID's path
+    /// where it delivers ([`Rftr::follow_base`]).
     fn complete_column(
         &self,
         tables: &Routing,
