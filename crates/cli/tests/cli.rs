@@ -1781,6 +1781,47 @@ fn fault_with_pairs_unrepaired_writes_tables_free_of_credit_loops() {
     }
 }
 
+/// Found by a hunt over generators × bases × VLs with switch faults: a virtual LID that an
+/// earlier repair used and a later fault moved its sources off kept its old repair tree, and
+/// its unused pairs walked it on a base SL, closing a credit loop with the base paths (4×4
+/// torus over dfsssp at 4 VLs, three cables then a switch). Now such a LID follows its base
+/// LID again in what `fault` writes (`stale_virtual_lids`).
+#[test]
+fn fault_restores_virtual_lids_a_later_fault_left_unused() {
+    let d = tmp("stale");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let net = d.join("t44.net");
+    assert!(fr(&["gen", "torus", "4x4", "-o", &s(&net)])
+        .status
+        .success());
+    let out = d.join("f");
+    let o = fr(&[
+        "--json",
+        "fault",
+        &s(&net),
+        "--engine",
+        "dfsssp",
+        "--vls",
+        "4",
+        "--fail",
+        "link:S_0_1/3",
+        "--fail",
+        "link:S_1_2/3",
+        "--fail",
+        "link:S_1_0/5",
+        "--fail",
+        "switch:S_1_2",
+        "-o",
+        &s(&out),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let comp = &v["rftr"]["completion_for_checkers"];
+    assert!(comp["stale_virtual_lids"].as_u64().unwrap() > 0, "{comp}");
+    let (c, code) = check_set(&out);
+    assert_eq!(o.status.code(), code, "{c}");
+    assert_eq!(c["deadlock_free"], true, "{}", c["cycles"]);
+}
+
 /// Found by a robustness hunt over the generators' edges: values out of range are usage
 /// errors (2); degenerate fabrics (no end-port pair, no link, one switch) write files `check`
 /// reads back or says why not; `gen`'s advice names options it has.

@@ -952,19 +952,22 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
     /// The same completion over bases that keep their own VLs (dfsssp, lash, hopvl, nue,
     /// torus-2QoS, and ftree on a SuperPOD-style tree whose base changes VL itself): never a
     /// credit loop over every (source, LID); every pair delivered whenever every phantom path
-    /// was placed. With `small`, the base has one VL and RFTR one or two above it (`fault
-    /// --vls 2` and `3` over nue, where the base's graph leaves phantoms little room).
+    /// was placed. VLs: 8 (2 for RFTR), 4, or a base of one VL with one or two above it (`fault
+    /// --vls 2` and `3` over nue, where the base's graph leaves phantoms little room); up to
+    /// three cables and a switch fail, so that later faults move sources off virtual LIDs
+    /// earlier repairs used.
     #[test]
     fn tables_completed_for_checkers_over_vl_bases(
         kind in 0usize..4,
         engine in 0usize..5,
         seed in 0u64..1000,
-        nfaults in 1usize..3,
-        small in any::<bool>(),
+        nfaults in 1usize..4,
+        with_switch in any::<bool>(),
+        budget in 0usize..3,
         repair in 1u8..3,
     ) {
         let (spec, name) = match kind {
@@ -975,11 +978,11 @@ proptest! {
         };
         let mut f = fabric(&spec);
         f.hints = Default::default();
-        let (vls, repair) = if small { (repair + 1, repair) } else { (8u8, 2) };
+        let (vls, repair) = [(repair + 1, repair), (4, repair), (8u8, 2)][budget];
         let Some((mut r, fresh)) = start_engine_with(&f, name, vls, repair) else {
             return Ok(());
         };
-        for fault in random_faults(&f, seed, nfaults, false) {
+        for fault in random_faults(&f, seed, nfaults, with_switch) {
             r.apply(fault);
         }
         assert_completion_for_checkers(&f, &r, &format!("{name} on {spec} at {vls} VLs, {repair} for RFTR (fresh VLs: {fresh})"))?;

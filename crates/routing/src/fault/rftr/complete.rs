@@ -88,6 +88,10 @@ pub struct Completion {
     /// Phantom pairs left as they were: no legal way to their destination from their switch
     /// (`check` reports them).
     pub uncovered: u64,
+    /// Virtual LIDs no selected path uses any more that still held an earlier repair's
+    /// entries (a later fault moved their sources on): over a base that keeps its VLs they
+    /// follow their base LID again, entries and path SLs, as unused ones do.
+    pub stale_virtual_lids: u64,
 }
 
 const UNSEEN: u8 = 0;
@@ -228,16 +232,19 @@ impl<'f> Rftr<'f> {
             joins,
             routes,
         };
+        let used = self.used_lids();
         if self.fresh.is_none() {
-            return self.complete_with(tables, pass(None, false)).0;
+            return self.complete_with(tables, &used, pass(None, false)).0;
         }
+        let stale = self.restore_stale_virtual_lids(tables, &used);
         // Over a base that keeps its VLs, phantoms that fit no fresh VL may go on a base VL
         // (module docs), checked against a layer per base VL that holds every dependency the
         // completion without such placements leaves there; then, in a third pass, also the
         // part of a walk before a repaired path (`Pass::joins`). Each result is checked as a
         // whole all the same, and kept only when it has no cycle and covers more pairs.
         let before = tables.clone();
-        let (mut best, _) = self.complete_with(tables, pass(None, false));
+        let (mut best, _) = self.complete_with(tables, &used, pass(None, false));
+        best.stale_virtual_lids = stale;
         if best.uncovered == 0 {
             return best;
         }
@@ -250,7 +257,8 @@ impl<'f> Rftr<'f> {
             if joins && !routes {
                 break;
             }
-            let (c, on_base) = self.complete_with(tables, pass(Some(&seed), joins));
+            let (mut c, on_base) = self.complete_with(tables, &used, pass(Some(&seed), joins));
+            c.stale_virtual_lids = stale;
             if on_base > 0
                 && c.uncovered < best.uncovered
                 && crate::cdg::check(self.f, tables, Some(&self.mask)).deadlock_free
@@ -268,18 +276,10 @@ impl<'f> Rftr<'f> {
         best
     }
 
-    /// One pass of the completion ([`Pass`]). Also returns how many phantom paths went
-    /// (wholly or up to a repaired path) on a base VL.
-    fn complete_with(&self, tables: &mut Routing, pass: Pass<'_>) -> (Completion, u64) {
-        let Pass {
-            seed,
-            joins,
-            routes,
-        } = pass;
+    /// (destination, LID) pairs some selected path uses.
+    fn used_lids(&self) -> rustc_hash::FxHashSet<(u32, Lid)> {
         let f = self.f;
         let ne = f.end_ports.len();
-        let stride = tables.stride();
-        // (destination, LID) pairs some selected path uses.
         let mut used: rustc_hash::FxHashSet<(u32, Lid)> = Default::default();
         for slot in 0..self.slot_switch.len() {
             for d in 0..ne {
@@ -290,6 +290,78 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
+        used
+    }
+
+    /// Over a base that keeps its VLs, a phantom on a virtual LID no selected path uses is
+    /// taken to follow its base LID (base path, base SL). That holds for the LIDs
+    /// [`Routing::mirror_unrouted_lmc_lids`] filled, not for one an earlier repair used and a
+    /// later fault moved its sources off: its old repair tree stays in the tables, and its
+    /// phantoms walked it on a base SL, so on a base VL, closing credit loops with the base
+    /// paths (4×4 torus over dfsssp, three cables and a switch failed). Such a LID follows its
+    /// base LID again: no path in use crosses its entries. Returns how many.
+    fn restore_stale_virtual_lids(
+        &self,
+        tables: &mut Routing,
+        used: &rustc_hash::FxHashSet<(u32, Lid)>,
+    ) -> u64 {
+        let f = self.f;
+        let ns = f.num_switches();
+        let stride = tables.stride();
+        let mut restored = 0;
+        for (d, &pid) in f.end_ports.iter().enumerate() {
+            let port = f.port(pid);
+            if port.lmc == 0 || f.is_switch(port.node) {
+                continue;
+            }
+            let base = port.lid as usize;
+            for lid in base + 1..(base + (1usize << port.lmc.min(7))).min(stride) {
+                let same =
+                    (0..ns).all(|s| tables.lft[s * stride + lid] == tables.lft[s * stride + base]);
+                if same || used.contains(&(d as u32, lid as Lid)) {
+                    continue;
+                }
+                for s in 0..ns {
+                    tables.lft[s * stride + lid] = tables.lft[s * stride + base];
+                }
+                match &mut tables.path_sl {
+                    PathSl::Uniform(_) => {}
+                    PathSl::PerDest(v) => {
+                        if lid < v.len() && base < v.len() {
+                            v[lid] = v[base];
+                        }
+                    }
+                    PathSl::PerPair { stride: st, sl } => {
+                        let st = *st;
+                        if lid < st {
+                            for src in 0..sl.len() / st.max(1) {
+                                sl[src * st + lid] = sl[src * st + base];
+                            }
+                        }
+                    }
+                }
+                restored += 1;
+            }
+        }
+        restored
+    }
+
+    /// One pass of the completion ([`Pass`]) with `used` ([`Rftr::used_lids`]). Also returns
+    /// how many phantom paths went (wholly or up to a repaired path) on a base VL.
+    fn complete_with(
+        &self,
+        tables: &mut Routing,
+        used: &rustc_hash::FxHashSet<(u32, Lid)>,
+        pass: Pass<'_>,
+    ) -> (Completion, u64) {
+        let Pass {
+            seed,
+            joins,
+            routes,
+        } = pass;
+        let f = self.f;
+        let ne = f.end_ports.len();
+        let stride = tables.stride();
         let columns: Vec<(u32, Lid)> = (0..ne as u32)
             .filter(|&d| self.end_sw[d as usize] != NONE && self.plane.attach(d).live)
             .flat_map(|d| {
