@@ -1988,3 +1988,51 @@ fn fault_files_leave_out_the_dead_port_of_a_dual_port_hca() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Found by `scripts/fault-hunt.py` with random options: over a VL engine `fault --sls 4`
+/// routed the base on up to 7 SLs and then refused it ("the base uses 7 SLs: none of the 4
+/// available is left for repaired paths", exit 3). The base now routes within the SLs that
+/// leave one per repair VL; too few SLs for that is a usage error.
+#[test]
+fn fault_keeps_sls_for_repaired_paths_over_vl_bases() {
+    let d = tmp("sls");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let net = d.join("df.net");
+    assert!(fr(&["gen", "dragonfly", "4", "2", "2", "-o", &s(&net)])
+        .status
+        .success());
+    let out = d.join("f");
+    let run = |sls: &str, repair: &str| {
+        fr(&[
+            "--json",
+            "fault",
+            &s(&net),
+            "--engine",
+            "nue",
+            "--vls",
+            "8",
+            "--repair-vls",
+            repair,
+            "--sls",
+            sls,
+            "--fail",
+            "link:S_g5_r0/7",
+            "-o",
+            &s(&out),
+        ])
+    };
+    let o = run("4", "1");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["rftr"]["sls_used"].as_u64().unwrap() <= 4,
+        "{}",
+        v["rftr"]
+    );
+    let (c, code) = check_set(&out);
+    assert_eq!(code, Some(0), "{c}");
+    let o = run("2", "2");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--sls 2 must leave the base engine"));
+}

@@ -48,12 +48,15 @@ pub struct RepairArgs {
 
 impl RepairArgs {
     /// The data VLs in all, and the base engine's options: over a VL engine its VL budget
-    /// leaves `repair_vls` VLs free for RFTR.
+    /// leaves `repair_vls` VLs free for RFTR, and its SL budget as many of the `max_sls`
+    /// SLs (repaired paths take SLs above the base's: one per repair VL at least; before,
+    /// `fault --sls 4` over nue routed the base on 7 SLs and then refused it).
     pub fn plan(
         &self,
         f: &Fabric,
         engine: &dyn routing::engines::Engine,
         opts: &RouteOptions,
+        max_sls: u8,
     ) -> Result<(u8, RouteOptions)> {
         let fresh = matches!(engine.rftr_base(f, opts), Ok(routing::turn::Base::FreshVls));
         let vls = self.vls.unwrap_or(if fresh { 8 } else { 2 });
@@ -66,6 +69,13 @@ impl RepairArgs {
                 );
             }
             o.budget.vls = vls - self.repair_vls;
+            if max_sls <= self.repair_vls {
+                crate::usage_bail!(
+                    "--sls {max_sls} must leave the base engine at least one SL beside one for each of the {} repair VLs",
+                    self.repair_vls
+                );
+            }
+            o.budget.sls = o.budget.sls.min(max_sls - self.repair_vls);
         }
         Ok((vls, o))
     }
@@ -281,7 +291,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         a.torus_config.as_deref(),
     )?;
     let faults = parse_faults(&f, &a.fail)?;
-    let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts)?;
+    let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts, a.sls)?;
     let t0 = Instant::now();
     let (opts, base) = Session::route_base(&f, engine.as_ref(), &opts).map_err(session_error)?;
     let base_s = t0.elapsed().as_secs_f64();

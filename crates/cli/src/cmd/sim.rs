@@ -324,7 +324,7 @@ fn session_repairs(
             engine_names().join(", ")
         )
     })?;
-    let (vls, opts) = a.rftr.plan(f, e.as_ref(), opts)?;
+    let (vls, opts) = a.rftr.plan(f, e.as_ref(), opts, a.budget.sls)?;
     let (opts, base) = Session::route_base(f, e.as_ref(), &opts).map_err(session_error)?;
     let want_rftr = want.contains(&Some(Scheme::Rftr));
     let want_full = want

@@ -346,7 +346,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(r) = &a.roots {
         opts.root_guids = crate::util::read_guid_file(r, f, crate::util::GuidList::Roots)?;
     }
-    let (vls, opts) = a.rftr.plan(f, engine.as_ref(), &opts)?;
+    let (vls, opts) = a.rftr.plan(f, engine.as_ref(), &opts, a.sls)?;
     let cfg = SmConfig {
         repair: match a.repair {
             RepairKind::Rftr => Repair::Rftr,

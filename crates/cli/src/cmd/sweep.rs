@@ -96,8 +96,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         a.roots.as_deref(),
         a.torus_config.as_deref(),
     )?;
-    let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts)?;
-    let cfg = a.repair.config(vls, RftrConfig::default().max_sls);
+    let max_sls = RftrConfig::default().max_sls;
+    let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts, max_sls)?;
+    let cfg = a.repair.config(vls, max_sls);
     let session = Session::start(&f, engine.as_ref(), &opts, cfg).map_err(session_error)?;
     let spec = SweepSpec {
         faults: a.faults,

@@ -93,8 +93,17 @@ impl Engine for Dfsssp {
             paths,
         ) = super::sssp::sssp_paths(t, opts)?;
         // VLs usable: the budget, and SLs start_vl.. (SL = VL).
-        let avail = (budget.vls as usize)
-            .min((budget.sls as usize).saturating_sub(budget.start_vl as usize));
+        let sl_room = (budget.sls as usize).saturating_sub(budget.start_vl as usize);
+        let avail = (budget.vls as usize).min(sl_room);
+        // said when the SLs, not the VLs, are what runs out
+        let by_sls = if sl_room < budget.vls as usize {
+            format!(
+                " of the {} VLs, as SL = VL and {} SLs are left",
+                budget.vls, sl_room
+            )
+        } else {
+            String::new()
+        };
         let n = f.links.len() * 2;
         // The orders in turn, each within the budget, until one fits.
         let mut best: Option<(usize, Placement)> = None;
@@ -119,7 +128,7 @@ impl Engine for Dfsssp {
             };
             let most = placed.iter().max().copied().unwrap_or(0);
             return Err(EngineError::NotApplicable(format!(
-                "not enough VLs: needed {needed}, available {avail} ({} path orders tried; at best {most} of {} paths fit in {avail} layers)",
+                "not enough VLs: needed {needed}, available {avail}{by_sls} ({} path orders tried; at best {most} of {} paths fit in {avail} layers)",
                 ORDERS.len(),
                 paths.len()
             )));

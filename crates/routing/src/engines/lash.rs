@@ -106,8 +106,17 @@ impl Engine for Lash {
         }
         uniq_start.push(uniq.len());
         let members = |g: usize| &uniq[uniq_start[g]..uniq_start[g + 1]];
-        let avail = (budget.vls as usize)
-            .min((budget.sls as usize).saturating_sub(budget.start_vl as usize));
+        let sl_room = (budget.sls as usize).saturating_sub(budget.start_vl as usize);
+        let avail = (budget.vls as usize).min(sl_room);
+        // said when the SLs, not the VLs, are what runs out
+        let by_sls = if sl_room < budget.vls as usize {
+            format!(
+                " of the {} VLs, as SL = VL and {} SLs are left",
+                budget.vls, sl_room
+            )
+        } else {
+            String::new()
+        };
         // Pair orders: longest pairs first (their paths carry the most dependencies; on tori
         // this often fits in fewer layers than OpenSM's order), OpenSM's (i < j, row by row),
         // column by column.
@@ -167,7 +176,7 @@ impl Engine for Lash {
                 .map_or("?".to_string(), |(p, _)| p.used.to_string());
             let most = fitted.iter().max().copied().unwrap_or(0);
             return Err(EngineError::NotApplicable(format!(
-                "not enough VLs: needed {needed}, available {avail} (one layer per switch pair; at best {most} of {groups} pairs fit in {avail} layers, 3 pair orders tried)"
+                "not enough VLs: needed {needed}, available {avail}{by_sls} (one layer per switch pair; at best {most} of {groups} pairs fit in {avail} layers, 3 pair orders tried)"
             )));
         };
         let needed = p.used.max(1);
