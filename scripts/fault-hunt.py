@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """A robustness hunt over `fabroute fault`: does `check` on what `fault` writes agree with it?
 
-    [SEED=11] [OPTIONS=1] [VERBOSE=1] scripts/fault-hunt.py OUTDIR BIN
+    [SEED=11] [OPTIONS=1] [VERBOSE=1] [FABRICS=F1,F2...] scripts/fault-hunt.py OUTDIR BIN
 
 Generates nine fabrics (tori, a mesh, a Dragonfly, a random regular graph, a HyperX, a k-ary
-n-tree, a Slim Fly) and runs `BIN fault` over each of their RFTR bases at 2, 3, 4 and 8 VLs,
+n-tree, a Slim Fly), or reads the FABRICS files (real dumps, say: every base is tried), and
+runs `BIN fault` over each of their RFTR bases at 2, 3, 4 and 8 VLs,
 with 4 random fault sets each (1-3 inter-switch cables; the last two also a switch), drawn
 from SEED. With OPTIONS=1 every run also gets random `--lmc`, `--repair-vls`,
 `--virtual-lids-only`, `--tie-break` and `--sls`. Each output is checked with `BIN check`
@@ -50,19 +51,29 @@ def switches_and_cables(net):
     return sw, cables
 
 
+if os.environ.get("FABRICS"):
+    # fabric files instead (e.g. real dumps): every base, cables and switches from the file
+    fabrics = [(path, ["updn", "dnup", "ftree", "dfsssp", "lash", "hopvl", "nue"])
+               for path in os.environ["FABRICS"].split(",")]
 rnd = random.Random(int(os.environ.get("SEED", "11")))
 runs, flagged, status = 0, 0, {}
 for spec, engines in fabrics:
-    net = os.path.join(out, spec.replace(" ", "_").replace("=", "") + ".net")
-    subprocess.run([B, "gen", *spec.split(), "-o", net], capture_output=True, check=True)
-    sw, cables = switches_and_cables(net)
+    net = os.path.join(out, os.path.basename(spec).replace(" ", "_").replace("=", "") + ".net")
+    if os.path.exists(spec):
+        # as an ibsim file, for the cable and switch names (`fault` reads the original)
+        subprocess.run([B, "convert", spec, "-o", net, "--to", "ibsim", "--lossy"], capture_output=True, check=True)
+        sw, cables = switches_and_cables(net)
+        net = spec
+    else:
+        subprocess.run([B, "gen", *spec.split(), "-o", net], capture_output=True, check=True)
+        sw, cables = switches_and_cables(net)
     for e in engines:
         for vls in ["2", "3", "4", "8"]:
             for t in range(4):
                 args = []
-                for c in rnd.sample(cables, rnd.choice([1, 2, 3])):
+                for c in rnd.sample(cables, min(len(cables), rnd.choice([1, 2, 3]))):
                     args += ["--fail", c]
-                if t >= 2:
+                if t >= 2 or not args:
                     args += ["--fail", "switch:" + rnd.choice(sw)]
                 if with_options:
                     args += ["--lmc", rnd.choice(["1", "2", "3"])]

@@ -2036,3 +2036,41 @@ fn fault_keeps_sls_for_repaired_paths_over_vl_bases() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--sls 2 must leave the base engine"));
 }
+
+/// Found by `scripts/fault-hunt.py` on the real dumps: on a two-switch lab fabric the one
+/// cable between the switches failed (60 pairs cut off, `fault` exit 1, as `check`'s), then
+/// one of the switches; its end ports, and so those pairs, are gone, and `check` on what
+/// `fault` wrote passed while `fault` still exited 1. The exit status now counts the pairs of
+/// end ports still alive (`unrouted_pairs`).
+#[test]
+fn pairs_cut_off_then_dropped_do_not_fail_fault() {
+    let d = tmp("cutdrop");
+    let lab = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/real/mellanox_lab_small_topo_hdr_edr_fdr_sharp_loopback.ibnd");
+    let cable = "link:S-0002c903007b78b0/1";
+    for (faults, code, unrouted) in [
+        (vec![cable], 1, 60),
+        (vec![cable, "switch:S-0002c903007b78b0"], 0, 0),
+        (vec![cable, "switch:S-b8599f0300fc6de4"], 0, 0),
+    ] {
+        let out =
+            d.join(faults.len().to_string() + faults.last().unwrap().replace(':', "_").as_str());
+        let mut args = vec!["--json", "fault", lab.to_str().unwrap(), "--engine", "updn"];
+        for f in &faults {
+            args.extend(["--fail", f]);
+        }
+        args.extend(["-o", out.to_str().unwrap()]);
+        let o = fr(&args);
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "{faults:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["rftr"]["unrouted_pairs"], unrouted, "{faults:?}");
+        assert_eq!(v["rftr"]["disconnected_pairs"], 60, "{faults:?}");
+        let (c, ccode) = check_set(&out);
+        assert_eq!(ccode, Some(code), "{faults:?}: {c}");
+    }
+}

@@ -351,7 +351,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "unsupported_examples": unsupported,
         }));
     }
-    let all_ok = session.ok();
+    // The tables are clean when every check passed and no pair of live end ports is left
+    // without a path: pairs that a fault cut off or left unsupported no longer count once a
+    // later fault took one of their end ports away (`check` no longer sees them either).
+    let unrouted = session.rftr().unrouted_pairs();
+    let all_ok = session.checked() && unrouted == 0;
     // Full reconfiguration of the same faults.
     let t = Instant::now();
     let full = session.full_reconfiguration();
@@ -428,6 +432,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "repaired_pairs": total(|r| r.repaired_pairs),
             "unsupported_pairs": unsupported,
             "disconnected_pairs": disconnected,
+            "unrouted_pairs": unrouted,
             "sls_used": r.sls_used(),
             "max_virtual_lids_per_destination": r.max_virtual_lids(),
             "max_transitions": r.max_transitions(),
@@ -454,10 +459,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
     out.commit()?;
     crate::say!(
         "RFTR: {} | SLs {} | virtual LIDs/dest ≤ {} | transitions ≤ {} | LFT entries {} in {} blocks, SL2VL entries {} | {:.3} ms",
-        if all_ok {
+        if session.ok() {
             "all pairs repaired, deadlock-free".to_string()
+        } else if session.ok_but_cut() && unrouted == 0 {
+            format!("every pair a live path joins repaired, deadlock-free; the {disconnected} pairs the faults cut off lost an end port to a later fault")
         } else if session.ok_but_cut() {
-            format!("every pair a live path joins repaired, deadlock-free; {disconnected} pairs cut off by the faults are not delivered")
+            format!("every pair a live path joins repaired, deadlock-free; {disconnected} pairs cut off by the faults are not delivered ({unrouted} with both end ports alive)")
+        } else if all_ok {
+            "every pair with both end ports alive is routed, deadlock-free (pairs left unsupported lost an end port to a later fault; see summary.json)".to_string()
         } else {
             "NOT fully supported (see summary.json)".to_string()
         },

@@ -1650,6 +1650,19 @@ impl<'f> Rftr<'f> {
         self.f
     }
 
+    /// Pairs (source end, destination end) left without a path and not dropped: those the
+    /// faults so far left unsupported or cut off whose end ports are both still alive (a pair
+    /// whose end port a later fault took away is dropped, and a checker no longer sees it).
+    pub fn unrouted_pairs(&self) -> u64 {
+        let ne = self.f.end_ports.len();
+        let mut n = 0u64;
+        for slot in 0..self.slot_switch.len() {
+            let srcs = self.slot_ends[slot].len() as u64;
+            n += srcs * (0..ne).filter(|&d| self.sel[slot * ne + d] == NONE).count() as u64;
+        }
+        n
+    }
+
     /// Pairs (source end, destination end) that are routed: not unsupported, not dropped.
     pub fn routed_pairs(&self) -> u64 {
         let ne = self.f.end_ports.len();
