@@ -201,29 +201,36 @@ impl Routing {
                 if lid >= stride || (0..ns).any(|s| self.lft[s * stride + lid] != NO_PORT) {
                     continue;
                 }
-                for s in 0..ns {
-                    self.lft[s * stride + lid] = self.lft[s * stride + base];
-                }
-                match &mut self.path_sl {
-                    PathSl::Uniform(_) => {}
-                    PathSl::PerDest(v) => {
-                        if lid < v.len() && base < v.len() {
-                            v[lid] = v[base];
-                        }
-                    }
-                    PathSl::PerPair { stride: st, sl } => {
-                        let st = *st;
-                        if lid < st {
-                            for src in 0..sl.len() / st.max(1) {
-                                sl[src * st + lid] = sl[src * st + base];
-                            }
-                        }
-                    }
-                }
+                self.follow_lid(ns, base, lid);
                 filled += 1;
             }
         }
         filled
+    }
+
+    /// LID `lid` takes LID `base`'s entry on each of the `ns` switches and its path SL from
+    /// every source: it then follows exactly `base`'s paths on the same SLs.
+    pub fn follow_lid(&mut self, ns: usize, base: usize, lid: usize) {
+        let stride = self.stride();
+        for s in 0..ns {
+            self.lft[s * stride + lid] = self.lft[s * stride + base];
+        }
+        match &mut self.path_sl {
+            PathSl::Uniform(_) => {}
+            PathSl::PerDest(v) => {
+                if lid < v.len() && base < v.len() {
+                    v[lid] = v[base];
+                }
+            }
+            PathSl::PerPair { stride: st, sl } => {
+                let st = *st;
+                if lid < st {
+                    for src in 0..sl.len() / st.max(1) {
+                        sl[src * st + lid] = sl[src * st + base];
+                    }
+                }
+            }
+        }
     }
 
     /// Checks the InfiniBand limits and table shapes against the fabric.

@@ -93,17 +93,7 @@ impl Engine for Dfsssp {
             paths,
         ) = super::sssp::sssp_paths(t, opts)?;
         // VLs usable: the budget, and SLs start_vl.. (SL = VL).
-        let sl_room = (budget.sls as usize).saturating_sub(budget.start_vl as usize);
-        let avail = (budget.vls as usize).min(sl_room);
-        // said when the SLs, not the VLs, are what runs out
-        let by_sls = if sl_room < budget.vls as usize {
-            format!(
-                " of the {} VLs, as SL = VL and {} SLs are left",
-                budget.vls, sl_room
-            )
-        } else {
-            String::new()
-        };
+        let (avail, by_sls) = budget.sl_vl_layers();
         let n = f.links.len() * 2;
         // The orders in turn, each within the budget, until one fits.
         let mut best: Option<(usize, Placement)> = None;

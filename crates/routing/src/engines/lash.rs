@@ -106,17 +106,7 @@ impl Engine for Lash {
         }
         uniq_start.push(uniq.len());
         let members = |g: usize| &uniq[uniq_start[g]..uniq_start[g + 1]];
-        let sl_room = (budget.sls as usize).saturating_sub(budget.start_vl as usize);
-        let avail = (budget.vls as usize).min(sl_room);
-        // said when the SLs, not the VLs, are what runs out
-        let by_sls = if sl_room < budget.vls as usize {
-            format!(
-                " of the {} VLs, as SL = VL and {} SLs are left",
-                budget.vls, sl_room
-            )
-        } else {
-            String::new()
-        };
+        let (avail, by_sls) = budget.sl_vl_layers();
         // Pair orders: longest pairs first (their paths carry the most dependencies; on tori
         // this often fits in fewer layers than OpenSM's order), OpenSM's (i < j, row by row),
         // column by column.

@@ -113,6 +113,21 @@ impl Default for Budget {
 }
 
 impl Budget {
+    /// Layers an engine with SL = VL can use (VLs from `start_vl`, one SL each), and the
+    /// words for a shortage when the SLs, not the VLs, are what runs out ("" otherwise).
+    pub fn sl_vl_layers(&self) -> (usize, String) {
+        let sl_room = (self.sls as usize).saturating_sub(self.start_vl as usize);
+        let by_sls = if sl_room < self.vls as usize {
+            format!(
+                " of the {} VLs, as SL = VL and {sl_room} SLs are left",
+                self.vls
+            )
+        } else {
+            String::new()
+        };
+        ((self.vls as usize).min(sl_room), by_sls)
+    }
+
     /// The budget for `f`: what its ports report when the fabric says (no reader sees VL
     /// capabilities today: ibnetdiscover and ibsim files do not carry them), else the
     /// default.

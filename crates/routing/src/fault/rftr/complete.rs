@@ -321,25 +321,7 @@ impl<'f> Rftr<'f> {
                 if same || used.contains(&(d as u32, lid as Lid)) {
                     continue;
                 }
-                for s in 0..ns {
-                    tables.lft[s * stride + lid] = tables.lft[s * stride + base];
-                }
-                match &mut tables.path_sl {
-                    PathSl::Uniform(_) => {}
-                    PathSl::PerDest(v) => {
-                        if lid < v.len() && base < v.len() {
-                            v[lid] = v[base];
-                        }
-                    }
-                    PathSl::PerPair { stride: st, sl } => {
-                        let st = *st;
-                        if lid < st {
-                            for src in 0..sl.len() / st.max(1) {
-                                sl[src * st + lid] = sl[src * st + base];
-                            }
-                        }
-                    }
-                }
+                tables.follow_lid(ns, base, lid);
                 restored += 1;
             }
         }
