@@ -188,17 +188,32 @@ impl Routing {
     /// SLs, so the channel dependency graph gains no dependency. LIDs routed on any switch (in
     /// use, e.g. by an RFTR repair tree) are left as they are. Returns the LIDs filled.
     pub fn mirror_unrouted_lmc_lids(&mut self, f: &Fabric) -> usize {
+        let ns = f.num_switches();
+        let stride = self.stride();
+        self.mirror_lmc_lids_unless(f, |t, _, lid| {
+            (0..ns).any(|s| t.lft[s * stride + lid] != NO_PORT)
+        })
+    }
+
+    /// Every LID of an LMC range above an end port's base LID for which `keep(self, end,
+    /// lid)` is false (`end`: the index in `f.end_ports`) takes the base LID's entry on every
+    /// switch and its path SL from every source ([`Routing::follow_lid`]). Returns how many.
+    pub fn mirror_lmc_lids_unless(
+        &mut self,
+        f: &Fabric,
+        keep: impl Fn(&Routing, usize, usize) -> bool,
+    ) -> usize {
         let stride = self.stride();
         let ns = f.num_switches();
         let mut filled = 0;
-        for &p in &f.end_ports {
+        for (e, &p) in f.end_ports.iter().enumerate() {
             let port = f.port(p);
             if port.lmc == 0 || f.is_switch(port.node) {
                 continue;
             }
             let base = port.lid as usize;
             for lid in base + 1..base + (1usize << port.lmc.min(MAX_LMC)) {
-                if lid >= stride || (0..ns).any(|s| self.lft[s * stride + lid] != NO_PORT) {
+                if lid >= stride || keep(self, e, lid) {
                     continue;
                 }
                 self.follow_lid(ns, base, lid);
@@ -210,7 +225,7 @@ impl Routing {
 
     /// LID `lid` takes LID `base`'s entry on each of the `ns` switches and its path SL from
     /// every source: it then follows exactly `base`'s paths on the same SLs.
-    pub fn follow_lid(&mut self, ns: usize, base: usize, lid: usize) {
+    fn follow_lid(&mut self, ns: usize, base: usize, lid: usize) {
         let stride = self.stride();
         for s in 0..ns {
             self.lft[s * stride + lid] = self.lft[s * stride + base];

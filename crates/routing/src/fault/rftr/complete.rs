@@ -148,10 +148,11 @@ struct Pass<'a> {
     /// The dependency graph of a completion without base-VL placements: with it, phantom
     /// paths that fit no VL above the base's are tried whole on a base VL.
     seed: Option<&'a crate::cdg::Cdg>,
-    /// With `seed`: switches that do not deliver toward a virtual LID in use follow their
-    /// base LID's path, and a phantom walk that fits no VL whole may go up to a hop on a
-    /// base VL and from there on a VL above the base's (at best where it joins a repaired
-    /// path, whose channels it then takes on that path's VL).
+    /// With `seed` and `routes`, over a base that keeps its VLs (the third pass only):
+    /// switches that do not deliver toward a virtual LID in use follow their base LID's
+    /// path, and a phantom walk that fits no VL whole may go up to a hop on a base VL and
+    /// from there on a VL above the base's (at best where it joins a repaired path, whose
+    /// channels it then takes on that path's VL).
     joins: bool,
     /// Whether entries may be added ([`Completion::routes_added`]).
     routes: bool,
@@ -242,6 +243,7 @@ impl<'f> Rftr<'f> {
         // completion without such placements leaves there; then, in a third pass, also the
         // part of a walk before a repaired path (`Pass::joins`). Each result is checked as a
         // whole all the same, and kept only when it has no cycle and covers more pairs.
+        // `tables` holds the best so far.
         let before = tables.clone();
         let (mut best, _) = self.complete_with(tables, &used, pass(None, false));
         best.stale_virtual_lids = stale;
@@ -252,27 +254,24 @@ impl<'f> Rftr<'f> {
         if !crate::cdg::cyclic_sccs(seed.num_vertices(), &seed.offsets, &seed.targets).is_empty() {
             return best;
         }
-        let mut kept = std::mem::replace(tables, before.clone());
-        for joins in [false, true] {
-            if joins && !routes {
-                break;
-            }
-            let (mut c, on_base) = self.complete_with(tables, &used, pass(Some(&seed), joins));
-            c.stale_virtual_lids = stale;
+        // (the third pass adds entries: not without `routes`)
+        for joins in [false, true].into_iter().filter(|&j| routes || !j) {
+            let mut t = before.clone();
+            let (c, on_base) = self.complete_with(&mut t, &used, pass(Some(&seed), joins));
             if on_base > 0
                 && c.uncovered < best.uncovered
-                && crate::cdg::check(self.f, tables, Some(&self.mask)).deadlock_free
+                && crate::cdg::check(self.f, &t, Some(&self.mask)).deadlock_free
             {
-                best = c;
-                kept = std::mem::replace(tables, before.clone());
+                best = Completion {
+                    stale_virtual_lids: stale,
+                    ..c
+                };
+                *tables = t;
                 if best.uncovered == 0 {
                     break;
                 }
-            } else {
-                *tables = before.clone();
             }
         }
-        *tables = kept;
         best
     }
 
@@ -308,24 +307,12 @@ impl<'f> Rftr<'f> {
         let f = self.f;
         let ns = f.num_switches();
         let stride = tables.stride();
-        let mut restored = 0;
-        for (d, &pid) in f.end_ports.iter().enumerate() {
-            let port = f.port(pid);
-            if port.lmc == 0 || f.is_switch(port.node) {
-                continue;
-            }
-            let base = port.lid as usize;
-            for lid in base + 1..(base + (1usize << port.lmc.min(7))).min(stride) {
-                let same =
-                    (0..ns).all(|s| tables.lft[s * stride + lid] == tables.lft[s * stride + base]);
-                if same || used.contains(&(d as u32, lid as Lid)) {
-                    continue;
-                }
-                tables.follow_lid(ns, base, lid);
-                restored += 1;
-            }
-        }
-        restored
+        let base_of = |e: usize| f.port(f.end_ports[e]).lid as usize;
+        tables.mirror_lmc_lids_unless(f, |t, e, lid| {
+            let base = base_of(e);
+            used.contains(&(e as u32, lid as Lid))
+                || (0..ns).all(|s| t.lft[s * stride + lid] == t.lft[s * stride + base])
+        }) as u64
     }
 
     /// One pass of the completion ([`Pass`]) with `used` ([`Rftr::used_lids`]). Also returns
@@ -606,7 +593,7 @@ impl<'f> Rftr<'f> {
         }
         self.resolve_column(&mut col, ds, target);
         let base = f.port(target).lid;
-        if routes && follow && self.fresh.is_some() && in_use && lid != base {
+        if follow && in_use && lid != base {
             self.follow_base(tables, &mut col, ds, target, base, &mut fx);
         }
         self.fill_column(&mut col, ds, routes, &mut fx);
