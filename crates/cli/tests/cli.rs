@@ -230,6 +230,58 @@ fn gen_superpod_is_routable() {
     }
 }
 
+/// `gen dragonflyplus` (and its alias `dfplus`) writes the fabric and no roots file; Up*/Down*
+/// routes it deadlock-free with every pair reachable.
+#[test]
+fn gen_dragonflyplus_is_routable() {
+    let d = tmp("dfplus");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let net = d.join("dfp.net");
+    let params = ["groups=4", "leaves=4", "spines=4", "hosts=4", "global=3"];
+    for kind in ["dragonflyplus", "dfplus"] {
+        let mut args = vec!["gen", kind];
+        args.extend(params);
+        let out = s(&net);
+        args.extend(["-o", &out, "--json"]);
+        let o = fr(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["summary"]["switches"], 32);
+        assert_eq!(v["summary"]["cas"], 64);
+        // 4 x 16 leaf-spine cables, 4 cables between each of the 6 pairs of groups
+        assert_eq!(v["summary"]["switch_links"], 64 + 24);
+        assert_eq!(v["summary"]["diameter"], 3);
+        assert_eq!(v["companions"].as_array().unwrap().len(), 0);
+    }
+    assert!(!d.join("dfp.net.roots").exists());
+    let out = d.join("updn");
+    let o = fr(&["route", &s(&net), "-R", "updn", "-o", &s(&out)]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let sum: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(sum["deadlock_free"], true);
+    assert_eq!(sum["unreachable_pairs"], 0);
+    assert_eq!(sum["pairs"], 64 * 63);
+    // a bad parameter is a usage error that names it
+    let o = fr(&[
+        "gen",
+        "dfplus",
+        "leaves=4",
+        "spines=0",
+        "hosts=4",
+        "global=3",
+        "-o",
+        &s(&net),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("spines (per group) must be at least 1"));
+}
+
 #[test]
 fn chain_reports_failed_engines_and_unknown_names() {
     let d = tmp("chain");

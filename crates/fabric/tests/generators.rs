@@ -758,6 +758,370 @@ fn dragonflies_follow_the_formulas() {
     assert_eq!(a.hints.kind, "dragonfly(a=4,p=2,h=2,g=9) absolute");
 }
 
+/// Everything a [`DragonflyPlusSpec`] promises, checked on the generated fabric: sizes, names
+/// and hints, the leaf/spine cabling of every group and its port numbers, every spine's global
+/// degree, every pair of groups' cable count (`floor` or `ceil` of the same share), the
+/// spread of one pair's cables over the spines, leaf-to-leaf distances of at most 3.
+fn check_dragonfly_plus(f: &Fabric, s: &DragonflyPlusSpec) {
+    check_common(f);
+    let g = s.group_count() as usize;
+    let (nl, ns, p, h, w) = (
+        s.leaves as usize,
+        s.spines as usize,
+        s.hosts as usize,
+        s.global as usize,
+        s.links as usize,
+    );
+    let gp = ns * h; // global ports per group
+    assert_eq!(f.switches.len(), g * (nl + ns));
+    assert_eq!(hcas(f), g * nl * p);
+    // every global port is cabled, but for one when the port total is odd
+    let odd = g > 1 && gp % 2 == 1 && g % 2 == 1;
+    let nglobal = if g > 1 {
+        (g * gp - odd as usize) / 2
+    } else {
+        0
+    };
+    assert_eq!(sw_links(f), g * nl * ns * w + nglobal, "{s:?}");
+    let hk = &f.hints;
+    assert_eq!(hk.link_class_names, vec!["host", "local", "global"]);
+    assert!(hk.roots.is_empty());
+    assert!(hk.kind.starts_with(&format!(
+        "dragonflyplus groups={g} leaves={nl} spines={ns} hosts={p} global={h}"
+    )));
+    let name = |n: NodeId| f.nodes[n.idx()].name.as_str();
+    // group, spine?, index of a switch from the hints, checked against its name and GUID order
+    let at = |n: NodeId| {
+        let c = &hk.coords[n.idx()];
+        assert_eq!(c.len(), 3);
+        assert_eq!(hk.level[n.idx()], c[0]);
+        (c[0] as usize, c[1] == 1, c[2] as usize)
+    };
+    for (si, &n) in f.switches.iter().enumerate() {
+        let (gi, spine, k) = at(n);
+        let (want, order) = if spine {
+            (format!("S_g{gi}_{k}"), gi * (nl + ns) + nl + k)
+        } else {
+            (format!("L_g{gi}_{k}"), gi * (nl + ns) + k)
+        };
+        assert_eq!(name(n), want);
+        assert_eq!(si, order);
+    }
+    let mut pair: HashMap<(usize, usize), usize> = HashMap::new();
+    // (group, spine, peer group) -> cables
+    let mut spread: HashMap<(usize, usize, usize), usize> = HashMap::new();
+    let mut short = Vec::new();
+    for &n in &f.switches {
+        let (gi, spine, k) = at(n);
+        let mut to_spine = vec![0usize; ns];
+        let mut to_leaf = vec![0usize; nl];
+        let (mut ca, mut global) = (0, 0);
+        for port in f.node_ports(n) {
+            let Some(r) = f.remote(port) else { continue };
+            let num = f.ports[port.idx()].num as usize;
+            let rn = f.ports[r.idx()].node;
+            if !f.is_switch(rn) {
+                assert!(!spine && (1..=p).contains(&num), "{} port {num}", name(n));
+                assert_eq!(name(rn), format!("H_g{gi}_{k}_{}", num - 1));
+                ca += 1;
+                continue;
+            }
+            let (gj, rspine, kj) = at(rn);
+            if gj == gi {
+                assert_ne!(spine, rspine, "{} - {}", name(n), name(rn));
+                if spine {
+                    assert_eq!((num - 1) / w, kj, "{} port {num}", name(n));
+                    to_leaf[kj] += 1;
+                } else {
+                    assert!(num > p);
+                    assert_eq!((num - p - 1) / w, kj, "{} port {num}", name(n));
+                    to_spine[kj] += 1;
+                }
+            } else {
+                assert!(spine && rspine, "global cables join spines");
+                assert!(
+                    (nl * w + 1..=nl * w + h).contains(&num),
+                    "{} port {num}",
+                    name(n)
+                );
+                global += 1;
+                *spread.entry((gi, k, gj)).or_default() += 1;
+                if gi < gj {
+                    *pair.entry((gi, gj)).or_default() += 1;
+                }
+            }
+        }
+        if spine {
+            assert!(to_leaf.iter().all(|&c| c == w), "{}", name(n));
+            if global + 1 == h && odd {
+                short.push(name(n).to_string());
+            } else if g > 1 {
+                assert_eq!(global, h, "{} global degree", name(n));
+            } else {
+                assert_eq!(global, 0);
+            }
+        } else {
+            assert_eq!(ca, p);
+            assert!(to_spine.iter().all(|&c| c == w), "{}", name(n));
+        }
+    }
+    if odd {
+        assert_eq!(short, vec![format!("S_g{}_{}", g.div_ceil(2), ns - 1)]);
+    }
+    if g > 1 {
+        // every pair of groups joined, floor or ceil of the same share
+        assert_eq!(pair.len(), g * (g - 1) / 2);
+        let b = gp / (g - 1);
+        assert!(pair.values().all(|&c| c == b || c == b + 1), "{pair:?}");
+        let (lo, hi) = (pair.values().min().unwrap(), pair.values().max().unwrap());
+        assert!(hi - lo <= 1);
+        if g == gp + 1 {
+            assert!(pair.values().all(|&c| c == 1));
+        }
+        // a pair's cables spread over the spines of each group
+        for (&(gi, _, gj), &c) in &spread {
+            let total = pair[&(gi.min(gj), gi.max(gj))];
+            assert!(
+                c <= total.div_ceil(ns),
+                "{gi}->{gj}: {c} of {total} on one spine"
+            );
+        }
+    }
+    // leaves reach every leaf in at most 3 hops: leaf, spine, (spine,) leaf
+    let adj = sw_adj(f);
+    for a in (0..f.switches.len())
+        .filter(|&x| !at(f.switches[x]).1)
+        .step_by(7)
+    {
+        let mut dist = vec![usize::MAX; adj.len()];
+        dist[a] = 0;
+        let mut queue = std::collections::VecDeque::from([a]);
+        while let Some(u) = queue.pop_front() {
+            for &v in &adj[u] {
+                if dist[v] == usize::MAX {
+                    dist[v] = dist[u] + 1;
+                    queue.push_back(v);
+                }
+            }
+        }
+        for (b, &d) in dist.iter().enumerate() {
+            if !at(f.switches[b]).1 {
+                assert!(
+                    d <= 3,
+                    "{} to {}: {d}",
+                    name(f.switches[a]),
+                    name(f.switches[b])
+                );
+            }
+        }
+    }
+    assert!(connected(f));
+}
+
+#[test]
+fn dragonfly_plus_small_instances_are_built_as_specified() {
+    // 4 groups of 4 leaves and 4 spines, 3 global ports per spine: 12 ports per group, 4
+    // cables between every pair of groups, each pair's cables on 4 different spines
+    let text = "dragonflyplus groups=4 leaves=4 spines=4 hosts=4 global=3";
+    let f = spec(text);
+    let s = DragonflyPlusSpec::new(Some(4), 4, 4, 4, 3);
+    assert_eq!(f, dragonfly_plus(&s, &o()).unwrap());
+    assert_eq!(
+        f,
+        spec("dfplus groups=4 leaves=4 spines=4 hosts=4 global=3")
+    );
+    check_dragonfly_plus(&f, &s);
+    assert_eq!(f.switches.len(), 32);
+    assert_eq!(hcas(&f), 64);
+    assert_eq!(sw_links(&f), 4 * 16 + 6 * 4);
+    assert_eq!(
+        f.hints.kind,
+        "dragonflyplus groups=4 leaves=4 spines=4 hosts=4 global=3"
+    );
+    // leaves and spines both use 8 ports, spines 4 down + 3 global = 7
+    for &n in &f.switches {
+        let want = if f.nodes[n.idx()].name.starts_with('L') {
+            8
+        } else {
+            7
+        };
+        assert_eq!(f.nodes[n.idx()].nports, want, "{}", f.nodes[n.idx()].name);
+    }
+    // no roots: no companion file
+    assert!(roots_file(&f).is_none());
+    // Group 0 lists groups 1, 2, 3 at positions 0..4, 4..8, 8..12: S_g0_0 (positions 0, 4, 8)
+    // has one cable to each other group, on its global ports 5, 6, 7.
+    let s0 = f.node_by_name("S_g0_0").unwrap();
+    let peers: Vec<(u8, String)> = f
+        .node_ports(s0)
+        .filter(|&p| f.ports[p.idx()].num > 4)
+        .map(|p| {
+            let r = f.remote(p).unwrap();
+            (
+                f.ports[p.idx()].num,
+                f.nodes[f.ports[r.idx()].node.idx()].name.clone(),
+            )
+        })
+        .collect();
+    let groups: Vec<(u8, &str)> = peers.iter().map(|(n, s)| (*n, &s[..4])).collect();
+    assert_eq!(groups, vec![(5, "S_g1"), (6, "S_g2"), (7, "S_g3")]);
+
+    // the maximum size: spines*global+1 groups, one cable between every pair (the default)
+    let s = DragonflyPlusSpec::new(None, 2, 3, 2, 2);
+    let f = spec("dragonflyplus leaves=2 spines=3 hosts=2 global=2");
+    assert_eq!(f, dragonfly_plus(&s, &o()).unwrap());
+    check_dragonfly_plus(&f, &s);
+    assert_eq!(s.group_count(), 7);
+    assert_eq!(sw_links(&f), 7 * 6 + 21);
+
+    // shares that do not divide, parallel leaf-spine cables, no HCAs, one or two groups
+    for s in [
+        DragonflyPlusSpec::new(Some(5), 2, 3, 1, 2), // 6 ports over 4 peers: r = 2
+        DragonflyPlusSpec::new(Some(4), 1, 7, 1, 1), // 7 over 3: r = 1, g even
+        DragonflyPlusSpec::new(Some(3), 2, 1, 2, 3), // 3 over 2: r = 1, g odd: one port free
+        DragonflyPlusSpec::new(Some(5), 1, 3, 1, 3), // 9 over 4: r = 1, g odd: one port free
+        DragonflyPlusSpec::new(Some(9), 3, 5, 0, 3), // 15 over 8: r = 7, g odd: one port free
+        DragonflyPlusSpec::new(Some(8), 3, 5, 2, 3), // 15 over 7: r = 1, g even
+        DragonflyPlusSpec::new(Some(2), 2, 3, 1, 2), // 6 cables between the two groups
+        DragonflyPlusSpec::new(Some(1), 3, 2, 2, 4), // one leaf/spine tree
+        DragonflyPlusSpec {
+            links: 3,
+            ..DragonflyPlusSpec::new(Some(6), 3, 2, 2, 4)
+        },
+    ] {
+        let f = dragonfly_plus(&s, &o()).unwrap();
+        check_dragonfly_plus(&f, &s);
+    }
+    let f = spec("dragonflyplus groups=3 leaves=2 spines=1 hosts=2 global=3");
+    // the free port is the last global port of S_g2_0: it declares one port fewer
+    let short = f.node_by_name("S_g2_0").unwrap();
+    assert_eq!(f.nodes[short.idx()].nports, 4);
+    assert_eq!(f.nodes[f.node_by_name("S_g1_0").unwrap().idx()].nports, 5);
+    // unless radix says otherwise
+    let f = spec("dragonflyplus groups=3 leaves=2 spines=1 hosts=2 global=3 radix=5");
+    assert!(f.switches.iter().all(|&n| f.nodes[n.idx()].nports == 5));
+    let f = spec("dragonflyplus groups=2 leaves=2 spines=2 hosts=1 global=2 links=2 lmc=2");
+    assert_eq!(sw_links(&f), 2 * 2 * 2 * 2 + 4);
+    assert!(f.hints.kind.ends_with(" links=2"));
+    for &p in &f.end_ports {
+        assert_eq!(f.ports[p.idx()].lmc, 2);
+    }
+}
+
+/// The JUPITER-like size: 25 groups of 32 leaves and 32 spines, radix-64 switches, 25,600
+/// HCAs; 1024 global ports per group over 24 peers: 42 or 43 cables per pair.
+#[test]
+fn dragonfly_plus_jupiter_size() {
+    let t = std::time::Instant::now();
+    let text = "dragonflyplus groups=25 leaves=32 spines=32 hosts=32 global=32";
+    let f = spec(text);
+    eprintln!("{text} ({} HCAs): {:?}", hcas(&f), t.elapsed());
+    let s = DragonflyPlusSpec::new(Some(25), 32, 32, 32, 32);
+    check_dragonfly_plus(&f, &s);
+    assert_eq!(hcas(&f), 25_600);
+    assert_eq!(f.switches.len(), 1600);
+    assert!(f.switches.iter().all(|&n| f.nodes[n.idx()].nports == 64));
+    assert_eq!(sw_links(&f), 25 * 32 * 32 + 25 * 1024 / 2);
+    // every spine has 32 global ports for 24 peers, so a cable to every other group: any
+    // switch reaches a spine of any group in at most 2 hops, any switch in at most 3
+    assert_eq!(diameter(&f), Some(3));
+}
+
+#[test]
+fn dragonfly_plus_bad_parameters_are_errors_naming_them() {
+    for (s, want) in [
+        (
+            "dragonflyplus leaves=4 spines=4 hosts=4",
+            "global=N missing",
+        ),
+        (
+            "dragonflyplus spines=4 hosts=4 global=3",
+            "leaves=N missing",
+        ),
+        (
+            "dragonflyplus groups=0 leaves=4 spines=4 hosts=4 global=3",
+            "groups must be at least 1",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=0 spines=4 hosts=4 global=3",
+            "leaves (per group)",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=4 spines=0 hosts=4 global=3",
+            "spines (per group)",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=4 spines=4 hosts=4 global=3 links=0",
+            "links (cables",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=4 spines=4 hosts=4 global=0",
+            "global = 0 leaves the 4 groups disconnected",
+        ),
+        (
+            "dragonflyplus groups=14 leaves=4 spines=4 hosts=4 global=3",
+            "at most spines*global+1 = 13 groups",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=4 spines=4 hosts=251 global=3",
+            "leaf switches need 255 ports (251 HCAs + 4 spines x 1 cables)",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=200 spines=4 hosts=1 global=20 links=2",
+            "spine switches need 420 ports (200 leaves x 2 cables + 20 global ports)",
+        ),
+        (
+            "dragonflyplus groups=26 leaves=32 spines=32 hosts=32 global=32 lmc=1",
+            "unicast LIDs",
+        ),
+        (
+            "dragonflyplus groups=48 leaves=32 spines=32 hosts=32 global=32",
+            "unicast LIDs",
+        ),
+        (
+            "dragonflyplus leaves=32 spines=32 hosts=32 global=32",
+            "unicast LIDs",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=4 spines=4 hosts=4 global=3 lmc=8",
+            "LMC 8",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=4 spines=4 hosts=4 global=3 radix=7",
+            "radix 7 is too small",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=4 spines=4 hosts=4 global=3 radix=255",
+            "radix 255",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=4 spines=4 hosts=4 global=3 radix=256",
+            "radix",
+        ),
+        (
+            "dragonflyplus groups=x leaves=4 spines=4 hosts=4 global=3",
+            "groups",
+        ),
+        (
+            "dragonflyplus groups=4 leaves=4 spines=4 hosts=4 global=3 g=4",
+            "unknown option",
+        ),
+        ("dragonflyplus 4 4 4 4 3", "missing"),
+    ] {
+        match s.parse::<TopoSpec>().and_then(|t| t.generate()) {
+            Ok(_) => panic!("{s:?} should be an error"),
+            Err(e) => assert!(e.to_string().contains(want), "{s:?}: {e}"),
+        }
+    }
+    // a huge request is refused before anything is allocated
+    let s = DragonflyPlusSpec::new(None, 1, u32::MAX, u32::MAX, u32::MAX);
+    let t = std::time::Instant::now();
+    assert!(dragonfly_plus(&s, &o()).is_err());
+    let s = DragonflyPlusSpec::new(Some(60_000), 1, 254, 0, 253);
+    assert!(dragonfly_plus(&s, &o()).is_err());
+    assert!(t.elapsed().as_secs() < 2);
+}
+
 #[test]
 fn slim_flies_have_diameter_2_and_the_mms_degree() {
     for q in [3u32, 4, 5, 7, 8, 9, 11, 13, 16, 17, 19] {
@@ -990,6 +1354,16 @@ fn specs_parse_and_options_apply() {
             ..DragonflySpec::new(4, 2, 2)
         })
     );
+    let s: TopoSpec = "dfplus --leaves 4 spines=4 hosts=2 --global=3 links=2"
+        .parse()
+        .unwrap();
+    assert_eq!(
+        s.topology,
+        Topology::DragonflyPlus(DragonflyPlusSpec {
+            links: 2,
+            ..DragonflyPlusSpec::new(None, 4, 4, 2, 3)
+        })
+    );
     let s: TopoSpec = "xgft m=4,4 w=1,2 links=2".parse().unwrap();
     assert_eq!(
         s.topology,
@@ -1055,6 +1429,7 @@ fn every_kind_is_deterministic() {
         "fourlevel sets=2 l0=2 l1=2 hcas=2 l3=2",
         "superpod su=2 nodes=3 rails=2 spines=3 uplinks=5 cores=4 missing=4",
         "dragonfly 4 2 2 arrangement=absolute",
+        "dragonflyplus groups=5 leaves=2 spines=3 hosts=2 global=3 links=2",
         "slimfly 5",
         "hyperx 3x3",
         "randreg 20 3 seed=5",
@@ -1115,6 +1490,9 @@ fn bad_parameters_are_errors() {
         "dragonfly 4 2 2 g=0",
         "dragonfly 4 2 2 arrangement=spiral",
         "dragonfly 200 100 100",
+        "dragonflyplus leaves=4 spines=4 hosts=4",
+        "dragonflyplus groups=4 leaves=4 spines=0 hosts=4 global=3",
+        "dragonflyplus groups=14 leaves=4 spines=4 hosts=4 global=3",
         "slimfly 2",
         "slimfly 6",
         "slimfly 12",
@@ -1810,6 +2188,17 @@ proptest! {
         }
     }
 
+    /// Every group count from the maximum down to 1, shares that do not divide included.
+    #[test]
+    fn prop_dragonfly_plus(leaves in 1u32..4, spines in 1u32..5, hosts in 0u32..3, global in 1u32..5,
+                           shrink in 0u32..12, links in 1u32..3) {
+        let g = (spines * global + 1).saturating_sub(shrink).max(1);
+        let s = DragonflyPlusSpec { links, ..DragonflyPlusSpec::new(Some(g), leaves, spines, hosts, global) };
+        let f = dragonfly_plus(&s, &o()).unwrap();
+        check_dragonfly_plus(&f, &s);
+        prop_assert_eq!(&f, &dragonfly_plus(&s, &o()).unwrap());
+    }
+
     #[test]
     fn prop_hyperx(dims in prop::collection::vec(1u32..5, 1..4), k in 1u32..3, h in 0u32..3) {
         let f = hyperx(&HyperXSpec { dims: dims.clone(), links: k, hcas: h }, &o()).unwrap();
@@ -1851,8 +2240,8 @@ proptest! {
     }
 
     #[test]
-    fn prop_any_spec_string_never_panics(kind in prop::sample::select(vec!["torus", "mesh", "ktree", "xgft", "leafspine", "fourlevel", "superpod", "dragonfly", "slimfly", "hyperx", "randreg", "x"]),
-                                         args in prop::collection::vec(prop::sample::select(vec!["0", "1", "2", "3", "5", "7", "300", "4x4", "2x0", "hcas=1", "m=2,2", "w=1,2", "leaves=3", "spines=2", "hosts=2", "sets=2", "l0=1", "l1=2", "l3=1", "g=3", "links=2", "lmc=1", "radix=1", "seed=3", "fail-links=1", "fail-switches=1", "leaf-hosts=1,0", "su=1", "nodes=2", "rails=2", "uplinks=3", "cores=3", "core-links=2", "mgmt=3", "mgmt-cores=3", "sharp=false", "missing=2", "missing=40"]), 0..6)) {
+    fn prop_any_spec_string_never_panics(kind in prop::sample::select(vec!["torus", "mesh", "ktree", "xgft", "leafspine", "fourlevel", "superpod", "dragonfly", "dragonflyplus", "slimfly", "hyperx", "randreg", "x"]),
+                                         args in prop::collection::vec(prop::sample::select(vec!["0", "1", "2", "3", "5", "7", "300", "4x4", "2x0", "hcas=1", "m=2,2", "w=1,2", "leaves=3", "spines=2", "hosts=2", "sets=2", "l0=1", "l1=2", "l3=1", "g=3", "links=2", "lmc=1", "radix=1", "seed=3", "fail-links=1", "fail-switches=1", "leaf-hosts=1,0", "su=1", "nodes=2", "rails=2", "uplinks=3", "cores=3", "core-links=2", "mgmt=3", "mgmt-cores=3", "sharp=false", "missing=2", "missing=40", "groups=3", "global=2"]), 0..6)) {
         if let Ok(s) = TopoSpec::parse(kind, &args) {
             if let Ok(f) = s.generate() {
                 prop_assert!(connected(&f));

@@ -22,6 +22,10 @@ use std::process::ExitCode;
                                               leaves, spine and core groups, a SHARP aggregation
                                               node per switch, management leaves, missing cables
   dragonfly A P H [g=G] [arrangement=relative|absolute]
+  dragonflyplus leaves=L spines=S hosts=P global=H [groups=G] [links=1]
+                                              Dragonfly+ (alias dfplus): G leaf/spine groups
+                                              (default S*H+1), H global ports per spine, the
+                                              global cables spread evenly over group pairs
   slimfly Q [hosts=P]                         MMS graph, Q a prime power
   hyperx DIMS [links=K] [hcas=H]
   randreg N D [hcas=2] [seed=1]
@@ -32,7 +36,7 @@ Writes FILE, and next to it FILE.roots (fat trees: root GUIDs for -a) and FILE.t
 (2D/3D tori and meshes: torus-2QoS configuration) where the generator knows them.")]
 pub struct Args {
     /// Topology kind (torus, mesh, ktree, xgft, leafspine, fourlevel, superpod, dragonfly,
-    /// slimfly, hyperx, randreg).
+    /// dragonflyplus, slimfly, hyperx, randreg).
     pub kind: String,
     /// Positional parameters and key=value options of the kind.
     pub params: Vec<String>,

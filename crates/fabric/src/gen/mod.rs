@@ -23,13 +23,14 @@
 //!
 //! # Hints
 //! Generators fill [`crate::TopoHints`]: `kind` (e.g. `torus 4x4`), per-node `coords`
-//! (tori/meshes/HyperX: the switch coordinates; dragonfly: `[group, router]`; Slim Fly:
-//! `[subgraph, a, b]`; empty for HCAs and for other kinds), `dims`/`wrap` (tori, meshes, HyperX —
-//! HyperX has `wrap` all false), per-node `level` (fat trees: 0 = roots, leaves highest;
-//! dragonfly: the group index; Slim Fly: the subgraph 0/1; `u32::MAX` for HCAs), per-link `link_class` into
+//! (tori/meshes/HyperX: the switch coordinates; dragonfly: `[group, router]`; Dragonfly+:
+//! `[group, 0 = leaf / 1 = spine, index]`; Slim Fly: `[subgraph, a, b]`; empty for HCAs and for
+//! other kinds), `dims`/`wrap` (tori, meshes, HyperX — HyperX has `wrap` all false), per-node
+//! `level` (fat trees: 0 = roots, leaves highest; dragonfly and Dragonfly+: the group index;
+//! Slim Fly: the subgraph 0/1; `u32::MAX` for HCAs), per-link `link_class` into
 //! `link_class_names` (always class 0 = `host` for HCA links; tori/meshes/HyperX `dim0`, `dim1`, …;
 //! fat trees `L1-L2`, … named after the switch-name levels; SuperPOD `leaf-spine`, `spine-core`,
-//! `mgmt`; dragonfly `local`/`global`;
+//! `mgmt`; dragonfly and Dragonfly+ `local`/`global`;
 //! Slim Fly `intra`/`inter` subgraph; random `net`) and `roots` (fat trees: the top level).
 //!
 //! # Kinds and the spec language
@@ -49,14 +50,15 @@
 //! | `fourlevel` | — | `sets`, `l0`, `l1`, `hcas`, `l3` | [`four_level`] |
 //! | `superpod` | `SU` (or `su=N`) | `nodes=20`, `rails=8`, `spines=10`, `uplinks=20`, `cores=C` (default `spines*ceil(su/2)`), `core-links=1`, `sharp=true`, `mgmt=4`, `mgmt-hcas=3`, `mgmt-cores=2`, `missing=0`, `missing-seed=1` | [`superpod`] |
 //! | `dragonfly` | `A P H` | `g=G` (default `A*H+1`), `arrangement=relative\|absolute` | [`dragonfly`] |
+//! | `dragonflyplus`, `dfplus` | — | `leaves=L`, `spines=S`, `hosts=P`, `global=H`, `groups=G` (default `S*H+1`), `links=1` | [`dragonfly_plus`] |
 //! | `slimfly` | `Q` | `hosts=P` (default ceil(degree/2)) | [`slimfly`] |
 //! | `hyperx` | `DIMS` e.g. `4x4x4` | `links=K` (trunking), `hcas=H` | [`hyperx`] |
 //! | `randreg` | `N D` | `hcas=2`, `seed=1` | [`random_regular`] |
 //!
 //! Examples: `"torus 8x8 hcas=2 lmc=1"`, `"ktree 28 3"`, `"leafspine leaves=18 spines=9
-//! hosts=18"`, `"dragonfly 4 2 2 arrangement=absolute"`, `"slimfly 7"`, `"hyperx 4x4 links=2
-//! hcas=3"`, `"randreg 32 6 seed=7"`, `"ktree 4 3 fail-links=4 fail-seed=1"`, `"superpod su=4
-//! missing=5"`.
+//! hosts=18"`, `"dragonfly 4 2 2 arrangement=absolute"`, `"dragonflyplus groups=4 leaves=4
+//! spines=4 hosts=4 global=3"`, `"slimfly 7"`, `"hyperx 4x4 links=2 hcas=3"`, `"randreg 32 6
+//! seed=7"`, `"ktree 4 3 fail-links=4 fail-seed=1"`, `"superpod su=4 missing=5"`.
 //!
 //! Companion files: [`roots_file`] (fat-tree roots for OpenSM's `-a`) and [`torus2qos_conf`]
 //! (torus-2QoS configuration for 2D/3D tori and meshes).
@@ -67,6 +69,7 @@ use std::fmt;
 
 mod degrade;
 mod dragonfly;
+mod dragonflyplus;
 mod fattree;
 mod hyperx;
 mod random;
@@ -77,6 +80,7 @@ mod torus;
 
 pub use degrade::{degrade, degrade_with, DegradeSpec};
 pub use dragonfly::{dragonfly, Arrangement, DragonflySpec};
+pub use dragonflyplus::{dragonfly_plus, DragonflyPlusSpec};
 pub use fattree::{four_level, xgft, FourLevelSpec, LeafHosts, XgftSpec};
 pub use hyperx::{hyperx, HyperXSpec};
 pub use random::{random_regular, RandRegSpec};

@@ -15,6 +15,8 @@ pub enum Topology {
     /// A DGX SuperPOD-style 3-level fat tree ([`superpod`]).
     SuperPod(SuperPodSpec),
     Dragonfly(DragonflySpec),
+    /// Dragonfly+: leaf/spine groups joined spine to spine ([`dragonfly_plus`]).
+    DragonflyPlus(DragonflyPlusSpec),
     SlimFly(SlimFlySpec),
     HyperX(HyperXSpec),
     RandomRegular(RandRegSpec),
@@ -40,8 +42,8 @@ impl TopoSpec {
     }
 
     /// Parses a kind (`torus`, `mesh`, `ktree`, `xgft`, `leafspine`, `fourlevel`, `superpod`,
-    /// `dragonfly`, `slimfly`, `hyperx`, `randreg`) and its arguments; see the table in the `gen` module
-    /// documentation.
+    /// `dragonfly`, `dragonflyplus` (alias `dfplus`), `slimfly`, `hyperx`, `randreg`) and its
+    /// arguments; see the table in the `gen` module documentation.
     pub fn parse(kind: &str, args: &[&str]) -> Result<TopoSpec, GenError> {
         let mut a = Args::split(kind, args)?;
         let kind_l = kind.to_ascii_lowercase();
@@ -153,6 +155,16 @@ impl TopoSpec {
                     arrangement,
                 })
             }
+            "dragonflyplus" | "dfplus" => {
+                Topology::DragonflyPlus(DragonflyPlusSpec {
+                    groups: a.opt_num("groups")?,
+                    leaves: a.req("leaves")?,
+                    spines: a.req("spines")?,
+                    hosts: a.req("hosts")?,
+                    global: a.req("global")?,
+                    links: a.num("links", 1)?,
+                })
+            }
             "slimfly" => {
                 let q = a.num_pos("q")?;
                 let p = match a.opt_num("hosts")? {
@@ -187,7 +199,7 @@ impl TopoSpec {
             }),
             _ => {
                 return gerr(format!(
-                    "unknown topology kind {kind:?} (expected torus, mesh, ktree, xgft, leafspine, fourlevel, superpod, dragonfly, slimfly, hyperx or randreg)"
+                    "unknown topology kind {kind:?} (expected torus, mesh, ktree, xgft, leafspine, fourlevel, superpod, dragonfly, dragonflyplus, slimfly, hyperx or randreg)"
                 ))
             }
         };
@@ -254,6 +266,7 @@ pub fn generate(spec: &TopoSpec) -> Result<Fabric, GenError> {
         Topology::FourLevel(s) => four_level(s, o)?,
         Topology::SuperPod(s) => superpod(s, o)?,
         Topology::Dragonfly(s) => dragonfly(s, o)?,
+        Topology::DragonflyPlus(s) => dragonfly_plus(s, o)?,
         Topology::SlimFly(s) => slimfly(s, o)?,
         Topology::HyperX(s) => hyperx(s, o)?,
         Topology::RandomRegular(s) => random_regular(s, o)?,
