@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use fabric::{Fabric, NodeId, NodeKind};
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::sweep::link_name;
-use routing::fault::{Fault, Rftr, RftrConfig, Session, SessionError};
+use routing::fault::{CheckMode, Fault, Phase, Rftr, RftrConfig, Session, SessionError};
 use routing::opensm::SetOptions;
 use serde_json::json;
 use std::path::PathBuf;
@@ -87,6 +87,7 @@ impl RepairArgs {
             max_sls,
             reuse_dead_base: !self.virtual_lids_only,
             prefer_base_lid: self.tie_break == TieBreak::BaseLid,
+            keep_sl2vl: false,
         }
     }
 
@@ -100,15 +101,24 @@ impl RepairArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Fabric file.
-    pub fabric: PathBuf,
+    /// Fabric file (its LIDs are assigned afresh). Not with `--from`.
+    #[arg(required_unless_present = "from", conflicts_with = "from")]
+    pub fabric: Option<PathBuf>,
+    /// Repair the tables already deployed: DIR is a `fabroute route -o` or `fault -o` set, or
+    /// OpenSM's dump directory (opensm-subnet.lst, opensm-lfts.dump, and opensm-sl2vl.dump
+    /// and opensm-path-sl.psl when present). Its LIDs and tables are kept; `--engine` (and
+    /// `--roots`) give the turn rule RFTR builds on, and a set that breaks it is refused with
+    /// the first path that does. The LMC is the set's summary.json's, else `--lmc`, else 0.
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
     /// Base routing engine: one that states a turn rule RFTR can build on.
     #[arg(long, default_value = "updn", long_help = base_engine_help())]
     pub engine: String,
-    /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for new paths. Every LID
-    /// is assigned afresh; the file's own LIDs are not read.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=7))]
-    pub lmc: u8,
+    /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for new paths (default
+    /// 2). Every LID is assigned afresh; the file's own LIDs are not read (with `--from`, the
+    /// set's LIDs are kept).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub lmc: Option<u8>,
     /// Service levels available.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u8).range(1..=16))]
     pub sls: u8,
@@ -131,6 +141,16 @@ pub struct Args {
     /// SLs and the removal of entries whose walks do not deliver.
     #[arg(long)]
     pub minimal: bool,
+    /// Check each repair by walking every selected pair and the migration union of the
+    /// walks before and after it (cost grows with all pairs). By default only the table
+    /// columns the fault or the repair touched are walked again, against the union of every
+    /// walk since the start kept as an ordered dependency graph (one whole walk first).
+    #[arg(long)]
+    pub full_check: bool,
+    /// Write only summary.json, delta.json and delta.txt: no table set (on fabrics of
+    /// thousands of end ports the tables take longer to write than the repair and its check).
+    #[arg(long)]
+    pub summary_only: bool,
     /// Output directory.
     #[arg(short, long)]
     pub output: PathBuf,
@@ -262,6 +282,19 @@ pub fn load_base(
         .fabric
         .with_lmc(lmc)
         .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {lmc}: {e}"))?;
+    let (engine, opts) = base_engine(&f, fabric, engine, roots, torus)?;
+    Ok((f, engine, opts))
+}
+
+/// The base engine by name and its options for fabric `f` (read from `fabric`): roots from
+/// the file when given, the torus-2QoS configuration.
+pub fn base_engine(
+    f: &Fabric,
+    fabric: &std::path::Path,
+    engine: &str,
+    roots: Option<&std::path::Path>,
+    torus: Option<&std::path::Path>,
+) -> Result<(Box<dyn routing::engines::Engine>, RouteOptions)> {
     let engine = by_name(engine).with_context(|| {
         format!(
             "unknown engine {engine:?} (RFTR bases: {})",
@@ -270,10 +303,10 @@ pub fn load_base(
     })?;
     let mut opts = RouteOptions::default();
     if let Some(r) = roots {
-        opts.root_guids = read_guid_file(r, &f, GuidList::Roots)?;
+        opts.root_guids = read_guid_file(r, f, GuidList::Roots)?;
     }
     opts.engine.torus.config = crate::util::torus_config(fabric, torus, engine.name())?;
-    Ok((f, engine, opts))
+    Ok((engine, opts))
 }
 
 /// The engine's reason when it cannot be RFTR's base, else the error.
@@ -281,29 +314,110 @@ pub fn session_error(e: SessionError) -> anyhow::Error {
     anyhow::Error::msg(e.reason())
 }
 
+/// The deployed set of `--from DIR`: the fabric with the set's LIDs and its tables.
+fn load_deployed(dir: &std::path::Path, lmc: Option<u8>) -> Result<(Fabric, routing::Routing)> {
+    if !dir.is_dir() {
+        bail!("--from {}: not a directory", dir.display());
+    }
+    let file = |name: &str| {
+        let p = dir.join(name);
+        p.exists().then_some(p)
+    };
+    let need = |name: &str| {
+        file(name).with_context(|| {
+            format!(
+                "--from {}: no {name} (a `fabroute route -o` set or OpenSM's dump directory has one)",
+                dir.display()
+            )
+        })
+    };
+    let t = crate::cmd::check::Tables {
+        fabric: need("opensm-subnet.lst")?,
+        lfts: need("opensm-lfts.dump")?,
+        sl2vl: file("opensm-sl2vl.dump"),
+        psl: file("opensm-path-sl.psl"),
+        lmc,
+    };
+    crate::cmd::check::load_tables(&t)
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
     let out = OutputDir::prepare(&a.output)?;
-    let (f, engine, opts) = load_base(
-        &a.fabric,
-        a.lmc,
-        &a.engine,
-        a.roots.as_deref(),
-        a.torus_config.as_deref(),
-    )?;
+    let t0 = Instant::now();
+    let (f, engine, opts, deployed, lmc) = if let Some(dir) = &a.from {
+        let (f, r) = load_deployed(dir, a.lmc)?;
+        let lmc = f
+            .end_ports
+            .iter()
+            .map(|&p| f.port(p).lmc)
+            .min()
+            .unwrap_or(0);
+        let (engine, opts) = base_engine(
+            &f,
+            &dir.join("opensm-subnet.lst"),
+            &a.engine,
+            a.roots.as_deref(),
+            a.torus_config.as_deref(),
+        )?;
+        (f, engine, opts, Some(r), lmc)
+    } else {
+        let fabric = a.fabric.as_deref().expect("clap: FABRIC unless --from");
+        let lmc = a.lmc.unwrap_or(2);
+        let (f, engine, opts) = load_base(
+            fabric,
+            lmc,
+            &a.engine,
+            a.roots.as_deref(),
+            a.torus_config.as_deref(),
+        )?;
+        (f, engine, opts, None, lmc)
+    };
     let faults = parse_faults(&f, &a.fail)?;
     let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts, a.sls)?;
-    let t0 = Instant::now();
-    let (opts, base) = Session::route_base(&f, engine.as_ref(), &opts).map_err(session_error)?;
+    let (opts, base) = match deployed {
+        // The deployed tables are the base; the engine's choices are pinned on the
+        // fault-free fabric as for a routed base, so full reconfiguration ranks alike.
+        Some(r) => (
+            engine
+                .pin_choices(&f, &opts)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", engine.name()))?,
+            r,
+        ),
+        None => Session::route_base(&f, engine.as_ref(), &opts).map_err(session_error)?,
+    };
     let base_s = t0.elapsed().as_secs_f64();
-    let cfg = a.repair.config(vls, a.sls);
-    let mut session =
-        Session::from_base(&f, engine.as_ref(), opts, base, cfg).map_err(session_error)?;
+    let deployed_base = a.from.as_ref().map(|_| base.clone());
+    let cfg = RftrConfig {
+        keep_sl2vl: a.from.is_some(),
+        ..a.repair.config(vls, a.sls)
+    };
+    let mut session = Session::from_base(&f, engine.as_ref(), opts, base, cfg)
+        .map_err(session_error)
+        .with_context(|| match &a.from {
+            Some(dir) => format!(
+                "cannot repair the tables of {} over {}: where a ranking decides the rule (updn, dnup, ftree), give the roots the set was routed from with --roots FILE",
+                dir.display(),
+                engine.name()
+            ),
+            None => format!("cannot start RFTR over {}", engine.name()),
+        })?;
+    session.set_check_mode(if a.full_check {
+        CheckMode::Full
+    } else {
+        CheckMode::Incremental
+    });
     let mut steps = Vec::new();
     let mut repair_s = 0.0;
     for (fault, text) in faults.iter().zip(&a.fail) {
+        // Before the repair: what the check prepares (the full check's snapshot, the
+        // incremental check's first whole walk), counted with the check.
         let t = Instant::now();
-        let mut dt = 0.0;
-        let step = session.apply_then(*fault, || dt = t.elapsed().as_secs_f64());
+        let (mut t1, mut t2) = (t, t);
+        let step = session.apply_then(*fault, |phase| match phase {
+            Phase::Repairing => t1 = Instant::now(),
+            Phase::Checking => t2 = Instant::now(),
+        });
+        let dt = (t2 - t1).as_secs_f64();
         let check_s = t.elapsed().as_secs_f64() - dt;
         repair_s += dt;
         let (rep, chk) = (&step.repair, &step.check);
@@ -324,13 +438,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
             Fault::Link(l) => link_name(&f, *l),
             Fault::Switch(n) => f.node(*n).name.clone(),
         };
+        let no_lid = match rep.no_free_lid_pairs {
+            0 => String::new(),
+            n => format!(" ({n} of them for want of a free LID: LMC {lmc})"),
+        };
         let cut = match rep.disconnected_pairs {
             0 => String::new(),
             n if n == rep.unsupported_pairs => " (all cut off: no live path is left)".to_string(),
             n => format!(" ({n} of them cut off: no live path is left)"),
         };
         eprintln!(
-            "{text}: {} pairs affected, {} repaired, {} unsupported{cut}, {} dropped; {} with a VL transition; {:.3} ms (then {:.3} ms to check it); union CDG {}",
+            "{text}: {} pairs affected, {} repaired, {} unsupported{cut}{no_lid}, {} dropped; {} with a VL transition; {:.3} ms (then {:.3} ms to check it); union CDG {}",
             rep.affected_pairs,
             rep.repaired_pairs,
             rep.unsupported_pairs,
@@ -346,6 +464,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "unsupported_pairs": rep.unsupported_pairs,
             "disconnected_pairs": rep.disconnected_pairs, "dropped_pairs": rep.dropped_pairs,
             "transition_paths": rep.transition_paths, "max_transitions": rep.max_transitions,
+            "no_free_lid_pairs": rep.no_free_lid_pairs,
             "repair_seconds": dt, "check_seconds": check_s, "union_deadlock_free": chk.deadlock_free,
             "undelivered_selected_pairs": chk.undelivered,
             "unsupported_examples": unsupported,
@@ -392,13 +511,34 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // (fault::rftr::complete), unless a check of the repair failed. While RFTR left pairs a
     // live path joins unrepaired, the completion adds no route (`check` then reports them,
     // as `fault` does) and only keeps the unused pairs' walks out of credit loops.
-    let routing::fault::Programmed {
-        tables,
-        mirrored,
-        completion,
-    } = r.programmed(!a.minimal && session.checked());
-    let mut files = write_tables(&out, &f, &tables, &set_opts)?;
-    drop(tables);
+    let (mut files, mirrored, completion, to_deployed) =
+        if a.summary_only && deployed_base.is_none() {
+            Default::default()
+        } else {
+            let routing::fault::Programmed {
+                tables,
+                mirrored,
+                completion,
+            } = r.programmed(!a.minimal && session.checked());
+            // With --from: what differs between the deployed tables and these, counted as
+            // `fabroute diff DIR OUT` counts it.
+            let to_deployed = deployed_base.as_ref().map(|old| {
+                let d = routing::diff::TableDiff::between(&f, old, &tables);
+                json!({
+                    "lft_entries": d.lft.len(),
+                    "lft_blocks": d.lft_blocks().len(),
+                    "switches_touched": d.switches_touched(),
+                    "sl2vl_entries": d.sl2vl.len(),
+                    "path_sls": d.path_sl.len(),
+                })
+            });
+            let files = if a.summary_only {
+                Default::default()
+            } else {
+                write_tables(&out, &f, &tables, &set_opts)?
+            };
+            (files, mirrored, completion, to_deployed)
+        };
     let delta = r.delta.counts();
     let delta_json = delta_listing(&f, r);
     files.insert(
@@ -421,8 +561,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         total(|r| r.disconnected_pairs),
     );
     let summary = json!({
-        "fabric": a.fabric.display().to_string(),
-        "engine": a.engine, "lmc": a.lmc, "vls": vls, "sls_available": a.sls,
+        "fabric": a.fabric.as_ref().map(|p| p.display().to_string()),
+        "from": a.from.as_ref().map(|p| p.display().to_string()),
+        "engine": a.engine, "lmc": lmc, "vls": vls, "sls_available": a.sls,
         "lid_range": [1, f.max_lid()], "files": files,
         "tie_break": a.repair.tie_break_name(), "virtual_lids_only": a.repair.virtual_lids_only,
         "faults": a.fail,
@@ -451,6 +592,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         },
         "full_reconfiguration": full_json,
         "base_route_seconds": base_s,
+        "delta_to_deployed": to_deployed,
     });
     out.write(
         "summary.json",
@@ -507,7 +649,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 String::new()
             }
         );
-    } else if !a.minimal {
+    } else if !a.minimal && !a.summary_only {
         // (the completion runs unless `--minimal` or a check failed)
         crate::say!("the tables are not completed for checkers: a check of the repair failed (see summary.json)");
     }

@@ -8,12 +8,14 @@ pub mod reconf;
 pub mod rftr;
 pub mod session;
 pub mod sweep;
+pub mod tracker;
 pub mod verify;
 
 pub use crate::turn::{DorRule, TurnRule, UpDownRule};
 pub use delta::{Delta, DeltaCounts};
 pub use rftr::{Completion, Fault, FaultReport, Programmed, Rftr, RftrConfig, RftrError};
-pub use session::{Session, SessionError};
+pub use session::{CheckMode, Phase, Session, SessionError};
+pub use tracker::Tracker;
 
 use crate::engines::{Engine, EngineError, RouteOptions};
 use crate::turn::Base;

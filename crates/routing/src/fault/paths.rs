@@ -85,6 +85,22 @@ impl PathStore {
     pub fn len(&self) -> usize {
         self.src.len()
     }
+
+    /// Room for a quarter more paths and hops in the flat arrays, taken now: a repair that
+    /// adds the first path beyond an exactly filled arena would otherwise copy the whole
+    /// arena (tens of MB on large fabrics) inside the timed repair.
+    pub fn reserve_headroom(&mut self) {
+        let (p, h) = (self.len() / 4 + 1024, self.hops.len() / 4 + 4096);
+        self.src.reserve(p);
+        self.dst.reserve(p);
+        self.off.reserve(p);
+        self.sl.reserve(p);
+        self.start.reserve(p);
+        self.dead_lo.reserve(p);
+        self.dead_hi.reserve(p);
+        self.hops.reserve(h);
+        self.vl.reserve(h);
+    }
     pub fn is_empty(&self) -> bool {
         self.src.is_empty()
     }

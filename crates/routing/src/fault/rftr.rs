@@ -91,6 +91,11 @@ pub struct RftrConfig {
     /// the failure: fewer virtual LIDs, fewer entries and switches to push, and virtual LIDs
     /// left for later faults (more fault combinations supported).
     pub prefer_base_lid: bool,
+    /// Over a turn rule, keep the base's SL2VL entries of SLs above 0 (only SL 0 is mapped
+    /// to VL 0 everywhere, and repaired paths set the entries they need): for tables already
+    /// deployed, where rewriting what no path uses would only add to what must be pushed.
+    /// Off (default): every SL of every table starts at VL 0.
+    pub keep_sl2vl: bool,
 }
 
 impl Default for RftrConfig {
@@ -100,6 +105,7 @@ impl Default for RftrConfig {
             max_sls: NUM_SLS as u8,
             reuse_dead_base: true,
             prefer_base_lid: true,
+            keep_sl2vl: false,
         }
     }
 }
@@ -157,6 +163,10 @@ pub struct FaultReport {
     /// Repaired pairs whose new path changes VL, and the largest number of transitions.
     pub transition_paths: u64,
     pub max_transitions: u8,
+    /// Of the unsupported pairs, those with a candidate path that failed only for want of a
+    /// LID: every virtual LID of the destination (2^LMC - 1 of them; none at LMC 0) was taken
+    /// on the path's switches, and the base LID could not be kept.
+    pub no_free_lid_pairs: u64,
 }
 
 /// Running state of RFTR over one fabric and one base routing. Cloning it is cheap enough to
@@ -190,6 +200,8 @@ pub struct Rftr<'f> {
     lmc: u8,
     /// Everything pushed since the start.
     pub delta: Delta,
+    /// What the last [`Rftr::apply`] changed (for incremental checkers).
+    pub last: StepLog,
     pub reports: Vec<FaultReport>,
     /// Channel classes of the turn rule (`rule.class`), their count, and the penalty table:
     /// `pen[a * ncls + b]` is 1 when a turn from class a into class b is illegal.
@@ -210,6 +222,11 @@ pub struct Rftr<'f> {
     tries: Vec<PrefixTrie>,
     pre_cache: FxHashMap<u32, PrefixMap>,
     suf_cache: FxHashMap<(u32, u32), SuffixTable>,
+    /// The caches' buffers from earlier faults, reused: a fresh allocation per table would
+    /// make the allocator map (and the kernel clear) new pages inside every repair.
+    pre_pool: Vec<Vec<u64>>,
+    suf_pool: Vec<SuffixTable>,
+    alive_buf: Vec<bool>,
     // scratch
     stamp: Vec<u32>,
     stamp_gen: u32,
@@ -221,6 +238,18 @@ pub struct Rftr<'f> {
     group: u32,
     /// The switches marked in `dead0` for the current destination.
     dead_list: Vec<u32>,
+    /// Set when a candidate of the pair being repaired failed only for want of a LID.
+    lid_short: bool,
+}
+
+/// What one [`Rftr::apply`] changed, in the order it changed it: every LFT entry written
+/// (switch index, LID, the port before) and every (source end port, destination end port)
+/// given a new (DLID, SL). An incremental checker re-walks what these touch
+/// (`verify::Tracker`); [`Rftr::delta`] keeps the sum since the start.
+#[derive(Clone, Debug, Default)]
+pub struct StepLog {
+    pub lft: Vec<(u32, Lid, u8)>,
+    pub sources: Vec<(u32, u32)>,
 }
 
 /// The VLs above a base that keeps its own (`Base::FreshVls`).
@@ -232,6 +261,15 @@ struct Fresh {
     /// VL `base_vls + k` is layer `k`: every repaired path lies whole in one, and each
     /// layer's channel dependencies stay acyclic.
     layers: Layers,
+}
+
+/// `n` copies of `v`, every page written now: `vec![0; n]` takes fresh zero pages that the
+/// kernel maps (and clears) only at the first write, which would then land inside a timed
+/// repair.
+fn written(n: usize, v: u8) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n);
+    out.resize(n, v);
+    out
 }
 
 /// The VLs (one past the highest on an inter-switch hop of any SL in use) and SLs (one past
@@ -435,18 +473,31 @@ impl<'f> Rftr<'f> {
             }
         }
         if fresh.is_none() {
-            // SL2VL: every SL to VL 0 everywhere, then RFTR sets entries for SLs ≥ 1.
+            // SL2VL: every SL to VL 0 everywhere (SL 0 only when keeping the base's), then
+            // RFTR sets entries for SLs ≥ 1.
             for n in 0..f.nodes.len() {
-                routing.sl2vl.table_mut(NodeId(n as u32)).fill(0);
+                let node = NodeId(n as u32);
+                if cfg.keep_sl2vl {
+                    let np = f.node(node).nports;
+                    for i in 0..=np {
+                        for o in 0..=np {
+                            if routing.sl2vl.vl(node, i, o, 0) != 0 {
+                                routing.sl2vl.set(node, i, o, 0, 0);
+                            }
+                        }
+                    }
+                } else {
+                    routing.sl2vl.table_mut(node).fill(0);
+                }
             }
             routing.path_sl = PathSl::PerPair {
                 stride: routing.stride(),
-                sl: vec![0; ne * routing.stride()],
+                sl: written(ne * routing.stride(), 0),
             };
         } else {
             // The base's own SLs, per pair, for RFTR to overwrite pair by pair.
             let stride = routing.stride();
-            let mut sl = vec![0; ne * stride];
+            let mut sl = written(ne * stride, 0);
             for e in 0..ne {
                 for lid in 0..stride {
                     sl[e * stride + lid] = base.path_sl.get(e, lid as Lid);
@@ -519,6 +570,7 @@ impl<'f> Rftr<'f> {
             lid_used: vec![1; ne],
             lmc,
             delta: Delta::default(),
+            last: StepLog::default(),
             reports: Vec::new(),
             ch_class,
             ncls,
@@ -530,12 +582,16 @@ impl<'f> Rftr<'f> {
             tries: Vec::new(),
             pre_cache: FxHashMap::default(),
             suf_cache: FxHashMap::default(),
+            pre_pool: Vec::new(),
+            suf_pool: Vec::new(),
+            alive_buf: Vec::new(),
             stamp: vec![0; ns],
             stamp_gen: 0,
             dead0: vec![0; ns],
             claimed: vec![0; ns],
             group: 0,
             dead_list: Vec::new(),
+            lid_short: false,
         };
         me.sel = vec![NONE; me.slot_switch.len() * ne];
         // Base paths from every switch to every end port (the IRT needs all switches).
@@ -590,6 +646,7 @@ impl<'f> Rftr<'f> {
             }
         }
         me.build_tries();
+        me.paths.reserve_headroom();
         Ok(me)
     }
 
@@ -721,9 +778,9 @@ impl<'f> Rftr<'f> {
             self.ch_dead[c.idx()] = true;
             self.plane.fail_channel(f, c);
         }
-        self.fast_pre.clear();
+        self.pre_pool.extend(self.fast_pre.drain().map(|(_, t)| t));
         self.pre_cache.clear();
-        self.suf_cache.clear();
+        self.suf_pool.extend(self.suf_cache.drain().map(|(_, t)| t));
         // Drop pairs of end ports on a failed switch.
         for &e in &dropped_ends {
             let s = self.end_sw[e as usize];
@@ -828,6 +885,8 @@ impl<'f> Rftr<'f> {
     pub fn apply(&mut self, fault: Fault) -> FaultReport {
         let ne = self.f.end_ports.len();
         let mut report = FaultReport::default();
+        self.last.lft.clear();
+        self.last.sources.clear();
         let pairs = self.start_fault(fault, &mut report);
         // A pair left without a candidate is tried again after the other pairs toward the
         // same destination, whose new paths add suffixes, until a round repairs nothing.
@@ -855,12 +914,15 @@ impl<'f> Rftr<'f> {
                             }
                             report.max_transitions = report.max_transitions.max(trans);
                         }
-                        None => failed.push(slot),
+                        None => failed.push((slot, self.lid_short)),
                     }
                 }
                 if failed.is_empty() || failed.len() == before {
-                    for slot in failed {
+                    for (slot, lid_short) in failed {
                         let n_src = self.slot_ends[slot as usize].len() as u64;
+                        if lid_short {
+                            report.no_free_lid_pairs += n_src;
+                        }
                         report.affected_pairs += n_src;
                         self.sel[slot as usize * ne + e as usize] = NONE;
                         report.unsupported_pairs += n_src;
@@ -870,7 +932,7 @@ impl<'f> Rftr<'f> {
                     }
                     break;
                 }
-                pending = failed;
+                pending = failed.into_iter().map(|(slot, _)| slot).collect();
             }
         }
         if !report.unsupported.is_empty() {
@@ -959,12 +1021,16 @@ impl<'f> Rftr<'f> {
     /// ending at switch `c` for a suffix whose first channel has class `b`, with the VL
     /// transition of the turn at `c` already counted; column `ncls` ignores the turn (the
     /// destination's own switch). The empty prefix at `s` itself is (0, 0, NONE).
-    fn fast_prefixes(&self, s: u32) -> Vec<u64> {
+    fn fast_prefixes(&mut self, s: u32) -> Vec<u64> {
         let m1 = self.ncls + 1;
-        let mut t = vec![NO_PREFIX; self.f.num_switches() * m1];
+        let mut t = self.pre_pool.pop().unwrap_or_default();
+        t.clear();
+        t.resize(self.f.num_switches() * m1, NO_PREFIX);
         t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
+        let mut alive = std::mem::take(&mut self.alive_buf);
         let tr = &self.tries[s as usize];
-        let mut alive = vec![false; tr.ch.len()];
+        alive.clear();
+        alive.resize(tr.ch.len(), false);
         for i in 0..tr.ch.len() {
             let ch = tr.ch[i] as usize;
             let p = tr.parent[i];
@@ -975,6 +1041,7 @@ impl<'f> Rftr<'f> {
             let key = (tr.vl[i] as u64) << 48 | (tr.depth[i] as u64) << 32 | tr.minpath[i] as u64;
             self.relax_prefix(&mut t, ch, key);
         }
+        self.alive_buf = alive;
         t
     }
 
@@ -990,12 +1057,16 @@ impl<'f> Rftr<'f> {
 
     /// For LID offset `off` of end `e`: per switch, (hops to e, transitions inside the
     /// suffix, first channel) or None when the walk from there fails.
-    fn suffixes(&self, e: u32, off: u32) -> SuffixTable {
+    fn suffixes(&mut self, e: u32, off: u32) -> SuffixTable {
         let ns = self.f.num_switches();
-        let mut st = SuffixTable {
-            opt: vec![None; ns],
-            packed: vec![NO_SUFFIX; ns],
-        };
+        let mut st = self.suf_pool.pop().unwrap_or(SuffixTable {
+            opt: Vec::new(),
+            packed: Vec::new(),
+        });
+        st.opt.clear();
+        st.opt.resize(ns, None);
+        st.packed.clear();
+        st.packed.resize(ns, NO_SUFFIX);
         let mut state = vec![0u8; ns];
         self.fill_suffixes(e, off, &mut st, &mut state, 0..ns as u32);
         st
@@ -1226,6 +1297,7 @@ impl<'f> Rftr<'f> {
     }
 
     fn repair(&mut self, slot: u32, e: u32) -> Option<u8> {
+        self.lid_short = false;
         let s = self.slot_switch[slot as usize];
         self.prepare(s, e);
         let mut hops: Vec<ChannelId> = Vec::new();
@@ -1362,7 +1434,10 @@ impl<'f> Rftr<'f> {
         }
         let trans = vls.last().copied().unwrap_or(0);
         let req = self.required_ports(s, e, hops);
-        let off = self.free_offset(e, &req, trans)?;
+        let Some(off) = self.free_offset(e, &req, trans) else {
+            self.lid_short = true;
+            return None;
+        };
         let (sl, cons) = if let Some(fr) = &mut self.fresh {
             // The whole path on the first fresh VL whose dependencies stay acyclic with it.
             let chans: Vec<u32> = hops.iter().map(|c| c.0).collect();
@@ -1531,6 +1606,7 @@ impl<'f> Rftr<'f> {
             if old != port {
                 self.routing.lft_of_mut(sw as usize)[lid as usize] = port;
                 self.delta.lft_change(sw, lid, old, port);
+                self.last.lft.push((sw, lid, old));
                 rewrote = true;
             }
             if off == 0 {
@@ -1598,6 +1674,7 @@ impl<'f> Rftr<'f> {
                 if prev_lid_sl != Some((off, sl)) {
                     self.delta.source_change(src, e, lid, sl);
                 }
+                self.last.sources.push((src, e));
             }
         }
     }
@@ -1617,6 +1694,26 @@ impl<'f> Rftr<'f> {
             SAME => Some(base),
             NONE | DROPPED => None,
             p => Some(base + self.paths.off[p as usize] as Lid),
+        }
+    }
+
+    /// Appends the selected pairs whose DLID is `lid`, a LID of end `e`: (source end, `e`,
+    /// `lid`), sources ascending by switch. The pairs one column of the tables carries.
+    pub fn pairs_to(&self, e: u32, lid: Lid, out: &mut Vec<(u32, u32, Lid)>) {
+        let ne = self.f.end_ports.len();
+        if self.end_sw[e as usize] == NONE {
+            return;
+        }
+        let base = self.f.port(self.f.end_ports[e as usize]).lid;
+        for (slot, ends) in self.slot_ends.iter().enumerate() {
+            let used = match self.sel[slot * ne + e as usize] {
+                SAME => base,
+                NONE | DROPPED => continue,
+                p => base + self.paths.off[p as usize] as Lid,
+            };
+            if used == lid {
+                out.extend(ends.iter().filter(|&&s| s != e).map(|&s| (s, e, lid)));
+            }
         }
     }
 
@@ -1646,7 +1743,7 @@ impl<'f> Rftr<'f> {
     }
 
     /// The fabric this state routes.
-    pub fn fabric(&self) -> &Fabric {
+    pub fn fabric(&self) -> &'f Fabric {
         self.f
     }
 

@@ -5,6 +5,7 @@
 
 use super::reconf::{full_reconfiguration, Reconfig, ReconfigReport};
 use super::rftr::{Fault, FaultReport, Rftr, RftrConfig, RftrError};
+use super::tracker::Tracker;
 use super::verify::{check_state, SelectedCheck, Snapshot};
 use crate::cdg;
 use crate::engines::{Engine, EngineError, RouteOptions};
@@ -72,6 +73,28 @@ pub struct Full {
     pub deadlock_free: bool,
 }
 
+/// How a session checks each repair.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CheckMode {
+    /// Every selected pair walked, and the migration union of the walks before and after
+    /// the fault searched for cycles ([`check_state`]): cost grows with all pairs.
+    #[default]
+    Full,
+    /// Only the table columns the fault or the repair touched walked again, against the
+    /// union of every walk since the start kept as an ordered DAG ([`Tracker`]): cost grows
+    /// with what the fault touches, after one whole walk at the first fault.
+    Incremental,
+}
+
+/// The phases [`Session::apply_then`] reports, for a caller that times them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// RFTR starts the repair (what the check needs from before it is ready).
+    Repairing,
+    /// The repair is done; its check starts.
+    Checking,
+}
+
 /// See the module documentation.
 pub struct Session<'f> {
     f: &'f Fabric,
@@ -80,6 +103,8 @@ pub struct Session<'f> {
     base: Routing,
     rftr: Rftr<'f>,
     steps: Vec<Step>,
+    mode: CheckMode,
+    tracker: Option<Tracker<'f>>,
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -143,22 +168,45 @@ impl<'f> Session<'f> {
             base,
             rftr,
             steps: Vec::new(),
+            mode: CheckMode::Full,
+            tracker: None,
         })
+    }
+
+    /// Checks the repairs from now on as `mode` says (default [`CheckMode::Full`]).
+    pub fn set_check_mode(&mut self, mode: CheckMode) {
+        self.mode = mode;
     }
 
     /// Repairs one more fault and checks the result.
     pub fn apply(&mut self, fault: Fault) -> &Step {
-        self.apply_then(fault, || {})
+        self.apply_then(fault, |_| {})
     }
 
-    /// [`Session::apply`], calling `repaired` between the repair and its check (a caller
-    /// times the two apart with it: the check walks every selected pair and costs more than
-    /// the repair on large fabrics).
-    pub fn apply_then(&mut self, fault: Fault, repaired: impl FnOnce()) -> &Step {
-        let before = Snapshot::of(&self.rftr);
-        let repair = self.rftr.apply(fault);
-        repaired();
-        let check = check_state(&self.rftr, Some(&before));
+    /// [`Session::apply`], calling `at` as each [`Phase`] starts (a caller times the repair
+    /// and its check apart with it: what the check prepares before the repair — the full
+    /// check's snapshot, the incremental check's first whole walk — comes before
+    /// [`Phase::Repairing`]).
+    pub fn apply_then(&mut self, fault: Fault, mut at: impl FnMut(Phase)) -> &Step {
+        let (repair, check) = match self.mode {
+            CheckMode::Full => {
+                let before = Snapshot::of(&self.rftr);
+                at(Phase::Repairing);
+                let repair = self.rftr.apply(fault);
+                at(Phase::Checking);
+                (repair, check_state(&self.rftr, Some(&before)))
+            }
+            CheckMode::Incremental => {
+                if self.tracker.is_none() {
+                    self.tracker = Some(Tracker::start(&self.rftr));
+                }
+                at(Phase::Repairing);
+                let repair = self.rftr.apply(fault);
+                at(Phase::Checking);
+                let t = self.tracker.as_mut().expect("started above");
+                (repair, t.step(&self.rftr, fault))
+            }
+        };
         self.steps.push(Step {
             fault,
             repair,
@@ -172,6 +220,8 @@ impl<'f> Session<'f> {
     /// [`Snapshot`] before the first such fault, and check the state afterwards with
     /// [`check_state`]`(session.rftr(), Some(&snapshot))`. Not recorded in [`Session::steps`].
     pub fn apply_unchecked(&mut self, fault: Fault) -> FaultReport {
+        // The incremental check knows nothing of this repair: it starts again if asked.
+        self.tracker = None;
         self.rftr.apply(fault)
     }
 

@@ -53,18 +53,25 @@ const FAILS: u8 = 2;
 
 /// Memoised table walker: stamps per (channel, VL) vertex record the (DLID, SL) group that
 /// expanded it and the outcome from there.
-struct Walker<'a> {
+pub(super) struct Walker<'a> {
     f: &'a Fabric,
-    plane: Plane,
+    pub(super) plane: Plane,
     stamp: Vec<u32>,
     status: Vec<u8>,
     stack: Vec<u32>,
-    edges: Vec<(u32, u32)>,
-    vmax: u8,
+    /// Dependencies found by the walks so far (a vertex expanded, or met, after another).
+    pub(super) edges: Vec<(u32, u32)>,
+    /// Largest VL met on an inter-switch hop, plus one.
+    pub(super) vmax: u8,
 }
 
 impl<'a> Walker<'a> {
-    fn new(f: &'a Fabric, mask: &'a FaultMask) -> Self {
+    /// Forgets every memo (stamps start again at 0); for a caller that has run out of salts.
+    pub(super) fn forget(&mut self) {
+        self.stamp.fill(0);
+    }
+
+    pub(super) fn new(f: &'a Fabric, mask: &FaultMask) -> Self {
         let nv = f.links.len() * 2 * NUM_SLS;
         Walker {
             f,
@@ -81,18 +88,6 @@ impl<'a> Walker<'a> {
     /// `old`, walks stop silently at the first dead channel (surviving prefixes) and `salt`
     /// keeps their groups apart from the current state's. Returns the pairs that do not arrive.
     fn walk_all(&mut self, r: &Routing, pairs: &[(u32, u32, Lid)], salt: u32) -> u64 {
-        let Walker {
-            f,
-            plane,
-            stamp,
-            status,
-            stack,
-            edges,
-            vmax,
-        } = self;
-        let f: &Fabric = f;
-        let fw = Forward::new(f, plane, r);
-        let mut bad = 0u64;
         // Group by (DLID, SL) so that the memo of one group is complete before the next.
         let mut order: Vec<(u32, u32, u32)> = pairs
             .iter()
@@ -121,7 +116,46 @@ impl<'a> Walker<'a> {
         } else {
             order.sort_unstable();
         }
-        for (key, src, dst) in order {
+        self.walk_grouped(r, &order, salt)
+    }
+
+    /// The pairs of one DLID walked through `r` (see [`Walker::walk_grouped`]); `order` is
+    /// scratch. Returns the pairs that do not arrive.
+    pub(super) fn walk_column(
+        &mut self,
+        r: &Routing,
+        pairs: &[(u32, u32, Lid)],
+        salt: u32,
+        order: &mut Vec<(u32, u32, u32)>,
+    ) -> u64 {
+        order.clear();
+        order.extend(pairs.iter().map(|&(src, dst, dlid)| {
+            let sl = r.path_sl.get(src as usize, dlid);
+            ((dlid as u32) * NUM_SLS as u32 + sl as u32, src, dst)
+        }));
+        // One DLID: grouping by SL is a sort over at most 16 keys, and usually none is
+        // needed (every pair on one SL).
+        if order.windows(2).any(|w| w[0].0 != w[1].0) {
+            order.sort_by_key(|o| o.0);
+        }
+        self.walk_grouped(r, order, salt)
+    }
+
+    /// Walks pairs `(key = DLID * 16 + SL, source, destination)` given grouped by key.
+    fn walk_grouped(&mut self, r: &Routing, order: &[(u32, u32, u32)], salt: u32) -> u64 {
+        let Walker {
+            f,
+            plane,
+            stamp,
+            status,
+            stack,
+            edges,
+            vmax,
+        } = self;
+        let f: &Fabric = f;
+        let fw = Forward::new(f, plane, r);
+        let mut bad = 0u64;
+        for &(key, src, dst) in order {
             let dlid = (key / NUM_SLS as u32) as Lid;
             let sl = (key % NUM_SLS as u32) as u8;
             let group = salt + key + 1;
@@ -218,7 +252,7 @@ pub fn check_tables(
 
 /// The dependency graph as CSR without duplicate edges: a counting sort by tail, then each
 /// (short) successor list sorted and deduplicated in place. Linear in the edges.
-fn csr(nv: usize, edges: &[(u32, u32)]) -> (Vec<usize>, Vec<u32>) {
+pub(super) fn csr(nv: usize, edges: &[(u32, u32)]) -> (Vec<usize>, Vec<u32>) {
     let mut offsets = vec![0usize; nv + 1];
     for &(a, _) in edges {
         offsets[a as usize + 1] += 1;

@@ -355,6 +355,16 @@ impl Layers {
         self.layers.push(Layer::default());
     }
 
+    /// Every distinct edge of layer `l` as (tail, head), tails ascending.
+    pub fn edge_list(&self, l: usize) -> Vec<(u32, u32)> {
+        let layer = &self.layers[l];
+        let mut out = Vec::with_capacity(layer.edges);
+        for (u, s) in layer.succ.iter().enumerate() {
+            out.extend(s.iter().map(|&(v, _)| (u as u32, v)));
+        }
+        out
+    }
+
     /// True when layer `l`'s graph is acyclic (an independent check by Kahn's algorithm, for
     /// tests and assertions).
     pub fn is_acyclic(&self, l: usize) -> bool {

@@ -1,0 +1,190 @@
+//! `fabroute fault --from DIR`: repairs of the tables already deployed (a `route -o` set or
+//! OpenSM's dump directory), their LIDs kept, the delta equal to what `fabroute diff` finds;
+//! `--summary-only`; the incremental check against `--full-check`.
+
+use std::path::Path;
+
+mod common;
+use common::{fr, tmp};
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+fn ok(o: &std::process::Output) {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The LFT entries `fabroute diff A B --json` counts.
+fn diff_entries(a: &Path, b: &Path) -> u64 {
+    let o = fr(&[
+        "diff",
+        &a.display().to_string(),
+        &b.display().to_string(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "the sets differ");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["totals"]["lft_entries"].as_u64().unwrap()
+}
+
+fn check_set(d: &Path) -> std::process::Output {
+    let p = |n: &str| d.join(n).display().to_string();
+    fr(&[
+        "check",
+        &p("opensm-subnet.lst"),
+        "--lfts",
+        &p("opensm-lfts.dump"),
+        "--sl2vl",
+        &p("opensm-sl2vl.dump"),
+        "--psl",
+        &p("opensm-path-sl.psl"),
+    ])
+}
+
+/// A `route -o` set at LMC 0 repaired in place: the LIDs are the set's (`diff` compares the
+/// two sets, which it refuses across different LIDs), RFTR's own delta is exactly what
+/// `diff` finds with `--minimal`, `delta_to_deployed` is what it finds with the completion
+/// for checkers, and `check` passes on the result. Two faults in sequence.
+#[test]
+fn from_a_route_set_keeps_its_lids_and_the_delta_is_the_diff() {
+    let d = tmp("from-route");
+    let net = d.join("k.net");
+    ok(&fr(&[
+        "gen",
+        "ktree",
+        "4",
+        "3",
+        "-o",
+        &net.display().to_string(),
+    ]));
+    let set = d.join("set");
+    ok(&fr(&[
+        "route",
+        &net.display().to_string(),
+        "-R",
+        "updn",
+        "--lmc",
+        "0",
+        "-o",
+        &set.display().to_string(),
+    ]));
+    let faults = ["--fail", "link:L1_0.0_0/5", "--fail", "link:L2_1_0.1/2"];
+    for minimal in [true, false] {
+        let out = d.join(format!("out{minimal}"));
+        let mut args = vec!["fault", "--from"];
+        let (s, o) = (set.display().to_string(), out.display().to_string());
+        args.extend([s.as_str(), "--engine", "updn", "-o", o.as_str()]);
+        args.extend(faults);
+        if minimal {
+            args.push("--minimal");
+        }
+        ok(&fr(&args));
+        let sum = json(&out.join("summary.json"));
+        assert_eq!(sum["lmc"], 0);
+        assert!(sum["from"].as_str().unwrap().ends_with("set"));
+        let rftr = sum["rftr"]["lft_entries"].as_u64().unwrap();
+        let to_deployed = sum["delta_to_deployed"]["lft_entries"].as_u64().unwrap();
+        let diff = diff_entries(&set, &out);
+        assert!(rftr > 0);
+        assert_eq!(to_deployed, diff);
+        assert_eq!(sum["delta_to_deployed"]["sl2vl_entries"], 0);
+        if minimal {
+            assert_eq!(rftr, diff, "RFTR's delta is the whole difference");
+        } else {
+            assert!(rftr <= diff);
+            let c = check_set(&out);
+            assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stdout));
+        }
+    }
+}
+
+/// OpenSM's own dumps: LASH at LMC 0 has no virtual LID for a repaired path on a fresh VL,
+/// so every affected pair is unsupported and counted as wanting a LID (exit 1); OpenSM's
+/// Up*/Down* from roots fabroute does not rank from is refused with the advice to give them.
+#[test]
+fn from_opensm_dumps_reports_what_it_cannot_do() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/opensm");
+    for (engine, code) in [("lash", 1), ("updn", 3)] {
+        let d = tmp(&format!("from-osm-{engine}"));
+        let set = d.join("set");
+        std::fs::create_dir_all(&set).unwrap();
+        std::fs::copy(
+            data.join("torus2d_4x4_h2.subnet.lst"),
+            set.join("opensm-subnet.lst"),
+        )
+        .unwrap();
+        for e in std::fs::read_dir(data.join(format!("torus2d_4x4_h2.{engine}"))).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), set.join(e.file_name())).unwrap();
+        }
+        let out = d.join("out").display().to_string();
+        let o = fr(&[
+            "fault",
+            "--from",
+            &set.display().to_string(),
+            "--engine",
+            engine,
+            "--fail",
+            "link:S_0_0/3",
+            "-o",
+            &out,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{engine}: {err}");
+        if code == 1 {
+            let sum = json(&Path::new(&out).join("summary.json"));
+            let step = &sum["rftr"]["steps"][0];
+            assert!(step["unsupported_pairs"].as_u64().unwrap() > 0);
+            assert_eq!(step["no_free_lid_pairs"], step["unsupported_pairs"]);
+            assert!(err.contains("for want of a free LID"), "{err}");
+        } else {
+            assert!(err.contains("--roots"), "{err}");
+        }
+    }
+}
+
+/// `--summary-only` writes the summary and the delta, no table set; the incremental check
+/// (the default) and `--full-check` give the same verdicts and repairs.
+#[test]
+fn summary_only_and_the_two_checks_agree() {
+    let d = tmp("summary-only");
+    let net = d.join("t.net");
+    ok(&fr(&[
+        "gen",
+        "torus",
+        "6x6",
+        "hcas=2",
+        "-o",
+        &net.display().to_string(),
+    ]));
+    let mut steps = Vec::new();
+    for full in [false, true] {
+        let out = d.join(format!("o{full}"));
+        let (n, o) = (net.display().to_string(), out.display().to_string());
+        let mut args = vec!["fault", n.as_str(), "--engine", "updn", "--summary-only"];
+        args.extend(["--fail", "link:S_0_0/3", "--fail", "switch:S_2_3", "-o", &o]);
+        if full {
+            args.push("--full-check");
+        }
+        ok(&fr(&args));
+        let names: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.starts_with("opensm")), "{names:?}");
+        assert!(names.contains(&"delta.txt".to_string()));
+        steps.push(json(&out.join("summary.json"))["rftr"]["steps"].clone());
+    }
+    let (inc, full) = (&steps[0], &steps[1]);
+    for i in 0..2 {
+        for k in [
+            "affected_pairs",
+            "repaired_pairs",
+            "union_deadlock_free",
+            "undelivered_selected_pairs",
+        ] {
+            assert_eq!(inc[i][k], full[i][k], "step {i} {k}");
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The incremental check of a fault session: after each repair it walks only the table
+//! columns (DLIDs) the fault or the repair can have changed, and keeps the channel
+//! dependency graph over (channel, VL) of every walk selected since the start in one
+//! incrementally ordered DAG (Pearce–Kelly, [`Layers`]), so a repair costs what it touches
+//! instead of every (source, destination) pair.
+//!
+//! A column is walked again when
+//! - one of its LFT entries was written by the repair ([`Rftr::last`]),
+//! - a pair moved onto it (a new DLID or SL),
+//! - one of its entries, before the repair, sent it over a channel the fault killed (found
+//!   from the tables: the failed channel's switch row, and the old value of an entry the
+//!   repair rewrote), or
+//! - the fault took end ports away while it had pairs that did not arrive (so its count
+//!   is exact again).
+//!
+//! Every other column's walks are those of the step before: the RFTR invariant (live
+//! entries are never rewritten; SL2VL entries only set for SLs no other walk uses there)
+//! is what makes that true, and the full check ([`super::verify::check_state`]) is the
+//! independent judge of it — tests run both on random faults and compare the verdicts.
+//!
+//! The dependency graph is the union of every walk ever selected, never shrunk: a superset
+//! of each step's migration union (the walks in use before the fault, up to the failure,
+//! and after). When it stays acyclic the full check's union is acyclic too. RFTR's VL rule
+//! (each VL holds only legal turns, VLs only go up; fresh layers kept acyclic) keeps that
+//! whole union acyclic, so a refused edge is a defect, counted and reported with the cyclic
+//! components of the union.
+
+use super::rftr::{Fault, Rftr};
+use super::verify::{csr, SelectedCheck, Walker};
+use crate::cdg::cyclic_sccs;
+use crate::forward::Plane;
+use crate::tables::NUM_SLS;
+use crate::vl::Layers;
+use fabric::{Fabric, Lid, NodeKind, NO_PORT};
+
+/// Memo groups of one step: a key (DLID * 16 + SL) is below 2^20.
+const STEP_SALT: u32 = 1 << 20;
+
+/// See the module documentation.
+pub struct Tracker<'f> {
+    f: &'f Fabric,
+    walker: Walker<'f>,
+    /// The union of every selected walk's dependencies since the start.
+    union: Layers,
+    /// Edges the union refused (each closes a cycle with it).
+    refused: Vec<(u32, u32)>,
+    /// Per LID: the end port owning it (`u32::MAX`: none).
+    lid_end: Vec<u32>,
+    /// Per LID: pairs of that column whose walk does not arrive, and their sum.
+    undelivered: Vec<u64>,
+    total_undelivered: u64,
+    salt: u32,
+    /// Scratch: the dirty columns (stamped by step), pairs, walk order.
+    dirty_stamp: Vec<u32>,
+    step: u32,
+    pairs: Vec<(u32, u32, Lid)>,
+    order: Vec<(u32, u32, u32)>,
+}
+
+impl std::fmt::Debug for Tracker<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracker")
+            .field("steps", &self.step)
+            .field("undelivered", &self.total_undelivered)
+            .field("refused", &self.refused.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'f> Tracker<'f> {
+    /// Walks every selected pair of `r` (the one whole-fabric walk) and builds the union.
+    pub fn start(r: &Rftr<'f>) -> Self {
+        let f: &'f Fabric = r.fabric();
+        let nv = f.links.len() * 2 * NUM_SLS;
+        let max_lid = r.routing.max_lid as usize;
+        let mut lid_end = vec![u32::MAX; max_lid + 1];
+        for (e, &p) in f.end_ports.iter().enumerate() {
+            let port = f.port(p);
+            for k in 0..(1usize << port.lmc) {
+                let lid = port.lid as usize + k;
+                if lid <= max_lid {
+                    lid_end[lid] = e as u32;
+                }
+            }
+        }
+        let mut t = Tracker {
+            f,
+            walker: Walker::new(f, &r.mask),
+            union: Layers::new(nv, 1),
+            refused: Vec::new(),
+            lid_end,
+            undelivered: vec![0; max_lid + 1],
+            total_undelivered: 0,
+            salt: 0,
+            dirty_stamp: vec![0; max_lid + 1],
+            step: 0,
+            pairs: Vec::new(),
+            order: Vec::new(),
+        };
+        for lid in 1..=max_lid as Lid {
+            t.walk_column(r, lid);
+        }
+        t
+    }
+
+    /// The verdict on the state after `fault`, just applied to `r` by [`Rftr::apply`]:
+    /// `pairs` counts the pairs walked again, `undelivered` every selected pair that does not
+    /// arrive, `vls_used` the VLs of every walk since the start.
+    pub fn step(&mut self, r: &Rftr<'f>, fault: Fault) -> SelectedCheck {
+        let f = self.f;
+        self.step += 1;
+        self.walker.plane = Plane::new(f, Some(&r.mask));
+        let mut dirty: Vec<Lid> = Vec::new();
+        let stamp = self.step;
+        let mark = |lid: Lid, d: &mut Vec<Lid>, st: &mut Vec<u32>| {
+            if (lid as usize) < st.len() && st[lid as usize] != stamp {
+                st[lid as usize] = stamp;
+                d.push(lid);
+            }
+        };
+        let st = &mut self.dirty_stamp;
+        for &(_, lid, _) in &r.last.lft {
+            mark(lid, &mut dirty, st);
+        }
+        for &(src, dst) in &r.last.sources {
+            if let Some(lid) = r.dlid(src, dst) {
+                mark(lid, &mut dirty, st);
+            }
+        }
+        // Columns whose walks crossed a channel the fault killed: the channel's switch sent
+        // them out of its port, now or before the repair rewrote the entry.
+        let mut killed: Vec<(u32, u8)> = Vec::new();
+        let mut kill = |c: fabric::ChannelId| {
+            let p = f.channel_src(c);
+            let n = f.port(p).node;
+            if f.node(n).kind == NodeKind::Switch && !r.mask.node_dead(n) {
+                killed.push((f.switch_index[n.idx()], f.port(p).num));
+            }
+        };
+        let mut dropped_ends = false;
+        match fault {
+            Fault::Link(l) => {
+                kill(l.forward());
+                kill(l.forward().reverse());
+            }
+            Fault::Switch(n) => {
+                for p in f.node_ports(n) {
+                    if let Some(c) = f.out_channel(p) {
+                        let far = f.port(f.channel_dst(c)).node;
+                        if f.node(far).kind == NodeKind::Switch {
+                            kill(c.reverse());
+                        } else {
+                            dropped_ends = true;
+                            // The dropped destination's columns: no pair is left in them.
+                            let port = f.port(f.channel_dst(c));
+                            for k in 0..(1 as Lid) << port.lmc {
+                                mark(port.lid + k, &mut dirty, st);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for &(sw, port) in &killed {
+            let row = r.routing.lft_of(sw as usize);
+            for (lid, &q) in row.iter().enumerate().skip(1) {
+                if q == port && q != NO_PORT {
+                    mark(lid as Lid, &mut dirty, st);
+                }
+            }
+        }
+        for &(sw, lid, old) in &r.last.lft {
+            if killed.contains(&(sw, old)) {
+                mark(lid, &mut dirty, st);
+            }
+        }
+        if dropped_ends {
+            // Sources taken away leave their columns' counts stale where they did not arrive.
+            for (lid, &u) in self.undelivered.iter().enumerate() {
+                if u > 0 {
+                    mark(lid as Lid, &mut dirty, st);
+                }
+            }
+        }
+        dirty.sort_unstable();
+        let mut walked = 0u64;
+        for &lid in &dirty {
+            walked += self.walk_column(r, lid);
+        }
+        let cyclic = if self.refused.is_empty() {
+            0
+        } else {
+            let nv = f.links.len() * 2 * NUM_SLS;
+            let mut edges = self.union.edge_list(0);
+            edges.extend_from_slice(&self.refused);
+            let (offsets, targets) = csr(nv, &edges);
+            cyclic_sccs(nv, &offsets, &targets).len()
+        };
+        SelectedCheck {
+            pairs: walked,
+            undelivered: self.total_undelivered,
+            vls_used: self.walker.vmax,
+            cyclic_sccs: cyclic,
+            deadlock_free: cyclic == 0,
+        }
+    }
+
+    /// Walks column `lid` again: its undelivered count replaced, its dependencies added to
+    /// the union. Returns the pairs walked.
+    fn walk_column(&mut self, r: &Rftr<'f>, lid: Lid) -> u64 {
+        let e = self.lid_end[lid as usize];
+        let old = std::mem::take(&mut self.undelivered[lid as usize]);
+        self.total_undelivered -= old;
+        if e == u32::MAX {
+            return 0;
+        }
+        self.pairs.clear();
+        r.pairs_to(e, lid, &mut self.pairs);
+        if self.pairs.is_empty() {
+            return 0;
+        }
+        if self.salt >= u32::MAX - 2 * STEP_SALT {
+            self.walker.forget();
+            self.salt = 0;
+        }
+        self.salt += STEP_SALT;
+        self.walker.edges.clear();
+        let bad = self
+            .walker
+            .walk_column(&r.routing, &self.pairs, self.salt, &mut self.order);
+        self.undelivered[lid as usize] = bad;
+        self.total_undelivered += bad;
+        for &(u, v) in &self.walker.edges {
+            if !self.union.try_add_edge(0, u, v) {
+                self.refused.push((u, v));
+            }
+        }
+        self.pairs.len() as u64
+    }
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# RFTR at operator scale: single-fault repair time against full reconfiguration (route,
+# compare and check), both measured in the same `fabroute fault` run, with the incremental
+# check's time and the whole command's peak memory beside them.
+#
+#   scripts/bench-rftr-scale.sh OUTDIR [FAULTS=8] [FABRICS="k16 k20 k24 t16x16x8 dfp25k"]
+#
+# Fabrics: 3-level 16/20/24-ary fat trees (4,096 / 8,000 / 13,824 HCAs), a 16x16x8 torus
+# with 4 HCAs per switch (8,192), a Dragonfly+ of 25 groups x 32 leaves x 32 HCAs (25,600).
+# LMC 0, and LMC 2 where the unicast LIDs allow it. FAULTS inter-switch links spread over
+# the fabric, one `fault` run each (`--summary-only`: no table set written).
+set -euo pipefail
+out=${1:?usage: $0 OUTDIR [FAULTS] [FABRICS]}
+k=${2:-8}
+fabrics=${3:-"k16 k20 k24 t16x16x8 dfp25k"}
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+cargo build --release -q -p fabroute
+fr=$PWD/target/release/fabroute
+gen() { $fr gen "$@" --no-companions >/dev/null 2>&1; }
+for fab in $fabrics; do
+  net="$out/$fab.net"
+  if [ ! -s "$net" ]; then
+    case $fab in
+      k16) gen ktree 16 3 -o "$net" ;;
+      k20) gen ktree 20 3 -o "$net" ;;
+      k24) gen ktree 24 3 -o "$net" ;;
+      t16x16x8) gen torus 16x16x8 hcas=4 -o "$net" ;;
+      dfp25k) gen dragonflyplus groups=25 leaves=32 spines=32 hosts=32 global=32 -o "$net" ;;
+      *) echo "unknown fabric $fab" >&2; exit 2 ;;
+    esac
+  fi
+  case $fab in
+    t16x16x8) engine=dor ;;
+    *) engine=updn ;;
+  esac
+  mapfile -t links < <(python3 - "$net" "$k" <<'EOF'
+import sys, re, random
+net, k = sys.argv[1], int(sys.argv[2])
+cands, sw = [], None
+for line in open(net):
+    m = re.match(r'^Switch\s+\d+\s+"([^"]+)"', line)
+    if m: sw = m.group(1); continue
+    m = re.match(r'^\[(\d+)\]\s+"([^"]+)"\[(\d+)\]', line)
+    if m and sw and not m.group(2).startswith("H"):
+        cands.append(f"{sw}/{m.group(1)}")
+random.seed(1)
+print("\n".join(random.sample(cands, min(k, len(cands)))))
+EOF
+)
+  for lmc in 0 2; do
+    for l in "${links[@]}"; do
+      d="$out/$fab.lmc$lmc.$(echo "$l" | tr '/' '_')"
+      if ! /usr/bin/time -f "%M" -o "$d.rss" "$fr" fault "$net" --engine "$engine" --lmc "$lmc" \
+          --fail "link:$l" --summary-only --json -o "$d" > "$d.json" 2> "$d.log"; then
+        # LMC 2 beyond the unicast LIDs is refused (exit 3): no row for it
+        grep -q 'LID' "$d.log" && break
+      fi
+    done
+  done
+done
+python3 - "$out" <<'EOF'
+import json, sys, glob, statistics as st, os
+out = sys.argv[1]
+rows = {}
+for p in sorted(glob.glob(f"{out}/*.lmc*.json")):
+    try:
+        d = json.load(open(p))
+    except Exception:
+        continue
+    if "rftr" not in d:
+        continue
+    fab, lmc = os.path.basename(p).split(".")[0:2]
+    rss = int(open(p[:-5] + ".rss").read().split()[-1]) / 1024
+    s = d["rftr"]["steps"][0]
+    rows.setdefault((fab, lmc), []).append((s["repair_seconds"] * 1e3, s["check_seconds"] * 1e3,
+        d["full_reconfiguration"]["seconds"] * 1e3, s["affected_pairs"], d["rftr"]["lft_entries"],
+        rss, s["unsupported_pairs"]))
+print("| fabric | LMC | faults | RFTR repair ms (median / max) | incremental check ms (median) | full reconf. ms (median) | full / RFTR (median of ratios) | affected pairs (median) | LFT entries (median) | peak RSS MB (max) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for (fab, lmc), v in rows.items():
+    med = lambda i: st.median(x[i] for x in v)
+    ratio = st.median(x[2] / x[0] for x in v if x[0] > 0)
+    print(f"| {fab} | {lmc[3:]} | {len(v)} | {med(0):.2f} / {max(x[0] for x in v):.2f} | {med(1):.0f} | "
+          f"{med(2):.0f} | {ratio:.0f}x | {med(3):.0f} | {med(4):.0f} | {max(x[5] for x in v):.0f} |")
+EOF
