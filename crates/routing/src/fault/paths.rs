@@ -86,20 +86,26 @@ impl PathStore {
         self.src.len()
     }
 
-    /// Room for a quarter more paths and hops in the flat arrays, taken now: a repair that
-    /// adds the first path beyond an exactly filled arena would otherwise copy the whole
-    /// arena (tens of MB on large fabrics) inside the timed repair.
+    /// Room for a quarter more paths and hops in the flat arrays, taken and written now: a
+    /// repair that adds the first path beyond an exactly filled arena would otherwise copy
+    /// the whole arena (tens of MB on large fabrics), and the first write to fresh capacity
+    /// makes the kernel map and clear its pages, both inside the timed repair.
     pub fn reserve_headroom(&mut self) {
+        fn room<T: Copy>(v: &mut Vec<T>, extra: usize, fill: T) {
+            let n = v.len();
+            v.resize(n + extra, fill);
+            v.truncate(n);
+        }
         let (p, h) = (self.len() / 4 + 1024, self.hops.len() / 4 + 4096);
-        self.src.reserve(p);
-        self.dst.reserve(p);
-        self.off.reserve(p);
-        self.sl.reserve(p);
-        self.start.reserve(p);
-        self.dead_lo.reserve(p);
-        self.dead_hi.reserve(p);
-        self.hops.reserve(h);
-        self.vl.reserve(h);
+        room(&mut self.src, p, 0);
+        room(&mut self.dst, p, 0);
+        room(&mut self.off, p, 0);
+        room(&mut self.sl, p, 0);
+        room(&mut self.start, p, 0);
+        room(&mut self.dead_lo, p, 0);
+        room(&mut self.dead_hi, p, 0);
+        room(&mut self.hops, h, ChannelId(0));
+        room(&mut self.vl, h, 0);
     }
     pub fn is_empty(&self) -> bool {
         self.src.is_empty()

@@ -647,6 +647,7 @@ impl<'f> Rftr<'f> {
         }
         me.build_tries();
         me.paths.reserve_headroom();
+        me.warm_pools();
         Ok(me)
     }
 
@@ -686,6 +687,23 @@ impl<'f> Rftr<'f> {
             tries.push(t);
         }
         self.tries = tries;
+    }
+
+    /// Fills the caches' pools with written buffers for a typical repair (a few hundred
+    /// sources and destinations, bounded by the fabric), so that the first repair finds its
+    /// memory mapped instead of faulting fresh pages in.
+    fn warm_pools(&mut self) {
+        let ns = self.f.num_switches();
+        let sources = self.slot_switch.len().min(256);
+        let dests = self.f.end_ports.len().min(1024);
+        let m1 = self.ncls + 1;
+        self.pre_pool = (0..sources).map(|_| vec![NO_PREFIX; ns * m1]).collect();
+        self.suf_pool = (0..dests)
+            .map(|_| SuffixTable {
+                opt: vec![None; ns],
+                packed: vec![NO_SUFFIX; ns],
+            })
+            .collect();
     }
 
     /// Number of stored paths and hops (the reachability tables' size).

@@ -86,7 +86,9 @@ pub enum CheckMode {
     Incremental,
 }
 
-/// The phases [`Session::apply_then`] reports, for a caller that times them.
+/// The phases [`Session::apply_then`] reports, for a caller that times them (before the
+/// first, the check prepares what it needs from before the repair: the full check's
+/// snapshot, or the incremental check's one whole walk at the first fault).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// RFTR starts the repair (what the check needs from before it is ready).
