@@ -227,6 +227,10 @@ pub struct Rftr<'f> {
     pre_pool: Vec<Vec<u64>>,
     suf_pool: Vec<SuffixTable>,
     alive_buf: Vec<bool>,
+    /// Per destination switch: hops from every switch over live links (valid during one
+    /// `apply`), and their buffers for reuse.
+    dist: FxHashMap<u32, Vec<u32>>,
+    dist_pool: Vec<Vec<u32>>,
     // scratch
     stamp: Vec<u32>,
     stamp_gen: u32,
@@ -585,6 +589,8 @@ impl<'f> Rftr<'f> {
             pre_pool: Vec::new(),
             suf_pool: Vec::new(),
             alive_buf: Vec::new(),
+            dist: FxHashMap::default(),
+            dist_pool: Vec::new(),
             stamp: vec![0; ns],
             stamp_gen: 0,
             dead0: vec![0; ns],
@@ -799,6 +805,7 @@ impl<'f> Rftr<'f> {
         self.pre_pool.extend(self.fast_pre.drain().map(|(_, t)| t));
         self.pre_cache.clear();
         self.suf_pool.extend(self.suf_cache.drain().map(|(_, t)| t));
+        self.dist_pool.extend(self.dist.drain().map(|(_, d)| d));
         // Drop pairs of end ports on a failed switch.
         for &e in &dropped_ends {
             let s = self.end_sw[e as usize];
@@ -1227,6 +1234,38 @@ impl<'f> Rftr<'f> {
         })
     }
 
+    /// Hops from every switch to switch `t` over the live links (`u32::MAX`: none), by one
+    /// breadth-first search per destination switch and fault.
+    fn live_distances(&mut self, t: u32) -> &[u32] {
+        if !self.dist.contains_key(&t) {
+            let ns = self.f.num_switches();
+            let mut d = self.dist_pool.pop().unwrap_or_default();
+            d.clear();
+            d.resize(ns, u32::MAX);
+            d[t as usize] = 0;
+            let mut queue = vec![t];
+            let mut at = 0;
+            while at < queue.len() {
+                let u = queue[at];
+                at += 1;
+                // Channels out of u, reversed: into u (links are symmetric, and a failure
+                // kills both directions).
+                for &c in self.f.switch_links(u as usize) {
+                    if self.ch_dead[c.idx()] {
+                        continue;
+                    }
+                    let v = self.ch_dst_sw[c.idx()];
+                    if v != NONE && d[v as usize] == u32::MAX {
+                        d[v as usize] = d[u as usize] + 1;
+                        queue.push(v);
+                    }
+                }
+            }
+            self.dist.insert(t, d);
+        }
+        &self.dist[&t]
+    }
+
     /// Repairs pair (slot, e); returns the new path's transitions, or None if unsupported.
     /// Fills the caches the candidate scan of (source switch `s`, end `e`) reads: the best
     /// prefixes of `s` and the suffix tables of `e` for every LID offset in use.
@@ -1317,9 +1356,34 @@ impl<'f> Rftr<'f> {
     fn repair(&mut self, slot: u32, e: u32) -> Option<u8> {
         self.lid_short = false;
         let s = self.slot_switch[slot as usize];
-        self.prepare(s, e);
         let mut hops: Vec<ChannelId> = Vec::new();
         let mut vls: Vec<u8> = Vec::new();
+        // A pair whose base-LID walk is live again (through entries an earlier repair of
+        // this destination rewrote), legal, and as short as the live fabric allows keeps it:
+        // no candidate is shorter, and the walk is itself a candidate, so the scan below
+        // would choose it too. Most pairs behind a repaired switch end here, without the
+        // scan or their source's prefix table.
+        if self.cfg.reuse_dead_base {
+            if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {
+                let t = self.end_sw[e as usize];
+                if self.live_distances(t)[s as usize] == h {
+                    let keep = Cand {
+                        trans: 0,
+                        hops: h,
+                        c: s,
+                        pre_path: NONE,
+                        pre_len: 0,
+                        suf_off: 0,
+                    };
+                    if let Some(tr) =
+                        self.try_candidate(slot, s, e, &keep, false, &mut hops, &mut vls)
+                    {
+                        return Some(tr);
+                    }
+                }
+            }
+        }
+        self.prepare(s, e);
         // Fast path: the best candidate, found by one scan, usually works.
         let mut best = self.best_candidate(s, e)?;
         // A pair whose own base-LID walk is live, legal and as short as the best keeps it.
