@@ -282,6 +282,8 @@ fn gen_dragonflyplus_is_routable() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("spines (per group) must be at least 1"));
 }
 
+/// A chain reports the engines that failed before the one that routed; an unknown name in
+/// it is a usage error (exit 2) naming the closest engine, found before any routing.
 #[test]
 fn chain_reports_failed_engines_and_unknown_names() {
     let d = tmp("chain");
@@ -289,21 +291,20 @@ fn chain_reports_failed_engines_and_unknown_names() {
         "route",
         &example("torus2d_4x4_h2.net"),
         "-R",
-        "nosuch,ftree,updn",
+        "ftree,updn",
         "-o",
         d.to_str().unwrap(),
     ]);
     assert!(o.status.success());
     let s: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(s["engine_requested"], "nosuch,ftree,updn");
+    assert_eq!(s["engine_requested"], "ftree,updn");
     let failed: Vec<&str> = s["failed_engines"]
         .as_array()
         .unwrap()
         .iter()
         .map(|x| x["engine"].as_str().unwrap())
         .collect();
-    assert_eq!(failed[0], "nosuch");
     assert_eq!(
         s["engine_used"],
         if failed.contains(&"ftree") {
@@ -312,6 +313,32 @@ fn chain_reports_failed_engines_and_unknown_names() {
             "ftree"
         }
     );
+    for (args, want) in [
+        (
+            vec!["route", "-R", "nosuch,updn"],
+            "unknown engine \"nosuch\"",
+        ),
+        (vec!["route", "-R", "ftre,updn"], "did you mean \"ftree\"?"),
+        (vec!["route", "-R", "updnn"], "did you mean \"updn\"?"),
+        (
+            vec!["fault", "--engine", "dfssp", "--fail", "link:S_0_0/3"],
+            "did you mean \"dfsssp\"?",
+        ),
+    ] {
+        let e = d.join("typo");
+        let mut a = vec![args[0], &example("torus2d_4x4_h2.net")]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+        a.extend(args[1..].iter().map(|x| x.to_string()));
+        a.extend(["-o".to_string(), e.display().to_string()]);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = fr(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {err}");
+        assert!(err.contains(want), "{a:?}: {err}");
+        assert!(!e.exists(), "nothing written for {a:?}");
+    }
 }
 
 #[test]

@@ -188,3 +188,67 @@ fn summary_only_and_the_two_checks_agree() {
         }
     }
 }
+
+/// A table set describes itself (issue 42): `check D`, `stats D` and `trace D SRC DST` read
+/// every file of the set; `check F --lfts D/opensm-lfts.dump` takes the set's SL2VL and path
+/// SLs beside the LFTs (without them dfsssp's clean tables looked deadlocked) and says so;
+/// the fabric file a `fault` set was not written for is refused with a pointer to the set's
+/// own; a fabric file without `--lfts` is a usage error.
+#[test]
+fn sets_describe_themselves() {
+    let d = tmp("sets");
+    let net = d.join("t.net");
+    ok(&fr(&[
+        "gen",
+        "torus",
+        "4x4",
+        "hcas=2",
+        "-o",
+        &net.display().to_string(),
+    ]));
+    let (n, set) = (net.display().to_string(), d.join("dfsssp"));
+    let s = set.display().to_string();
+    ok(&fr(&["route", &n, "-R", "dfsssp", "-o", &s]));
+    assert!(set.join("opensm-sl2vl.dump").exists());
+    let lfts = set.join("opensm-lfts.dump").display().to_string();
+    let o = fr(&["check", &n, "--lfts", &lfts]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("opensm-sl2vl.dump beside the LFTs"), "{err}");
+    // the LFTs alone (no set beside them): identity SL2VL, SL 0 everywhere, credit loops
+    let alone = d.join("alone.dump");
+    std::fs::copy(set.join("opensm-lfts.dump"), &alone).unwrap();
+    let o = fr(&["check", &n, "--lfts", &alone.display().to_string()]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "without the set's VLs: credit loops"
+    );
+    ok(&check_set(&set));
+    ok(&fr(&["check", &s]));
+    ok(&fr(&["stats", &s, "--ebb-runs", "0"]));
+    let o = fr(&["trace", &s, "H_0_0_0", "H_3_3_1"]);
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("delivered"));
+    let o = fr(&["check", &n]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--lfts"));
+    // a fault set (LMC 2) against the original fabric file
+    let f = d.join("fault").display().to_string();
+    ok(&fr(&[
+        "fault",
+        &n,
+        "--engine",
+        "updn",
+        "--fail",
+        "link:S_0_0/3",
+        "-o",
+        &f,
+    ]));
+    let flfts = format!("{f}/opensm-lfts.dump");
+    let o = fr(&["check", &n, "--lfts", &flfts]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("whose own fabric is"), "{err}");
+    ok(&fr(&["check", &f]));
+}

@@ -14,17 +14,23 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Where the tables come from.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct Tables {
-    /// Fabric (use OpenSM's opensm-subnet.lst to check OpenSM's tables: it carries its LIDs).
+    /// Fabric (use OpenSM's opensm-subnet.lst to check OpenSM's tables: it carries its LIDs),
+    /// or a table set's directory (`route -o`, `fault -o`, `sm -o`, OpenSM's dump directory):
+    /// its opensm-subnet.lst, opensm-lfts.dump, opensm-sl2vl.dump and opensm-path-sl.psl.
     pub fabric: PathBuf,
-    /// LFTs: opensm-lfts.dump / -U file / ibroute output, or opensm.fdbs.
+    /// LFTs: opensm-lfts.dump / -U file / ibroute output, or opensm.fdbs. Default: the set
+    /// directory's opensm-lfts.dump.
     #[arg(long)]
-    pub lfts: PathBuf,
-    /// SL2VL tables (opensm-sl2vl.dump). Default: identity.
+    pub lfts: Option<PathBuf>,
+    /// SL2VL tables (opensm-sl2vl.dump). Default: the set's, when the LFTs belong to one
+    /// (a directory given as FABRIC, or a summary.json beside the LFTs that lists it), else
+    /// identity.
     #[arg(long)]
     pub sl2vl: Option<PathBuf>,
-    /// Path SLs in ibdmchk's PSL format. Default: SL 0 everywhere.
+    /// Path SLs in ibdmchk's PSL format. Default: the set's (as for --sl2vl), else SL 0
+    /// everywhere.
     #[arg(long)]
     pub psl: Option<PathBuf>,
     /// LMC of the end ports (opensm-subnet.lst lists base LIDs only). Default: the LMC that
@@ -90,13 +96,95 @@ impl SetInfo {
     }
 }
 
+/// The tables' files with a set directory resolved: FABRIC a directory means its files; the
+/// SL2VL and path-SL files a set's summary.json lists beside the LFTs are taken unless
+/// given (a note says so: without them VL engines' tables look deadlocked).
+pub fn resolve_tables(t: &Tables) -> Result<(Tables, PathBuf)> {
+    let mut t = t.clone();
+    let lfts = if t.fabric.is_dir() {
+        let dir = t.fabric.clone();
+        let need = |name: &str| {
+            let p = dir.join(name);
+            if !p.exists() {
+                anyhow::bail!(
+                    "{}: no {name}: a table set's directory (route -o, fault -o, sm -o, OpenSM's dump) has one",
+                    dir.display()
+                );
+            }
+            Ok(p)
+        };
+        t.fabric = need("opensm-subnet.lst")?;
+        match t.lfts.take() {
+            Some(l) => l,
+            None => need("opensm-lfts.dump")?,
+        }
+    } else {
+        match t.lfts.take() {
+            Some(l) => l,
+            None => crate::usage_bail!(
+                "{} is a file: give its tables with --lfts FILE, or a table set's directory instead of the fabric",
+                t.fabric.display()
+            ),
+        }
+    };
+    if !is_stdin(&lfts) {
+        let dir = lfts.parent().map(Path::to_path_buf).unwrap_or_default();
+        let listed = SetInfo::beside(&lfts)?.map(|s| s.files).unwrap_or_default();
+        let beside = |name: &str| {
+            let p = dir.join(name);
+            (listed.contains_key(name) || t.fabric.parent() == Some(dir.as_path()))
+                .then_some(p)
+                .filter(|p| p.exists())
+        };
+        for (slot, name, what) in [
+            (&mut t.sl2vl, "opensm-sl2vl.dump", "--sl2vl"),
+            (&mut t.psl, "opensm-path-sl.psl", "--psl"),
+        ] {
+            if slot.is_none() {
+                if let Some(p) = beside(name) {
+                    crate::warn!(
+                        "reading {} beside the LFTs (the set's own; {what} FILE takes another)",
+                        p.display()
+                    );
+                    *slot = Some(p);
+                }
+            }
+        }
+    }
+    t.lfts = Some(lfts.clone());
+    Ok((t, lfts))
+}
+
+/// The name that stands for the tables in titles: the LFT file, else the set directory.
+fn tables_name(t: &Tables) -> String {
+    input_name(t.lfts.as_deref().unwrap_or(&t.fabric))
+}
+
 /// Loads the fabric and the tables, printing reader warnings. Any one of the files may be `-`
 /// (standard input).
 pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
-    let set = if is_stdin(&t.lfts) {
+    let (t, lfts) = resolve_tables(t)?;
+    let t = &t;
+    let set = if is_stdin(&lfts) {
         None
     } else {
-        SetInfo::beside(&t.lfts)?
+        SetInfo::beside(&lfts)?
+    };
+    // The set's own fabric, when the tables belong to a set and another fabric is given.
+    let own = set
+        .as_ref()
+        .map(|s| s.dir.join("opensm-subnet.lst"))
+        .filter(|p| p.exists() && !is_stdin(&t.fabric) && !same_file(p, &t.fabric));
+    let hint = |e: anyhow::Error| {
+        match &own {
+        Some(p) => e.context(format!(
+            "the tables belong to the set in {}, whose own fabric is {} (`fabroute check {}` reads the whole set)",
+            p.parent().unwrap_or(Path::new(".")).display(),
+            p.display(),
+            p.parent().unwrap_or(Path::new(".")).display()
+        )),
+        None => e,
+    }
     };
     let fabric_bytes = read_input(&t.fabric)?;
     if let Some(s) = &set {
@@ -108,16 +196,26 @@ pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
     if lmc > 0 {
         f = f
             .with_end_lmc(lmc)
-            .map_err(|e| anyhow::anyhow!("{}: LMC {lmc}: {e}", input_name(&t.fabric)))?;
+            .map_err(|e| anyhow::anyhow!("{}: LMC {lmc}: {e}", input_name(&t.fabric)))
+            .map_err(hint)?;
     }
     let r = read_routing(
         &f,
-        &t.lfts,
+        &lfts,
         t.sl2vl.as_deref(),
         t.psl.as_deref(),
         set.as_ref(),
-    )?;
+    )
+    .map_err(hint)?;
     Ok((f, r))
+}
+
+/// True when two paths name the same file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 /// Reads tables of fabric `f` (LFTs, optional SL2VL and path SLs; any may be `-`), printing
@@ -335,7 +433,7 @@ pub fn check(a: CheckArgs) -> Result<ExitCode> {
         } else {
             write_atomic(
                 p,
-                cycle_picture(&rep, &input_name(&a.tables.lfts), 12).as_bytes(),
+                cycle_picture(&rep, &tables_name(&a.tables), 12).as_bytes(),
             )?;
             crate::out::stderr_line(&format!("wrote {}", p.display()));
         }
@@ -422,7 +520,7 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
             write_atomic(p, link_loads_csv(&f, &loads).as_bytes())?;
         }
         if let (Some(dir), Some(out)) = (&a.svg, svg_out) {
-            let title = input_name(&a.tables.lfts);
+            let title = tables_name(&a.tables);
             let (dist, hot) = load_pictures(&f, &loads, &title);
             out.write("link-loads.svg", dist.as_bytes())?;
             out.write("hottest-links.svg", hot.as_bytes())?;

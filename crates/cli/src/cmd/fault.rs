@@ -4,7 +4,7 @@
 use crate::util::{load_fabric_for_lmc, read_guid_file, write_tables, GuidList, OutputDir};
 use anyhow::{bail, Context, Result};
 use fabric::{Fabric, NodeId, NodeKind};
-use routing::engines::{by_name, RouteOptions};
+use routing::engines::RouteOptions;
 use routing::fault::sweep::link_name;
 use routing::fault::{CheckMode, Fault, Phase, Rftr, RftrConfig, Session, SessionError};
 use routing::opensm::SetOptions;
@@ -295,12 +295,7 @@ pub fn base_engine(
     roots: Option<&std::path::Path>,
     torus: Option<&std::path::Path>,
 ) -> Result<(Box<dyn routing::engines::Engine>, RouteOptions)> {
-    let engine = by_name(engine).with_context(|| {
-        format!(
-            "unknown engine {engine:?} (RFTR bases: {})",
-            routing::engines::rftr_bases().join(", ")
-        )
-    })?;
+    let engine = crate::names::engine(engine, "RFTR bases", &routing::engines::rftr_bases())?;
     let mut opts = RouteOptions::default();
     if let Some(r) = roots {
         opts.root_guids = read_guid_file(r, f, GuidList::Roots)?;
@@ -333,7 +328,7 @@ fn load_deployed(dir: &std::path::Path, lmc: Option<u8>) -> Result<(Fabric, rout
     };
     let t = crate::cmd::check::Tables {
         fabric: need("opensm-subnet.lst")?,
-        lfts: need("opensm-lfts.dump")?,
+        lfts: Some(need("opensm-lfts.dump")?),
         sl2vl: file("opensm-sl2vl.dump"),
         psl: file("opensm-path-sl.psl"),
         lmc,

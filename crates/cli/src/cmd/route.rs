@@ -71,7 +71,14 @@ fn engine_help() -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    // The output directory first: a bad -o is found before any work.
+    // Every engine name of the chain first: a typo is a usage error, not a skipped engine.
+    let names: Vec<&str> = a
+        .engine
+        .split([',', ' '])
+        .filter(|s| !s.is_empty())
+        .collect();
+    crate::names::check_chain(&names)?;
+    // The output directory next: a bad -o is found before any work.
     let out = OutputDir::prepare(&a.output)?;
     // with --lmc every LID is assigned afresh, so the file's own (absent, clashing) do not count
     let mut f = load_fabric_for_lmc(&a.fabric, a.lmc)?.fabric;
@@ -104,11 +111,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(p) = &a.guid_routing_order {
         opts.guid_routing_order = read_guid_file(p, &f, GuidList::AnyNode)?;
     }
-    let names: Vec<&str> = a
-        .engine
-        .split([',', ' '])
-        .filter(|s| !s.is_empty())
-        .collect();
     let mask = fabric::FaultMask::none(&f);
     let sp = spinner(&format!("routing with {}", a.engine));
     let t0 = Instant::now();

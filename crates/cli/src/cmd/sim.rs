@@ -11,7 +11,7 @@ use crate::util::{load_fabric_for_lmc, read_guid_file, BudgetArgs, GuidList, Out
 use anyhow::{Context, Result};
 use fabric::Fabric;
 use rayon::prelude::*;
-use routing::engines::{by_name, engine_names, route_chain, RouteOptions};
+use routing::engines::{engine_names, route_chain, RouteOptions};
 use routing::fault::{Fault, Session};
 use routing::Routing;
 use serde_json::{json, Value};
@@ -318,12 +318,7 @@ fn session_repairs(
     want: &[Option<Scheme>],
     t_compute: Option<u64>,
 ) -> Result<Repairs> {
-    let e = by_name(engine).with_context(|| {
-        format!(
-            "unknown engine {engine:?} (engines: {})",
-            engine_names().join(", ")
-        )
-    })?;
+    let e = crate::names::engine(engine, "engines", &engine_names())?;
     let (vls, opts) = a.rftr.plan(f, e.as_ref(), opts, a.budget.sls)?;
     let (opts, base) = Session::route_base(f, e.as_ref(), &opts).map_err(session_error)?;
     let want_rftr = want.contains(&Some(Scheme::Rftr));
@@ -435,7 +430,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         let (f, r) = load_tables(&Tables {
             fabric: a.fabric.clone(),
-            lfts: lfts.clone(),
+            lfts: Some(lfts.clone()),
             sl2vl: a.sl2vl.clone(),
             psl: a.psl.clone(),
             lmc: a.lmc,
@@ -452,6 +447,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         let opts = route_opts(&a, &f)?;
         let names: Vec<&str> = engine.split([',', ' ']).filter(|s| !s.is_empty()).collect();
+        crate::names::check_chain(&names)?;
         let chain = route_chain(&names, &f, &fabric::FaultMask::none(&f), &opts)
             .map_err(|e| anyhow::anyhow!("{e} (engines: {})", engine_names().join(", ")))?;
         for (n, e) in &chain.attempts {

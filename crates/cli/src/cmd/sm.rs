@@ -6,7 +6,7 @@
 use crate::util::{write_tables, OutputDir};
 use crate::{say, warn};
 use anyhow::{Context, Result};
-use routing::engines::{by_name, RouteOptions};
+use routing::engines::RouteOptions;
 use routing::opensm::SetOptions;
 use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
 use std::io::Write;
@@ -291,13 +291,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if !(a.sweep_interval >= 0.0 && a.max_seconds >= 0.0) {
         crate::usage_bail!("--sweep-interval and --max-seconds must be 0 or more");
     }
-    let engine = by_name(&a.engine).with_context(|| {
-        format!(
-            "unknown engine {:?} (engines: {})",
-            a.engine,
-            routing::engines::engine_names().join(", ")
-        )
-    })?;
+    let engine = crate::names::engine(&a.engine, "engines", &routing::engines::engine_names())?;
     if let Some(o) = &a.output {
         // A bad -o is found before the fabric is touched.
         drop(OutputDir::prepare(o)?);
