@@ -226,6 +226,17 @@ fn sets_describe_themselves() {
     );
     ok(&check_set(&set));
     ok(&fr(&["check", &s]));
+    // a path-SL file cut short: a warning with the count, an error with --strict
+    let psl = std::fs::read_to_string(set.join("opensm-path-sl.psl")).unwrap();
+    let cut = d.join("cut.psl");
+    let keep: Vec<&str> = psl.lines().take(100).collect();
+    std::fs::write(&cut, keep.join("\n")).unwrap();
+    let c = cut.display().to_string();
+    let o = fr(&["check", &s, "--psl", &c]);
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("(source, DLID) pairs of the fabric have no path SL"));
+    let o = fr(&["check", &s, "--psl", &c, "--strict"]);
+    assert_eq!(o.status.code(), Some(3));
     ok(&fr(&["stats", &s, "--ebb-runs", "0"]));
     let o = fr(&["trace", &s, "H_0_0_0", "H_3_3_1"]);
     ok(&o);

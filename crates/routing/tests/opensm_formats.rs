@@ -1061,7 +1061,9 @@ fn sl2vl_errors() {
     );
     let l = read_sl2vl(text.as_bytes(), "w", &f).unwrap();
     assert_eq!(l.rows, 1);
-    assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
+    // (and the ports without a block are counted: one switch of the fabric has one)
+    assert_eq!(l.warnings.len(), 3, "{:?}", l.warnings);
+    assert!(l.warnings[2].contains("no SL2VL block"), "{:?}", l.warnings);
     assert_eq!(l.sl2vl.vl(f.node_by_name("A").unwrap(), 0, 1, 0), 15);
 }
 
@@ -1095,7 +1097,13 @@ fn psl_errors() {
     let both = b"0x00000000000000a0 4 1\n0x0000000000000099 4 1\n0x0000000000000010 4 1\n";
     let l = read_psl(both, "w", &f).unwrap();
     assert_eq!(l.entries, 1);
-    assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
+    // (and the pairs without an SL are counted: one entry of the fabric's pairs is given)
+    assert_eq!(l.warnings.len(), 3, "{:?}", l.warnings);
+    assert!(
+        l.warnings[2].contains("have no path SL"),
+        "{:?}",
+        l.warnings
+    );
     assert!(l.warnings[0].contains("is switch \"A\""));
     // ... but a file none of whose entries is for this fabric is refused, as are empty and
     // binary files.

@@ -37,6 +37,11 @@ pub struct Tables {
     /// the summary.json beside the LFT file records, else 0.
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
     pub lmc: Option<u8>,
+    /// Refuse table files that leave part of the fabric out: a path-SL file without some
+    /// (source, DLID) pairs, an SL2VL dump without some switches' or ports' tables (by
+    /// default a warning says how many, and they are taken as SL 0 / identity).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// What a `summary.json` beside the tables says about the set they belong to.
@@ -205,6 +210,7 @@ pub fn load_tables(t: &Tables) -> Result<(Fabric, Routing)> {
         t.sl2vl.as_deref(),
         t.psl.as_deref(),
         set.as_ref(),
+        t.strict,
     )
     .map_err(hint)?;
     Ok((f, r))
@@ -227,6 +233,7 @@ pub(crate) fn read_routing(
     sl2vl: Option<&Path>,
     psl: Option<&Path>,
     set: Option<&SetInfo>,
+    strict: bool,
 ) -> Result<Routing> {
     let sl2vl = sl2vl.map(|p| read_input(p).map(|b| (p, b))).transpose()?;
     let psl = psl.map(|p| read_input(p).map(|b| (p, b))).transpose()?;
@@ -258,6 +265,14 @@ pub(crate) fn read_routing(
     let mut r = load.routing;
     if let Some((p, b)) = &sl2vl {
         let l = read_sl2vl(b, &input_name(p), f)?;
+        if strict && l.missing_switches + l.missing_end_ports > 0 {
+            anyhow::bail!(
+                "{}: no SL2VL block for {} switches and {} end ports (--strict)",
+                input_name(p),
+                l.missing_switches,
+                l.missing_end_ports
+            );
+        }
         for w in &l.warnings {
             crate::warn!("{w}");
         }
@@ -265,6 +280,13 @@ pub(crate) fn read_routing(
     }
     if let Some((p, b)) = &psl {
         let l = read_psl(b, &input_name(p), f)?;
+        if strict && l.missing_pairs > 0 {
+            anyhow::bail!(
+                "{}: {} (source, DLID) pairs have no path SL (--strict)",
+                input_name(p),
+                l.missing_pairs
+            );
+        }
         for w in &l.warnings {
             crate::warn!("{w}");
         }

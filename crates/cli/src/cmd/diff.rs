@@ -335,6 +335,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             s.sl2vl.as_deref().filter(|_| full),
             s.psl.as_deref().filter(|_| full),
             s.set.as_ref(),
+            false,
         )
     };
     let (ra, rb) = (read_side(&sa)?, read_side(&sb)?);

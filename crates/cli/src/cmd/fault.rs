@@ -332,6 +332,7 @@ fn load_deployed(dir: &std::path::Path, lmc: Option<u8>) -> Result<(Fabric, rout
         sl2vl: file("opensm-sl2vl.dump"),
         psl: file("opensm-path-sl.psl"),
         lmc,
+        strict: false,
     };
     crate::cmd::check::load_tables(&t)
 }

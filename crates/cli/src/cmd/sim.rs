@@ -434,6 +434,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             sl2vl: a.sl2vl.clone(),
             psl: a.psl.clone(),
             lmc: a.lmc,
+            strict: false,
         })?;
         (f, r, lfts.display().to_string())
     } else {

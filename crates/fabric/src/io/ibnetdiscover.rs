@@ -544,6 +544,15 @@ impl<'t> Reader<'t> {
                 self.rec.set_lid(n, lp, lid, lmc, at)?;
             }
         }
+        if let Some(bad) = pc.bad_width_speed {
+            return Err(self.rec.err(
+                at,
+                format!(
+                    "expected the link's width and speed after its LID, like 4xEDR (width 1x, 2x, 4x, 8x or 12x; speed SDR to XDR), got {:?}",
+                    excerpt(bad)
+                ),
+            ));
+        }
         let (width, speed) = pc.width_speed.unwrap_or((Width::Unknown, Speed::Unknown));
         self.rec
             .add_port_line(n, lp, remote, rp, remote_guid, End { width, speed }, at)

@@ -60,22 +60,39 @@ pub fn parse_width_speed(tok: &str) -> Option<(Width, Speed)> {
     Some((w, Speed::parse(s)?))
 }
 
+/// `<something>x<something>` with a number-like width part (`65536xQDR`, `1e9xFDR10`,
+/// `4xABC`): a width and speed token that does not parse, as opposed to other text.
+fn looks_like_width_speed(tok: &str) -> bool {
+    tok.find(['x', 'X']).is_some_and(|i| {
+        let (w, s) = (&tok[..i], &tok[i + 1..]);
+        !w.is_empty()
+            && !s.is_empty()
+            && w.starts_with(|c: char| c.is_ascii_digit())
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    })
+}
+
 /// What the `# …` comment of an ibnetdiscover port line says:
 /// CA side `lid 5 lmc 0 "remote desc" lid 3 4xEDR`, switch side `"remote desc" lid 3 4xEDR`
 /// (possibly followed by ` s=4 w=2 v=4` with `-f`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PortComment {
+pub struct PortComment<'a> {
     /// The line's own port LID and LMC (CA and router port lines only).
     pub own_lid: Option<(u64, u64)>,
     /// The LID printed for the far end.
     pub remote_lid: Option<u64>,
     pub width_speed: Option<(Width, Speed)>,
+    /// The token where the width and speed belong (after `lid N`) when it looks like one
+    /// (`<width>x<speed>`) but is not: `65536xQDR`, `1e9xFDR10`, `4xABC`. Readers make it an
+    /// error naming the line, not an unknown width.
+    pub bad_width_speed: Option<&'a str>,
 }
 
 /// Parses a port-line comment (the text after `#`). Never fails: parts it cannot read are
 /// `None`. The remote description is skipped by taking everything up to the last `"`, so a
 /// description may contain `#`, quotes or trailing spaces.
-pub fn parse_port_comment(comment: &str) -> PortComment {
+pub fn parse_port_comment(comment: &str) -> PortComment<'_> {
     let mut out = PortComment::default();
     let mut c = Cursor::new(comment);
     c.skip_ws();
@@ -114,6 +131,9 @@ pub fn parse_port_comment(comment: &str) -> PortComment {
             out.remote_lid = parse_num(v);
             if let Some(ws) = toks.next() {
                 out.width_speed = parse_width_speed(ws);
+                if out.width_speed.is_none() && looks_like_width_speed(ws) {
+                    out.bad_width_speed = Some(ws);
+                }
             }
             break;
         } else if let Some(ws) = parse_width_speed(t) {

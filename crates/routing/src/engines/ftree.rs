@@ -786,8 +786,13 @@ impl Engine for FatTree {
             }
         }
         notes.push(format!(
-            "{} roots from {source} (e.g. {:?}); switches per rank from the roots: {}; {} leaves",
+            "{} {} from {source} (e.g. {:?}); switches per rank from the roots: {}; {} leaves",
             shape.roots.len(),
+            if shape.roots.len() == 1 {
+                "root"
+            } else {
+                "roots"
+            },
             shape
                 .roots
                 .first()

@@ -211,12 +211,14 @@ impl Pass<'_, '_> {
 pub fn skipped_note(t: &Topo) -> String {
     if t.ends.iter().any(|e| e.nlids != 1) {
         "balance pass skipped: the end ports have LMC > 0 (each LID of a range keeps the path the engine gave it, so the LIDs of one port stay spread over different links)".to_string()
-    } else {
+    } else if t.ends.len().saturating_mul(t.n) > MAX_STATE {
         format!(
             "balance pass skipped: {} destinations x {} switches is above the {MAX_STATE} entries of state it keeps",
             t.ends.len(),
             t.n
         )
+    } else {
+        "balance pass skipped: no route crosses a link between switches (every end port on one switch, or none), so there is no load to balance".to_string()
     }
 }
 

@@ -184,7 +184,9 @@ pub(crate) fn updn_ranking(
         // A single root connects every pair legally.
         return Ok(Ranked::new(rk2, codes2, notes, 0, 0));
     }
-    notes.insert(0, format!("{} roots from the {source}", rk.roots.len()));
+    let n = rk.roots.len();
+    let roots = if n == 1 { "root" } else { "roots" };
+    notes.insert(0, format!("{n} {roots} from the {source}"));
     Ok(Ranked::new(rk, codes, notes, bad, esc))
 }
 

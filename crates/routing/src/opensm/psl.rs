@@ -37,6 +37,9 @@ pub struct PslLoad {
     pub warnings: Vec<String>,
     /// Lines (entries) read.
     pub entries: usize,
+    /// (source CA port, DLID of another CA's port) pairs the file gives no SL (OpenSM's SA
+    /// and fabroute list every one): they take the default above, a warning says how many.
+    pub missing_pairs: u64,
 }
 
 /// Reads a PSL file for fabric `f`.
@@ -52,6 +55,7 @@ pub fn read_psl(bytes: &[u8], file: &str, f: &Fabric) -> Result<PslLoad, ParseEr
             path_sl: PathSl::Uniform(0),
             warnings: Vec::new(),
             entries: 0,
+            missing_pairs: 0,
         });
     }
     require_text(bytes, file, WHAT)?;
@@ -227,11 +231,51 @@ pub fn read_psl(bytes: &[u8], file: &str, f: &Fabric) -> Result<PslLoad, ParseEr
             format!("no path SL for a pair of this fabric: expected {WHAT}"),
         ));
     }
+    let missing_pairs = missing(f, stride, &tab);
+    if missing_pairs > 0 {
+        warnings.push(format!(
+            "{file}: {missing_pairs} (source, DLID) pairs of the fabric have no path SL here (a file cut short?); they are taken as {}",
+            match collapse_sparse(stride, tab.clone()) {
+                PathSl::Uniform(s) => format!("SL {s}"),
+                _ => "their destination's SL, or SL 0".to_string(),
+            }
+        ));
+    }
     Ok(PslLoad {
         path_sl: collapse_sparse(stride, tab),
         warnings,
         entries,
+        missing_pairs,
     })
+}
+
+/// The (source CA port, DLID of another CA's port) pairs left `UNSET` (ports of one node
+/// aside: a multi-port node lists its siblings' LIDs under its first port only).
+fn missing(f: &Fabric, stride: usize, tab: &[u8]) -> u64 {
+    let cas: Vec<(usize, PortId)> = f
+        .end_ports
+        .iter()
+        .enumerate()
+        .filter(|(_, &p)| f.node(f.port(p).node).kind == NodeKind::Ca && f.port(p).lid != 0)
+        .map(|(i, &p)| (i, p))
+        .collect();
+    let mut n = 0u64;
+    for &(si, sp) in &cas {
+        let row = &tab[si * stride..(si + 1) * stride];
+        for &(_, dp) in &cas {
+            let d = f.port(dp);
+            if d.node == f.port(sp).node {
+                continue;
+            }
+            for o in 0..(1usize << d.lmc.min(7)) {
+                let lid = d.lid as usize + o;
+                if lid < stride && row[lid] == UNSET {
+                    n += 1;
+                }
+            }
+        }
+    }
+    n
 }
 
 /// Collapses a table whose `UNSET` entries are "don't care".

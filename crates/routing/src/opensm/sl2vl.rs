@@ -33,6 +33,10 @@ pub struct Sl2VlLoad {
     pub warnings: Vec<String>,
     /// Rows read.
     pub rows: usize,
+    /// Switches and end ports the dump has no block for (OpenSM writes one for each): their
+    /// tables are taken as identity, a warning says how many.
+    pub missing_switches: usize,
+    pub missing_end_ports: usize,
 }
 
 /// Ports that get a block, in OpenSM's order: every switch's port 0 and every cabled
@@ -117,6 +121,7 @@ pub fn read_sl2vl(bytes: &[u8], file: &str, f: &Fabric) -> Result<Sl2VlLoad, Par
     let mut vl15 = 0usize;
     // None = before any header; Some(None) = skipped block; Some(Some(port)) = current port.
     let mut cur: Option<Option<PortId>> = None;
+    let mut seen: rustc_hash::FxHashSet<PortId> = Default::default();
     for (ln, raw) in numbered_lines(&text) {
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -138,6 +143,7 @@ pub fn read_sl2vl(bytes: &[u8], file: &str, f: &Fabric) -> Result<Sl2VlLoad, Par
             let _ = tail;
             cur = Some(match by_guid.get(&g) {
                 Some(&p) => {
+                    seen.insert(p);
                     let nk = f.node(f.port(p).node).kind;
                     if type_str(nk) != kind {
                         warnings.push(format!(
@@ -236,9 +242,28 @@ pub fn read_sl2vl(bytes: &[u8], file: &str, f: &Fabric) -> Result<Sl2VlLoad, Par
             format!("no SL2VL row for a port of this fabric: expected {WHAT}"),
         ));
     }
+    let (mut missing_switches, mut missing_end_ports) = (0, 0);
+    for p in dump_ports(f) {
+        if !seen.contains(&p) {
+            if f.is_switch(f.port(p).node) {
+                missing_switches += 1;
+            } else {
+                missing_end_ports += 1;
+            }
+        }
+    }
+    if missing_switches + missing_end_ports > 0 {
+        warnings.push(format!(
+            "{file}: no SL2VL block for {missing_switches} of the {} switches and {missing_end_ports} of the {} end ports (OpenSM writes one for each: a dump cut short?); their tables are taken as identity",
+            f.num_switches(),
+            f.end_ports.len()
+        ));
+    }
     Ok(Sl2VlLoad {
         sl2vl: t,
         warnings,
         rows,
+        missing_switches,
+        missing_end_ports,
     })
 }
