@@ -11,7 +11,7 @@ use routing::fault::{Fault, Rftr, RftrConfig, UpDownRule};
 use routing::{PathSl, Routing};
 
 mod common;
-use common::switch_links;
+use common::{random_faults, switch_links};
 
 fn fabric(spec: &str) -> Fabric {
     generate(&spec.parse::<TopoSpec>().unwrap()).unwrap()
@@ -397,26 +397,6 @@ fn assert_completion_for_checkers(
         prop_assert_eq!(&w2.hops, &w.hops);
     }
     Ok(())
-}
-
-/// `n` distinct random inter-switch link faults (fewer when the fabric has fewer links), then
-/// a random switch fault if `with_switch`, drawn from `seed`.
-fn random_faults(f: &Fabric, seed: u64, n: usize, with_switch: bool) -> Vec<Fault> {
-    let links = switch_links(f);
-    let mut rng = fabric::rng::Rng::new(seed);
-    let mut faults = Vec::new();
-    let mut used = std::collections::HashSet::new();
-    while faults.len() < n.min(links.len()) {
-        let l = links[rng.below(links.len() as u64) as usize];
-        if used.insert(l) {
-            faults.push(Fault::Link(l));
-        }
-    }
-    if with_switch {
-        let s = f.switches[rng.below(f.num_switches() as u64) as usize];
-        faults.push(Fault::Switch(NodeId(s.0)));
-    }
-    faults
 }
 
 #[test]

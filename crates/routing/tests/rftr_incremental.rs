@@ -5,37 +5,17 @@
 //! have them.
 
 use fabric::gen::{generate, TopoSpec};
-use fabric::{Fabric, FaultMask, NodeId};
+use fabric::{Fabric, FaultMask};
 use proptest::prelude::*;
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::{CheckMode, Fault, Rftr, RftrConfig, Session, Tracker};
 use routing::turn::Base;
 
 mod common;
-use common::switch_links;
+use common::{random_faults, switch_links};
 
 fn fabric(spec: &str) -> Fabric {
     generate(&spec.parse::<TopoSpec>().unwrap()).unwrap()
-}
-
-/// `n` distinct random inter-switch link faults, then a random switch fault if
-/// `with_switch`, drawn from `seed`.
-fn random_faults(f: &Fabric, seed: u64, n: usize, with_switch: bool) -> Vec<Fault> {
-    let links = switch_links(f);
-    let mut rng = fabric::rng::Rng::new(seed);
-    let mut faults = Vec::new();
-    let mut used = std::collections::HashSet::new();
-    while faults.len() < n.min(links.len()) {
-        let l = links[rng.below(links.len() as u64) as usize];
-        if used.insert(l) {
-            faults.push(Fault::Link(l));
-        }
-    }
-    if with_switch {
-        let s = f.switches[rng.below(f.num_switches() as u64) as usize];
-        faults.push(Fault::Switch(NodeId(s.0)));
-    }
-    faults
 }
 
 /// Runs `faults` over `engine`'s base twice, once per check mode, and compares every step:

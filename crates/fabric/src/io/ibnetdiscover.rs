@@ -544,14 +544,8 @@ impl<'t> Reader<'t> {
                 self.rec.set_lid(n, lp, lid, lmc, at)?;
             }
         }
-        if let Some(bad) = pc.bad_width_speed {
-            return Err(self.rec.err(
-                at,
-                format!(
-                    "expected the link's width and speed after its LID, like 4xEDR (width 1x, 2x, 4x, 8x or 12x; speed SDR to XDR), got {:?}",
-                    excerpt(bad)
-                ),
-            ));
+        if let Some(m) = pc.width_speed_error() {
+            return Err(self.rec.err(at, m));
         }
         let (width, speed) = pc.width_speed.unwrap_or((Width::Unknown, Speed::Unknown));
         self.rec

@@ -592,14 +592,8 @@ impl Sim<'_, '_> {
         }
         if let Some(cm) = comment {
             let pc = parse_port_comment(cm);
-            if let Some(bad) = pc.bad_width_speed {
-                return Err(self.rec.err(
-                    at,
-                    format!(
-                        "expected the link's width and speed after its LID, like 4xEDR (width 1x, 2x, 4x, 8x or 12x; speed SDR to XDR), got {:?}",
-                        excerpt(bad)
-                    ),
-                ));
+            if let Some(m) = pc.width_speed_error() {
+                return Err(self.rec.err(at, m));
             }
             if let Some((w, s)) = pc.width_speed {
                 m.apply_token(w, s);

@@ -60,6 +60,18 @@ pub fn parse_width_speed(tok: &str) -> Option<(Width, Speed)> {
     Some((w, Speed::parse(s)?))
 }
 
+impl PortComment<'_> {
+    /// The error for a malformed width and speed token, if the comment has one.
+    pub fn width_speed_error(&self) -> Option<String> {
+        self.bad_width_speed.map(|bad| {
+            format!(
+                "expected the link's width and speed after its LID, like 4xEDR (width 1x, 2x, 4x, 8x or 12x; speed SDR to XDR), got {:?}",
+                super::text::excerpt(bad)
+            )
+        })
+    }
+}
+
 /// `<something>x<something>` with a number-like width part (`65536xQDR`, `1e9xFDR10`,
 /// `4xABC`): a width and speed token that does not parse, as opposed to other text.
 fn looks_like_width_speed(tok: &str) -> bool {

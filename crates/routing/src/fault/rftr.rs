@@ -405,6 +405,20 @@ struct Cand {
     suf_off: u32,
 }
 
+impl Cand {
+    /// The source's own base-LID walk of `hops` hops, taken as it is.
+    fn base_walk(s: u32, hops: u32) -> Cand {
+        Cand {
+            trans: 0,
+            hops,
+            c: s,
+            pre_path: NONE,
+            pre_len: 0,
+            suf_off: 0,
+        }
+    }
+}
+
 impl<'f> Rftr<'f> {
     /// Starts RFTR from a base routing. The routing's virtual LIDs (offsets ≥ 1) are cleared.
     /// With a turn rule (`Base::Turns`, or an `Arc` of a rule) the base paths must obey it (an
@@ -1367,14 +1381,7 @@ impl<'f> Rftr<'f> {
             if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {
                 let t = self.end_sw[e as usize];
                 if self.live_distances(t)[s as usize] == h {
-                    let keep = Cand {
-                        trans: 0,
-                        hops: h,
-                        c: s,
-                        pre_path: NONE,
-                        pre_len: 0,
-                        suf_off: 0,
-                    };
+                    let keep = Cand::base_walk(s, h);
                     if let Some(tr) =
                         self.try_candidate(slot, s, e, &keep, false, &mut hops, &mut vls)
                     {
@@ -1390,14 +1397,7 @@ impl<'f> Rftr<'f> {
         if self.cfg.reuse_dead_base && best.trans == 0 {
             if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {
                 if h == best.hops {
-                    best = Cand {
-                        trans: 0,
-                        hops: h,
-                        c: s,
-                        pre_path: NONE,
-                        pre_len: 0,
-                        suf_off: 0,
-                    };
+                    best = Cand::base_walk(s, h);
                 }
             }
         }

@@ -48,3 +48,28 @@ pub fn switch_links(f: &Fabric) -> Vec<LinkId> {
         })
         .collect()
 }
+
+/// `n` distinct random inter-switch link faults (fewer when the fabric has fewer links), then
+/// a random switch fault if `with_switch`, drawn from `seed`.
+pub fn random_faults(
+    f: &Fabric,
+    seed: u64,
+    n: usize,
+    with_switch: bool,
+) -> Vec<routing::fault::Fault> {
+    let links = switch_links(f);
+    let mut rng = fabric::rng::Rng::new(seed);
+    let mut faults = Vec::new();
+    let mut used = std::collections::HashSet::new();
+    while faults.len() < n.min(links.len()) {
+        let l = links[rng.below(links.len() as u64) as usize];
+        if used.insert(l) {
+            faults.push(routing::fault::Fault::Link(l));
+        }
+    }
+    if with_switch {
+        let s = f.switches[rng.below(f.num_switches() as u64) as usize];
+        faults.push(routing::fault::Fault::Switch(fabric::NodeId(s.0)));
+    }
+    faults
+}
