@@ -98,6 +98,21 @@ fn stdout_line(s: &str) {
     }
 }
 
+/// Writes `text` as it is to stdout (a file written to `-`), dropping it once stdout is gone.
+pub fn stdout_raw(text: &str) {
+    if STDOUT_GONE.load(Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
+        STDOUT_GONE.store(true, Relaxed);
+    }
+}
+
 /// Writes one line to stderr (errors there are ignored: nothing else can be told).
 pub fn stderr_line(s: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{s}");

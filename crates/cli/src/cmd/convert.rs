@@ -11,7 +11,7 @@ use std::process::ExitCode;
 pub struct Args {
     /// Input fabric (format detected from the content).
     pub input: PathBuf,
-    /// Output file.
+    /// Output file, or `-` for standard output (not with --json, whose document goes there).
     #[arg(short, long)]
     pub output: PathBuf,
     /// Output format.
@@ -25,12 +25,24 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let to_stdout = crate::util::is_stdin(&a.output);
+    if to_stdout && crate::out::json() {
+        crate::usage_bail!("-o - and --json would both write to standard output: give -o FILE");
+    }
     let loaded = load_fabric(&a.input, BuildOptions::default())?;
     let (text, lost) = render_lossy(&loaded.fabric, a.to, a.lossy)?;
-    write_atomic(&a.output, text.as_bytes())?;
+    if to_stdout {
+        crate::out::stdout_raw(&text);
+    } else {
+        write_atomic(&a.output, text.as_bytes())?;
+    }
     crate::out::stderr_line(&format!(
         "wrote {} ({} switches, {} end ports)",
-        a.output.display(),
+        if to_stdout {
+            "standard output".to_string()
+        } else {
+            a.output.display().to_string()
+        },
         loaded.fabric.num_switches(),
         loaded.fabric.end_ports.len()
     ));

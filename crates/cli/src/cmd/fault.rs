@@ -112,7 +112,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub from: Option<PathBuf>,
     /// Base routing engine: one that states a turn rule RFTR can build on.
-    #[arg(long, default_value = "updn", long_help = base_engine_help())]
+    #[arg(short = 'R', long, default_value = "updn", long_help = base_engine_help())]
     pub engine: String,
     /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for new paths (default
     /// 2). Every LID is assigned afresh; the file's own LIDs are not read (with `--from`, the
@@ -240,7 +240,7 @@ pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
             .parse()
             .with_context(|| format!("{spec:?}: port {port:?} is not a number"))?;
         if port == 0 || port > f.node(n).nports {
-            bail!("{spec:?}: {sw} has ports 1..={}", f.node(n).nports);
+            crate::usage_bail!("{spec:?}: {sw} has ports 1..={}", f.node(n).nports);
         }
         let p = f.port_id(n, port);
         let l = f

@@ -27,7 +27,7 @@ pub struct Args {
     /// Fabric file.
     pub fabric: PathBuf,
     /// Base routing engine: one that states a turn rule RFTR can build on.
-    #[arg(long, default_value = "updn", long_help = crate::cmd::fault::base_engine_help())]
+    #[arg(short = 'R', long, default_value = "updn", long_help = crate::cmd::fault::base_engine_help())]
     pub engine: String,
     /// LMC of the end ports (virtual LIDs for new paths).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=7))]
