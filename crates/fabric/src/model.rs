@@ -377,6 +377,15 @@ impl Fabric {
     pub fn switch_lid(&self, n: NodeId) -> Lid {
         self.ports[self.port_base[n.idx()] as usize].lid
     }
+    /// The smallest LMC of the end ports (0 without end ports): the virtual LIDs every
+    /// destination has.
+    pub fn end_lmc(&self) -> u8 {
+        self.end_ports
+            .iter()
+            .map(|&p| self.port(p).lmc)
+            .min()
+            .unwrap_or(0)
+    }
     /// The highest LID assigned (including LMC ranges).
     pub fn max_lid(&self) -> Lid {
         (self.lid_owner.len().saturating_sub(1)) as Lid

@@ -342,12 +342,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let t0 = Instant::now();
     let (f, engine, opts, deployed, lmc) = if let Some(dir) = &a.from {
         let (f, r) = load_deployed(dir, a.lmc)?;
-        let lmc = f
-            .end_ports
-            .iter()
-            .map(|&p| f.port(p).lmc)
-            .min()
-            .unwrap_or(0);
+        let lmc = f.end_lmc();
         let (engine, opts) = base_engine(
             &f,
             &dir.join("opensm-subnet.lst"),

@@ -472,12 +472,7 @@ impl<'f> Rftr<'f> {
         let ns = f.num_switches();
         let ne = f.end_ports.len();
         let mut routing = base.clone();
-        let lmc = f
-            .end_ports
-            .iter()
-            .map(|&p| f.port(p).lmc)
-            .min()
-            .unwrap_or(0);
+        let lmc = f.end_lmc();
         // Clear virtual LIDs.
         for &p in &f.end_ports {
             let base_lid = f.port(p).lid;
