@@ -1244,18 +1244,7 @@ fn pictures_of_loads_loops_and_fault_tolerance() {
 /// `fabroute check --json` on a table set `route` or `fault` wrote into `out` (its subnet
 /// file, LFTs, SL2VL and path SLs): the summary and the exit code.
 fn check_set(out: &std::path::Path) -> (serde_json::Value, Option<i32>) {
-    let p = |n: &str| out.join(n).to_str().unwrap().to_string();
-    let o = fr(&[
-        "check",
-        &p("opensm-subnet.lst"),
-        "--lfts",
-        &p("opensm-lfts.dump"),
-        "--sl2vl",
-        &p("opensm-sl2vl.dump"),
-        "--psl",
-        &p("opensm-path-sl.psl"),
-        "--json",
-    ]);
+    let o = common::check_set_with(out, &["--json"]);
     (serde_json::from_slice(&o.stdout).unwrap(), o.status.code())
 }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 mod common;
-use common::{fr, tmp};
+use common::{check_set_with, fr, tmp};
 
 fn json(p: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
@@ -26,20 +26,6 @@ fn diff_entries(a: &Path, b: &Path) -> u64 {
     assert_eq!(o.status.code(), Some(1), "the sets differ");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     v["totals"]["lft_entries"].as_u64().unwrap()
-}
-
-fn check_set(d: &Path) -> std::process::Output {
-    let p = |n: &str| d.join(n).display().to_string();
-    fr(&[
-        "check",
-        &p("opensm-subnet.lst"),
-        "--lfts",
-        &p("opensm-lfts.dump"),
-        "--sl2vl",
-        &p("opensm-sl2vl.dump"),
-        "--psl",
-        &p("opensm-path-sl.psl"),
-    ])
 }
 
 /// A `route -o` set at LMC 0 repaired in place: the LIDs are the set's (`diff` compares the
@@ -93,7 +79,7 @@ fn from_a_route_set_keeps_its_lids_and_the_delta_is_the_diff() {
             assert_eq!(rftr, diff, "RFTR's delta is the whole difference");
         } else {
             assert!(rftr <= diff);
-            let c = check_set(&out);
+            let c = check_set_with(&out, &[]);
             assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stdout));
         }
     }
@@ -224,7 +210,7 @@ fn sets_describe_themselves() {
         Some(1),
         "without the set's VLs: credit loops"
     );
-    ok(&check_set(&set));
+    ok(&check_set_with(&set, &[]));
     ok(&fr(&["check", &s]));
     // a path-SL file cut short: a warning with the count, an error with --strict
     let psl = std::fs::read_to_string(set.join("opensm-path-sl.psl")).unwrap();

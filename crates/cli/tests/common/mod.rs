@@ -90,3 +90,20 @@ pub fn check_svg(p: &Path) {
         panic!("rsvg-convert is not installed: run scripts/install-test-deps.sh (or set FABROUTE_NO_EXTERNAL_TOOLS=1 to skip rendering)");
     }
 }
+
+/// `fabroute check` on a table set written into `dir` (its subnet file, LFTs, SL2VL and path
+/// SLs), with `extra` arguments.
+pub fn check_set_with(dir: &Path, extra: &[&str]) -> Output {
+    let p = |n: &str| dir.join(n).display().to_string();
+    let (lst, lfts, sl2vl, psl) = (
+        p("opensm-subnet.lst"),
+        p("opensm-lfts.dump"),
+        p("opensm-sl2vl.dump"),
+        p("opensm-path-sl.psl"),
+    );
+    let mut args = vec![
+        "check", &lst, "--lfts", &lfts, "--sl2vl", &sl2vl, "--psl", &psl,
+    ];
+    args.extend_from_slice(extra);
+    fr(&args)
+}

@@ -231,6 +231,7 @@ pub struct Rftr<'f> {
     /// `apply`), and their buffers for reuse.
     dist: FxHashMap<u32, Vec<u32>>,
     dist_pool: Vec<Vec<u32>>,
+    bfs_queue: Vec<u32>,
     // scratch
     stamp: Vec<u32>,
     stamp_gen: u32,
@@ -600,6 +601,7 @@ impl<'f> Rftr<'f> {
             alive_buf: Vec::new(),
             dist: FxHashMap::default(),
             dist_pool: Vec::new(),
+            bfs_queue: Vec::new(),
             stamp: vec![0; ns],
             stamp_gen: 0,
             dead0: vec![0; ns],
@@ -1252,7 +1254,9 @@ impl<'f> Rftr<'f> {
             d.clear();
             d.resize(ns, u32::MAX);
             d[t as usize] = 0;
-            let mut queue = vec![t];
+            let mut queue = std::mem::take(&mut self.bfs_queue);
+            queue.clear();
+            queue.push(t);
             let mut at = 0;
             while at < queue.len() {
                 let u = queue[at];
@@ -1270,6 +1274,7 @@ impl<'f> Rftr<'f> {
                     }
                 }
             }
+            self.bfs_queue = queue;
             self.dist.insert(t, d);
         }
         &self.dist[&t]

@@ -47,6 +47,12 @@ impl Snapshot {
     }
 }
 
+/// A pair as the walker groups it: (DLID * 16 + path SL, source, destination).
+fn keyed(r: &Routing, (src, dst, dlid): (u32, u32, Lid)) -> (u32, u32, u32) {
+    let sl = r.path_sl.get(src as usize, dlid);
+    ((dlid as u32) * NUM_SLS as u32 + sl as u32, src, dst)
+}
+
 const PENDING: u8 = 0;
 const ARRIVES: u8 = 1;
 const FAILS: u8 = 2;
@@ -89,13 +95,7 @@ impl<'a> Walker<'a> {
     /// keeps their groups apart from the current state's. Returns the pairs that do not arrive.
     fn walk_all(&mut self, r: &Routing, pairs: &[(u32, u32, Lid)], salt: u32) -> u64 {
         // Group by (DLID, SL) so that the memo of one group is complete before the next.
-        let mut order: Vec<(u32, u32, u32)> = pairs
-            .iter()
-            .map(|&(src, dst, dlid)| {
-                let sl = r.path_sl.get(src as usize, dlid);
-                ((dlid as u32) * NUM_SLS as u32 + sl as u32, src, dst)
-            })
-            .collect();
+        let mut order: Vec<(u32, u32, u32)> = pairs.iter().map(|&p| keyed(r, p)).collect();
         let kmax = order.iter().map(|o| o.0 as usize + 1).max().unwrap_or(0);
         if kmax <= 8 * order.len() + 1024 {
             // Counting sort on the key: linear, and keys are dense enough.
@@ -129,10 +129,7 @@ impl<'a> Walker<'a> {
         order: &mut Vec<(u32, u32, u32)>,
     ) -> u64 {
         order.clear();
-        order.extend(pairs.iter().map(|&(src, dst, dlid)| {
-            let sl = r.path_sl.get(src as usize, dlid);
-            ((dlid as u32) * NUM_SLS as u32 + sl as u32, src, dst)
-        }));
+        order.extend(pairs.iter().map(|&p| keyed(r, p)));
         // One DLID: grouping by SL is a sort over at most 16 keys, and usually none is
         // needed (every pair on one SL).
         if order.windows(2).any(|w| w[0].0 != w[1].0) {
