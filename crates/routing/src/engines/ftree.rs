@@ -755,16 +755,6 @@ impl Engine for FatTree {
         let (bad, _) = count_illegal(&t, &codes, &is_source);
         Ok(super::updn::updown_base(f, &rk, bad))
     }
-    /// The roots of the fault-free tree, written into `root_guids` when none are given, so
-    /// that the base, RFTR's rule and every reconfiguration after faults rank from them.
-    fn pin_choices(&self, f: &Fabric, opts: &RouteOptions) -> Result<RouteOptions, EngineError> {
-        let mut o = opts.clone();
-        if o.root_guids.is_empty() && f.hints.roots.is_empty() {
-            let (_, roots) = fault_free_ranking(f, opts)?;
-            o.root_guids = roots.iter().map(|&s| f.node(f.switches[s]).guid).collect();
-        }
-        Ok(o)
-    }
     fn route_topo(&self, t: &Topo, opts: &RouteOptions) -> Result<Routed, EngineError> {
         let f = t.f;
         let n = t.n;

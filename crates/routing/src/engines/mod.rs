@@ -328,8 +328,11 @@ pub trait Engine: Send + Sync {
         )))
     }
     /// `opts` with the choices this engine makes on the fault-free fabric written in (updn:
-    /// its roots), so that routing again under faults keeps them, as a subnet manager keeps
-    /// its roots. Most engines make no such choice.
+    /// its evaluated root set; torus-2QoS: its coordinates), so that routing again under
+    /// faults keeps them, as a subnet manager keeps its roots. Routing the fault-free fabric
+    /// with the pinned options must give the same tables as with `opts` (tested on every
+    /// vendored and many generated fabrics); a choice that a pin cannot say exactly (a fat
+    /// tree's levels) is left to be derived again. Most engines make no such choice.
     fn pin_choices(&self, f: &Fabric, opts: &RouteOptions) -> Result<RouteOptions, EngineError> {
         let _ = f;
         Ok(opts.clone())

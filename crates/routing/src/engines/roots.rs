@@ -114,14 +114,10 @@ pub(crate) fn updn_ranking(
     // reached only through leaves (its cores hang off it alone) below them.
     let mut tree_rank: Option<Vec<u32>> = None;
     if roots.is_empty() {
-        // A fat tree: the roots of its shape (leaves = switches with hosts, aggregation nodes
-        // aside; see `tree`), unless that is every switch.
-        if let Ok(shape) = tree::detect(t, &tree::host_ends(t, &[])) {
-            if !shape.roots.is_empty() && shape.roots.len() < t.num_alive() {
-                roots = shape.roots;
-                tree_rank = Some(shape.rank);
-                source = "top level of the fat tree (ranked from its leaves)";
-            }
+        if let Some(shape) = tree_top(t) {
+            roots = shape.roots;
+            tree_rank = Some(shape.rank);
+            source = "top level of the fat tree (ranked from its leaves)";
         }
     }
     if roots.is_empty() {
@@ -188,6 +184,16 @@ pub(crate) fn updn_ranking(
     let roots = if n == 1 { "root" } else { "roots" };
     notes.insert(0, format!("{n} {roots} from the {source}"));
     Ok(Ranked::new(rk, codes, notes, bad, esc))
+}
+
+/// updn's roots when none are given and the fabric is a fat tree: the top of its detected
+/// shape (leaves = switches with hosts, aggregation nodes aside; see `tree`), ranked from its
+/// leaves, unless that top is every switch. A function of the live fabric alone, cheap to
+/// derive again: nothing to pin (pinning its roots as a root list would rank from them
+/// instead, a different routing).
+pub(crate) fn tree_top(t: &Topo) -> Option<tree::TreeShape> {
+    let shape = tree::detect(t, &tree::host_ends(t, &[])).ok()?;
+    (!shape.roots.is_empty() && shape.roots.len() < t.num_alive()).then_some(shape)
 }
 
 /// The roots the caller gives: `root_guids` (live switch node GUIDs; others are ignored with a

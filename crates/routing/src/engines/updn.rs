@@ -88,7 +88,7 @@
 use super::common::{unreached_note, Topo};
 use super::ranking::{route_updown, Dir, UpDownRanking};
 use super::rebalance::{rebalance, MOVE_BUDGET_PER_END};
-use super::roots::{dnup_ranking, updn_ranking, Ranked};
+use super::roots::{dnup_ranking, given_roots, tree_top, updn_ranking, Ranked};
 use super::transition::assign_transitions;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::turn::{Base, UpDownRule};
@@ -110,12 +110,16 @@ impl Engine for UpDn {
         let r = updn_ranking(&t, &t.mask, opts)?;
         Ok(updown_base(f, &r.rk, r.no_legal))
     }
-    /// The roots chosen on the fault-free fabric, written into `root_guids` when none are
-    /// given: the base routing, RFTR's turn rule and every full reconfiguration after faults
-    /// then rank the fabric from the same roots, and the root choice is paid once.
+    /// The root set chosen on the fault-free fabric (the evaluated candidates or the graph
+    /// centre), written into `root_guids` when none are given: the base routing, RFTR's turn
+    /// rule and every full reconfiguration after faults then rank the fabric from the same
+    /// roots, and the costly choice is paid once. Ranked from them (BFS), the pinned set
+    /// routes to the same tables. A fat tree's top ([`tree_top`]) is not pinned: it is ranked
+    /// from the leaves, which a root list cannot say, and is derived again exactly and cheaply.
     fn pin_choices(&self, f: &Fabric, opts: &RouteOptions) -> Result<RouteOptions, EngineError> {
         let mut o = opts.clone();
-        if o.root_guids.is_empty() {
+        let t = Topo::live(f, &FaultMask::none(f))?;
+        if given_roots(&t, opts, &mut Vec::new()).0.is_empty() && tree_top(&t).is_none() {
             let (rk, _) = UpDownRanking::for_updn(f, &FaultMask::none(f), opts)?;
             o.root_guids = rk
                 .roots
