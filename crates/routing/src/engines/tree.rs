@@ -12,7 +12,9 @@
 //! linked. Ranks come from all leaves at once: `level` = BFS distance from the leaf set, so a
 //! management leaf hung off a spine is a leaf like any other, and a management spine cabled to
 //! cores sits at the spine level. The roots are the switches of the highest level in their
-//! component.
+//! component — after *side tops* move down: host-less switches on top that join no leaf a
+//! switch below them does not already reach (a management spine over management leaves
+//! without hosts, cabled to a few cores), see [`side_tops`].
 //!
 //! **Not a fat tree.** With hosts on (nearly) every switch — a torus, a Dragonfly, a HyperX —
 //! the cover takes more than one switch and a quarter of the hosts off the leaves, or a
@@ -120,6 +122,7 @@ pub(crate) fn detect(t: &Topo, is_host: &[bool]) -> Result<TreeShape, String> {
         level = bfs_levels(t, &sources);
     }
     hostless_lower(t, &mut level, &hosts, &peers);
+    side_tops(t, &mut level, &sources, &hosts, &peers);
     let mut links = 0usize;
     let mut siblings = 0usize;
     for s in 0..n {
@@ -198,6 +201,121 @@ fn hostless_lower(t: &Topo, level: &mut [u32], hosts: &[u32], peers: &[Vec<u32>]
         .collect();
     for (s, l) in moves {
         level[s] = l;
+    }
+}
+
+/// Host-less switches hung off the side of the tree at its top — a management spine cabled
+/// to a few cores, a management switch without hosts above it — sit above the cores in the
+/// distance from the leaves and would be the single root. A switch at its component's top
+/// level is such a *side top* when it has no hosts and
+/// - it reaches no leaf going down level by level, while some other top switch does, or
+/// - one neighbour below it reaches every leaf it reaches (it joins nothing a root joins),
+///   and it is alone at the top, or not every top switch is like it, or some switch below
+///   the top has no neighbour above it at all (a core the side top is not cabled to). A whole
+///   top level of such switches, more than one, over every switch below it stays: the cores
+///   of a single scalable unit, each above one spine, are its real top.
+///
+/// A side top moves one level below its highest neighbour below it (level 0 without one) and
+/// the top is looked at again, a few rounds at most; never so far that its component is left
+/// without a switch above level 0.
+fn side_tops(t: &Topo, level: &mut [u32], sources: &[usize], hosts: &[u32], peers: &[Vec<u32>]) {
+    let n = t.n;
+    let words = sources.len().div_ceil(64).max(1);
+    let mut reach = vec![0u64; n * words];
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    for _round in 0..8 {
+        // The leaves each switch reaches going down one level at a time.
+        reach.iter_mut().for_each(|w| *w = 0);
+        for (i, &s) in sources.iter().enumerate() {
+            reach[s * words + i / 64] |= 1 << (i % 64);
+        }
+        order.clear();
+        order.extend((0..n).filter(|&s| t.alive[s] && level[s] != u32::MAX));
+        order.sort_by_key(|&s| level[s]);
+        for &s in &order {
+            for &p in &peers[s] {
+                let p = p as usize;
+                if level[p] != u32::MAX && level[p] + 1 == level[s] {
+                    for w in 0..words {
+                        reach[s * words + w] |= reach[p * words + w];
+                    }
+                }
+            }
+        }
+        let r = |s: usize| &reach[s * words..(s + 1) * words];
+        let (top, comp) = component_max(t, level);
+        let at_top = |s: usize| level[s] == top[comp[s] as usize];
+        // Per component: a top switch reaching a leaf; a switch below the top without a
+        // neighbour above it.
+        let ncomp = top.len();
+        let mut top_reaches = vec![false; ncomp];
+        let mut lone_below = vec![false; ncomp];
+        for &s in &order {
+            let c = comp[s] as usize;
+            if at_top(s) {
+                top_reaches[c] |= r(s).iter().any(|&w| w != 0);
+            } else if !peers[s].iter().any(|&p| {
+                let l = level[p as usize];
+                l != u32::MAX && l > level[s]
+            }) {
+                lone_below[c] = true;
+            }
+        }
+        // Top switches that join no leaf one neighbour below them does not reach (`covered`),
+        // and how many switches (and how many such) each component has at its top.
+        let covered = |s: usize| {
+            let mine = r(s);
+            peers[s].iter().any(|&p| {
+                let p = p as usize;
+                level[p] + 1 == level[s]
+                    && r(p).iter().zip(mine).all(|(&theirs, &m)| m & !theirs == 0)
+            })
+        };
+        let mut tops = vec![(0u32, 0u32); ncomp];
+        for &s in order.iter().filter(|&&s| at_top(s)) {
+            let c = comp[s] as usize;
+            tops[c].0 += 1;
+            tops[c].1 += (hosts[s] == 0 && covered(s)) as u32;
+        }
+        let mut moves: Vec<(usize, u32)> = order
+            .iter()
+            .copied()
+            .filter(|&s| at_top(s) && hosts[s] == 0 && level[s] >= 1)
+            .filter(|&s| {
+                let c = comp[s] as usize;
+                if r(s).iter().all(|&w| w == 0) {
+                    return top_reaches[c];
+                }
+                let (all, like) = tops[c];
+                covered(s) && (all == 1 || like < all || lone_below[c])
+            })
+            .map(|s| {
+                let below = peers[s]
+                    .iter()
+                    .map(|&p| level[p as usize])
+                    .filter(|&l| l < level[s])
+                    .max();
+                (s, below.map_or(0, |l| l.saturating_sub(1)))
+            })
+            .collect();
+        // Keep a switch above level 0 in every component.
+        let mut keeps = vec![false; ncomp];
+        let moving: std::collections::HashSet<usize> = moves.iter().map(|m| m.0).collect();
+        for &s in &order {
+            if level[s] >= 1 && !moving.contains(&s) {
+                keeps[comp[s] as usize] = true;
+            }
+        }
+        for &(s, l) in &moves {
+            keeps[comp[s] as usize] |= l >= 1;
+        }
+        moves.retain(|&(s, _)| keeps[comp[s] as usize]);
+        if moves.is_empty() {
+            break;
+        }
+        for (s, l) in moves {
+            level[s] = l;
+        }
     }
 }
 
