@@ -449,6 +449,71 @@ fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// Cleans up after runs that wrote `target` and were interrupted (their process no longer
+/// runs), and puts a whole set back where a commit stopped between its two renames: the new
+/// set when it was complete (a commit had started: the old set was already set aside, so the
+/// new one had been written whole), else the old set. Says what it did on standard error.
+/// Called before a set is written and before one is read, so that neither finds `target`
+/// missing after a crash.
+pub fn recover_set(target: &Path) {
+    let (Ok(prefix), Some(parent)) = (sibling(target, ""), target.parent()) else {
+        return;
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let prefix = prefix
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let Ok(rd) = fs::read_dir(parent) else {
+        return;
+    };
+    // (kind, pid, path) of the leftovers of dead processes.
+    let mut left: Vec<(String, u32, PathBuf)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let rest = n.strip_prefix(&prefix)?;
+            let (kind, pid) = rest.split_once('.')?;
+            let pid = pid.parse::<u32>().ok()?;
+            (!alive(pid)).then(|| (kind.to_string(), pid, e.path()))
+        })
+        .collect();
+    left.sort();
+    let name = target.display();
+    if !target.exists() {
+        // A commit that set the old set aside and died before the new one went in place: its
+        // temporary directory holds the whole new set.
+        let started = left.iter().find_map(|(k, pid, old)| {
+            let tmp = left
+                .iter()
+                .find(|(k2, p2, _)| k2 == "tmp" && p2 == pid)
+                .map(|t| t.2.clone());
+            (k == "old").then(|| (old.clone(), tmp, *pid))
+        });
+        if let Some((old, tmp, pid)) = started {
+            let (from, what) = match tmp {
+                Some(t) => (t, "the new set it had written whole"),
+                None => (old, "the previous set"),
+            };
+            if fs::rename(&from, target).is_ok() {
+                crate::warn!(
+                    "{name} was missing: a run (pid {pid}) was interrupted while putting its tables in place; recovered {what}"
+                );
+            }
+        }
+    }
+    for (kind, _, path) in left {
+        if path.exists() && (kind == "tmp" || kind == "old") {
+            let _ = fs::remove_dir_all(path);
+        }
+    }
+}
+
 impl OutputDir {
     /// Checks that `target` can be written (its parent exists and takes files; `target` is a
     /// directory or absent), cleans up after interrupted runs, and makes the temporary
@@ -463,41 +528,7 @@ impl OutputDir {
         };
         fs::create_dir_all(&parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
-        let prefix = sibling(target, "")?;
-        let prefix = prefix
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        // Leftovers: temporary sets of dead processes; an old set left aside by a commit
-        // that was interrupted between its two renames goes back in place.
-        if let Ok(rd) = fs::read_dir(&parent) {
-            for e in rd.flatten() {
-                let n = e.file_name().to_string_lossy().into_owned();
-                let Some(rest) = n.strip_prefix(&prefix) else {
-                    continue;
-                };
-                let (kind, pid) = rest.split_once('.').unwrap_or((rest, ""));
-                let Ok(pid) = pid.parse::<u32>() else {
-                    continue;
-                };
-                if alive(pid) {
-                    continue;
-                }
-                match kind {
-                    "tmp" => {
-                        let _ = fs::remove_dir_all(e.path());
-                    }
-                    "old" if !target.exists() => {
-                        let _ = fs::rename(e.path(), target);
-                    }
-                    "old" => {
-                        let _ = fs::remove_dir_all(e.path());
-                    }
-                    _ => {}
-                }
-            }
-        }
+        recover_set(target);
         let tmp = sibling(target, &format!("tmp.{}", std::process::id()))?;
         let _ = fs::remove_dir_all(&tmp);
         fs::create_dir(&tmp).with_context(|| {

@@ -60,3 +60,65 @@ fn fault_takes_dash_r_and_port_ranges_are_usage_errors() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("has ports 1..=6"));
 }
+
+/// A pid of no running process: a child that has exited and been reaped.
+fn dead_pid() -> u32 {
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    pid
+}
+
+/// A commit killed between its two renames leaves no set `D`, the old set at
+/// `.D.fabroute-old.PID` and the whole new one at `.D.fabroute-tmp.PID`. The next command that
+/// reads `D` puts the new set in place and says so; with only the old set left aside, it puts
+/// that back; a command writing `D` recovers the same way before it writes.
+#[test]
+fn a_set_left_by_an_interrupted_commit_is_recovered() {
+    let d = tmp("interrupted-commit");
+    let net = example("torus2d_4x4_h2.net");
+    let route = |engine: &str, out: &std::path::Path| {
+        let o = fr(&[
+            "route",
+            &net,
+            "-R",
+            engine,
+            "-o",
+            &out.display().to_string(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let set = d.join("D");
+    let engine_of = |p: &std::path::Path| {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.join("summary.json")).unwrap()).unwrap();
+        v["engine_used"].as_str().unwrap().to_string()
+    };
+    // The old set (updn) aside, the new one (dor) whole in the temporary directory.
+    let pid = dead_pid();
+    route("updn", &d.join(format!(".D.fabroute-old.{pid}")));
+    route("dor", &d.join(format!(".D.fabroute-tmp.{pid}")));
+    let o = fr(&["check", &set.display().to_string()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("recovered the new set"), "{err}");
+    assert_eq!(engine_of(&set), "dor");
+    let left: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["D".to_string()], "leftovers removed");
+    // Only the old set aside (the new one gone): it goes back, here for a writer.
+    std::fs::rename(&set, d.join(format!(".D.fabroute-old.{}", dead_pid()))).unwrap();
+    let o = fr(&["stats", &set.display().to_string()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("recovered the previous set"), "{err}");
+    assert_eq!(engine_of(&set), "dor");
+    std::fs::rename(&set, d.join(format!(".D.fabroute-old.{}", dead_pid()))).unwrap();
+    route("updn", &set);
+    assert_eq!(engine_of(&set), "updn");
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+}

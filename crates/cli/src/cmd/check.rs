@@ -106,6 +106,17 @@ impl SetInfo {
 /// given (a note says so: without them VL engines' tables look deadlocked).
 pub fn resolve_tables(t: &Tables) -> Result<(Tables, PathBuf)> {
     let mut t = t.clone();
+    if !is_stdin(&t.fabric) {
+        crate::util::recover_set(&t.fabric);
+    }
+    if let Some(dir) = t
+        .lfts
+        .as_deref()
+        .filter(|l| !is_stdin(l))
+        .and_then(Path::parent)
+    {
+        crate::util::recover_set(dir);
+    }
     let lfts = if t.fabric.is_dir() {
         let dir = t.fabric.clone();
         let need = |name: &str| {

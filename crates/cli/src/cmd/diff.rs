@@ -66,6 +66,7 @@ struct Side {
 
 impl Side {
     fn open(label: &'static str, path: &Path) -> Result<Side> {
+        crate::util::recover_set(path);
         if path.is_dir() {
             let lfts = path.join(LFTS_FILE);
             if !lfts.is_file() {
