@@ -1472,6 +1472,7 @@ fn seeds() -> Vec<Vec<u8>> {
         data("cluster_edr.ibnd"),
         data("chassis_grouped.ibnd"),
         data("cluster_crlf_spaces.ibnd"),
+        data("tartu_putty_capture_prompt_no_newline.ibnd"),
     ];
     let small_net = "switchguid=0x10\nSwitch\t4 \"s1\"\t# \"d\" lid 3\n[1]\t\"h1\"[1] w=3 s=2\n[2]\t\"s1\"[3]\n[3]\t\"s1\"[2]\n\nHca\t2 \"h1\"\n[1]\t\"s1\"[1]\t# lid 5 lmc 0 \"s1\" lid 3 4xQDR\n";
     v.push(small_net.as_bytes().to_vec());
@@ -2031,4 +2032,27 @@ fn an_error_on_a_cut_last_line_says_the_file_may_be_cut() {
         .unwrap_err()
         .message
         .contains("the file is empty"));
+}
+
+/// A director dump captured through a terminal (PuTTY): CRLF line ends, tabs turned into
+/// spaces, and the appliance's shell prompt after the last line, without a newline. Made from
+/// the vendored Tartu dump (`tests/data/real`), as the capture of a UFM appliance looks; it
+/// reads to the same fabric as the clean dump.
+#[test]
+fn a_terminal_capture_ending_in_an_appliance_prompt_reads() {
+    let bytes = data("tartu_putty_capture_prompt_no_newline.ibnd");
+    assert!(!bytes.ends_with(b"\n") && !bytes.contains(&b'\t'));
+    assert!(bytes.ends_with(b"(config) # "));
+    assert_eq!(detect(&bytes), Some(Format::Ibnetdiscover));
+    let capture = ibnetdiscover::read(&bytes, "capture", BuildOptions::default()).unwrap();
+    let clean = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/real/tartu_sx6036_fdr_8sw_144hca.ibnd"),
+    )
+    .unwrap();
+    let clean = ibnetdiscover::read(&clean, "clean", BuildOptions::default()).unwrap();
+    assert_eq!(capture.fabric.nodes, clean.fabric.nodes);
+    assert_eq!(capture.fabric.ports, clean.fabric.ports);
+    assert_eq!(capture.fabric.links, clean.fabric.links);
+    assert_eq!(clean.fabric.num_switches(), 8);
 }

@@ -260,6 +260,35 @@ pub fn is_shell_prompt(line: &str) -> bool {
     // user@host:dir$ … or user@host:dir# …
     let first = t.split([' ', '\t']).next().unwrap_or("");
     first.contains('@') && (first.ends_with('$') || first.ends_with('#') || first.ends_with('>'))
+        || is_appliance_prompt(t)
+}
+
+/// The prompt of a switch or UFM appliance CLI (MLNX-OS style), possibly followed by a
+/// command: `ufm01 [ mgmt-ha-active ] (config) #`, `switch-a1 [standalone: master] > show`,
+/// `sx6036 (config) # show ib`, `ufm01 >`. A host name (letters, digits, `-_.`, at least one
+/// letter), an optional `[ … ]` group, an optional `( … )` group, then `#` or `>` alone.
+fn is_appliance_prompt(t: &str) -> bool {
+    let end = t.find(char::is_whitespace).unwrap_or(t.len());
+    let host = &t[..end];
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && host.chars().any(|c| c.is_ascii_alphabetic());
+    if !host_ok {
+        return false;
+    }
+    let mut rest = t[end..].trim_start();
+    for (open, close) in [('[', ']'), ('(', ')')] {
+        if let Some(r) = rest.strip_prefix(open) {
+            let Some(i) = r.find(close) else {
+                return false;
+            };
+            rest = r[i + 1..].trim_start();
+        }
+    }
+    let mut c = rest.chars();
+    matches!(c.next(), Some('#' | '>')) && c.next().is_none_or(char::is_whitespace)
 }
 
 /// Diagnostics printed by the infiniband-diags tools on stderr (`ibwarn: [1234] …`).
@@ -353,5 +382,25 @@ mod tests {
         assert!(is_shell_prompt("$ ibnetdiscover"));
         assert!(!is_shell_prompt("[1]\t\"S-0002c90200400000\"[3]"));
         assert!(!is_shell_prompt("[3](2c9) \"H-1\"[1]"));
+        assert!(is_shell_prompt(
+            "sat11-0101-0902-02ufm [ mgmt-ha-active ] (config) # "
+        ));
+        assert!(is_shell_prompt("switch-a1 [standalone: master] > show ib"));
+        assert!(is_shell_prompt("sx6036 (config) # show interfaces ib"));
+        assert!(is_shell_prompt("ufm01 >"));
+        // Data lines of the readers that skip prompts are not prompts.
+        for data in [
+            "Switch\t36 \"S-0002c90200400000\"\t\t# \"leaf\" enhanced port 0 lid 1",
+            "Switch 36 \"S-1\" # \"desc\" enhanced port 0 lid 1",
+            "Hca\t1 \"H-1\"\t\t# \"node\"",
+            "Switch: 0x0002c90300a1b2c3 MF0;sw:MSB7700/U1:",
+            "          1    1[  ] ==( 4X  25.78125 Gbps Active/  LinkUp)==>  0x1 2 1[  ] \"h\" ( )",
+            "vendid=0x2c9",
+            "# comment >",
+            "CA: MT4123 host # x",
+            "1 #",
+        ] {
+            assert!(!is_shell_prompt(data), "{data}");
+        }
     }
 }
