@@ -122,3 +122,49 @@ fn a_set_left_by_an_interrupted_commit_is_recovered() {
     assert_eq!(engine_of(&set), "updn");
     assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
 }
+
+/// Operators name nodes as they know them: `ib5` for the switch described
+/// `MF0;ib5:SX6036/U1`, `stage97` for the host `stage97 mlx4_0` (the Tartu dump), in `trace`
+/// and in `fault --fail`, whatever the case; a prefix that fits no node is an error that lists
+/// similar nodes.
+#[test]
+fn short_names_from_descriptions_name_nodes() {
+    let d = tmp("short-names");
+    let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/real/tartu_sx6036_fdr_8sw_144hca.ibnd")
+        .display()
+        .to_string();
+    let set = d.join("set").display().to_string();
+    let o = fr(&["route", &dump, "-R", "updn", "-o", &set]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = fr(&["trace", &set, "stage97", "ib5", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let text = v.to_string();
+    assert!(text.contains("stage97 mlx4_0"), "{text}");
+    assert!(text.contains("MF0;ib5:SX6036/U1"), "{text}");
+    let o = fr(&["trace", &set, "stage", "ib5"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("similar nodes"),
+        "{err}"
+    );
+    let out = d.join("fault").display().to_string();
+    let o = fr(&[
+        "fault",
+        &dump,
+        "--engine",
+        "updn",
+        "--fail",
+        "switch:IB5",
+        "-o",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("fault/summary.json")).unwrap()).unwrap();
+    assert_eq!(v["faults"][0], "switch:IB5");
+    let step = &v["rftr"]["steps"][0];
+    assert_eq!(step["element"], "S-f4521403001165a0", "the switch described ib5");
+    assert!(step["dropped_pairs"].as_u64().unwrap() > 0, "{step}");
+}

@@ -405,6 +405,19 @@ impl Fabric {
             .position(|n| n.name == name)
             .map(|i| NodeId(i as u32))
     }
+    /// The nodes whose description gives `short` as a short name ([`short_names`]), compared
+    /// without regard to case: what operators call a switch (`ib5` for `MF0;ib5:SX6036/U1`)
+    /// or a host (`node01` for `node01 HCA-1`).
+    pub fn nodes_by_short_name(&self, short: &str) -> Vec<NodeId> {
+        let short = short.trim();
+        if short.is_empty() {
+            return Vec::new();
+        }
+        (0..self.nodes.len())
+            .filter(|&i| short_names(&self.nodes[i].desc).any(|s| s.eq_ignore_ascii_case(short)))
+            .map(|i| NodeId(i as u32))
+            .collect()
+    }
     /// The GUID port `p` shows to a subnet manager: a switch's ports share port 0's GUID (its
     /// node GUID when port 0 has none), a CA or router port has its own.
     pub fn shown_port_guid(&self, p: PortId) -> u64 {
@@ -440,4 +453,23 @@ impl Fabric {
     pub fn count(&self, kind: NodeKind) -> usize {
         self.nodes.iter().filter(|n| n.kind == kind).count()
     }
+}
+
+/// The short names a node description gives: the host part of a description as NVIDIA /
+/// Mellanox switches write it (`MF0;ib5:SX6036/U1` gives `ib5`, `MF0;MSPINE4-01:MQM8700/U1`
+/// gives `MSPINE4-01`), and the first word of a description of several words (`node01` for
+/// `node01 HCA-1`, `ufm01` for `ufm01 mlx5_0`).
+pub fn short_names(desc: &str) -> impl Iterator<Item = &str> {
+    let d = desc.trim();
+    let host = d
+        .split_once(';')
+        .map_or(d, |(_, r)| r)
+        .split_once(':')
+        .map(|(h, _)| h.trim())
+        .filter(|h| !h.is_empty() && !h.contains(char::is_whitespace));
+    let word = d
+        .split_once(char::is_whitespace)
+        .map(|(w, _)| w)
+        .filter(|w| !w.is_empty() && Some(*w) != host);
+    host.into_iter().chain(word)
 }

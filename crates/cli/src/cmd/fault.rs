@@ -164,7 +164,8 @@ pub fn base_engine_help() -> String {
     )
 }
 
-/// Finds a switch by name, GUID or (when one switch has it) node description: names change
+/// Finds a switch by name, GUID, or (when one switch has it) node description or its short
+/// name (`ib5` for `MF0;ib5:SX6036/U1`, [`fabric::short_names`]): names change
 /// between formats (`convert` to ibnetdiscover names nodes by GUID), descriptions do not.
 pub fn find_switch(f: &Fabric, s: &str) -> Result<NodeId> {
     let by_guid = s
@@ -180,12 +181,26 @@ pub fn find_switch(f: &Fabric, s: &str) -> Result<NodeId> {
                 .copied()
                 .filter(|&n| !f.node(n).desc.is_empty() && f.node(n).desc == s)
                 .collect();
-            match described.as_slice() {
-                [n] => *n,
-                [] => bail!(
-                    "no node named {s:?} (or with that GUID or switch description) in the fabric"
+            let short: Vec<NodeId> = f
+                .nodes_by_short_name(s)
+                .into_iter()
+                .filter(|&n| f.is_switch(n))
+                .collect();
+            match (described.as_slice(), short.as_slice()) {
+                ([n], _) | ([], [n]) => *n,
+                ([], []) => bail!(
+                    "no node named {s:?} (or with that GUID, switch description or short name such as `ib5` for `MF0;ib5:SX6036/U1`) in the fabric"
                 ),
-                many => bail!(
+                ([], many) => bail!(
+                    "{} switches have the short name {s:?} in their description ({}): name one by its name or GUID",
+                    many.len(),
+                    many.iter()
+                        .take(4)
+                        .map(|&n| format!("{:?}", f.node(n).desc))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                (many, _) => bail!(
                     "{} switches have the description {s:?}: name one by its name or GUID",
                     many.len()
                 ),

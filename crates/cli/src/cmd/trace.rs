@@ -192,6 +192,13 @@ fn nodes_named(f: &Fabric, s: &str) -> Vec<(NodeId, Option<PortId>, String)> {
             v.push((NodeId(i as u32), None, "node description".into()));
         }
     }
+    if v.is_empty() {
+        // What operators call the node: `ib5` for `MF0;ib5:SX6036/U1`, `node01` for
+        // `node01 HCA-1` (ambiguous names are reported with every node they fit).
+        for id in f.nodes_by_short_name(s) {
+            v.push((id, None, format!("short name in {:?}", f.node(id).desc)));
+        }
+    }
     v
 }
 
@@ -278,7 +285,7 @@ fn resolve(f: &Fabric, what: &str, spec: &str) -> Result<(PortId, Option<Lid>)> 
                 format!("similar nodes: {}", similar.join(", "))
             };
             bail!(
-                "{what} {spec:?}: no node name, node description, GUID or LID of the fabric matches ({hint})"
+                "{what} {spec:?}: no node name, node description (or its short name), GUID or LID of the fabric matches ({hint})"
             )
         }
         _ => {
