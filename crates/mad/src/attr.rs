@@ -167,8 +167,10 @@ impl PortInfo {
     field!(phys_state, set_phys_state, 264, 4, u8);
     field!(lmc, set_lmc, 277, 3, u8);
     field!(link_speed_active, set_link_speed_active, 280, 4, u8);
+    field!(neighbor_mtu, set_neighbor_mtu, 288, 4, u8);
     field!(link_speed_enabled, set_link_speed_enabled, 284, 4, u8);
     field!(vl_cap, set_vl_cap, 296, 4, u8);
+    field!(mtu_cap, set_mtu_cap, 332, 4, u8);
     field!(oper_vls, set_oper_vls, 344, 4, u8);
     field!(link_speed_ext_active, set_link_speed_ext_active, 496, 4, u8);
     field!(

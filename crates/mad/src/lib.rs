@@ -2,12 +2,15 @@
 //! directed-route fields, and the attributes a subnet manager reads and writes
 //! ([`attr`]). Safe code only; the bytes are the wire format (big-endian, IBA vol. 1
 //! ch. 13.4 and 14.2), so what [`Smp::encode`] writes is what a switch or ibsim reads.
+//! [`sa`] does the same for subnet administration (class 0x03: the SA header, PathRecord,
+//! NodeRecord, PortInfoRecord) and for the common header of any class.
 //!
 //! The crate also states the one interface the subnet manager talks through,
 //! [`Transport`]: a kernel umad port (`fabroute-umad`) and the in-process fake fabric of
 //! `fabroute-sm` both implement it.
 
 pub mod attr;
+pub mod sa;
 
 use std::time::Duration;
 
@@ -258,13 +261,16 @@ impl Address {
     }
 }
 
-/// What the subnet manager sends SMPs through and receives them from. `recv` waits at most
-/// `timeout` and returns `Ok(None)` when nothing arrived; `now` is the transport's clock
-/// (wall time for a device, a virtual clock for a fake), so that the SM's timeouts and
-/// timings are measured on the clock of the fabric it talks to.
+/// What the subnet manager sends MADs through and receives them from. `send` takes the
+/// destination (an SMP's permissive LID, or a GSI requester's LID and QP for an answer);
+/// `recv` waits at most `timeout` and returns `Ok(None)` when nothing arrived, else the MAD
+/// and where it came from (the source LID and QP the transport header carries; a directed
+/// route's answer comes from the permissive LID). `now` is the transport's clock (wall time
+/// for a device, a virtual clock for a fake), so that the SM's timeouts and timings are
+/// measured on the clock of the fabric it talks to.
 pub trait Transport {
     fn send(&mut self, mad: &[u8; MAD_SIZE], to: Address) -> std::io::Result<()>;
-    fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<[u8; MAD_SIZE]>>;
+    fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<([u8; MAD_SIZE], Address)>>;
     fn now(&self) -> Duration;
 }
 

@@ -18,6 +18,9 @@ pub struct Discovery {
     pub port_info: Vec<PortInfo>,
     /// SwitchInfo by `NodeId` (zeros for end nodes).
     pub switch_info: Vec<SwitchInfo>,
+    /// NodeInfo as read, by `NodeId` (its port GUID and local port: of the port it was read
+    /// by).
+    pub node_info: Vec<NodeInfo>,
     /// SMPs sent (retries included) and the transport time it took.
     pub smps: u64,
     pub time: Duration,
@@ -284,12 +287,14 @@ pub fn discover<T: Transport>(pipe: &mut Pipe<T>, lmc: u8) -> Result<Discovery, 
         }
         switch_info[i] = n.sw;
     }
+    let node_info = nodes.iter().map(|n| n.info).collect();
     let sm_port = fabric.port_id(fabric::NodeId(0), local_port);
     Ok(Discovery {
         fabric,
         sm_port,
         port_info,
         switch_info,
+        node_info,
         smps: pipe.stats.sent - sent0,
         time: pipe.now() - t0,
         failed,

@@ -46,7 +46,9 @@ pub struct FakeFabric {
     link_up: Vec<bool>,
     sw: Vec<Option<SwState>>,
     sl2vl: BTreeMap<(u32, u8, u8), [u8; 16]>,
-    queue: VecDeque<[u8; MAD_SIZE]>,
+    queue: VecDeque<([u8; MAD_SIZE], Address)>,
+    /// MADs the SM sent that are not SMPs (its answers to hosts' requests), with where to.
+    pub answers: Vec<([u8; MAD_SIZE], Address)>,
     clock: Duration,
     /// Virtual time one answered SMP takes (default 15 µs, ibsim's pipelined rate).
     pub smp_time: Duration,
@@ -121,6 +123,7 @@ impl FakeFabric {
             sw,
             sl2vl: BTreeMap::new(),
             queue: VecDeque::new(),
+            answers: Vec::new(),
             clock: Duration::ZERO,
             smp_time: Duration::from_micros(15),
             stats: FakeStats::default(),
@@ -194,6 +197,13 @@ impl FakeFabric {
         }
     }
 
+    /// A MAD from a host (an SA query, or any other class) reaching the SM's port, as ibsim
+    /// hands the SM's client what it does not answer itself; the SM's answers collect in
+    /// [`FakeFabric::answers`].
+    pub fn inject(&mut self, m: [u8; MAD_SIZE], from: Address) {
+        self.queue.push_back((m, from));
+    }
+
     /// Unlinks every cable of switch `n` (ibsim's `Unlink "node"`).
     pub fn unlink_node(&mut self, n: NodeId) {
         let links: Vec<LinkId> = self
@@ -238,7 +248,8 @@ impl FakeFabric {
         );
         self.next_trap_tid += 1;
         s.data = notice.encode();
-        self.queue.push_back(s.encode());
+        let from = Address { lid, qpn: 0 };
+        self.queue.push_back((s.encode(), from));
         self.stats.traps_sent += 1;
     }
 
@@ -450,7 +461,14 @@ impl FakeFabric {
 }
 
 impl Transport for FakeFabric {
-    fn send(&mut self, m: &[u8; MAD_SIZE], _to: Address) -> std::io::Result<()> {
+    fn send(&mut self, m: &[u8; MAD_SIZE], to: Address) -> std::io::Result<()> {
+        // Not an SMP for the fabric: an answer the SM gives to a host (a GSI response, or
+        // a response to a LID-routed SMP request).
+        let smp = m[1] == mad::CLASS_SUBN_DR || m[1] == mad::CLASS_SUBN_LID;
+        if !smp || (m[1] == mad::CLASS_SUBN_LID && m[3] & 0x80 != 0) {
+            self.answers.push((*m, to));
+            return Ok(());
+        }
         self.received += 1;
         if self.drop_every > 0 && self.received.is_multiple_of(self.drop_every) {
             self.stats.dropped += 1;
@@ -474,11 +492,15 @@ impl Transport for FakeFabric {
             return Ok(());
         };
         let (st, data) = self.handle(&s, at);
-        self.queue.push_back(s.response(st, data).encode());
+        let from = Address {
+            lid: 0xffff,
+            qpn: 0,
+        };
+        self.queue.push_back((s.response(st, data).encode(), from));
         Ok(())
     }
 
-    fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<[u8; MAD_SIZE]>> {
+    fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<([u8; MAD_SIZE], Address)>> {
         match self.queue.pop_front() {
             Some(m) => {
                 self.clock += self.smp_time;

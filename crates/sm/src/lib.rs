@@ -22,10 +22,12 @@ pub mod discover;
 pub mod fake;
 pub mod live;
 pub mod pipe;
+pub mod sa;
 
 pub use discover::{discover, Discovery};
 pub use live::{Event, Live, Repair, SmConfig};
-pub use pipe::{Pipe, PipeConfig, PipeStats, Req, ReqError};
+pub use pipe::{Incoming, Pipe, PipeConfig, PipeStats, Req, ReqError};
+pub use sa::{Sa, SaStats};
 
 use routing::fault::Session;
 

@@ -2,6 +2,7 @@
 
 use crate::discover::Discovery;
 use crate::pipe::{Pipe, Req, ReqError};
+use crate::sa::{Sa, SaStats, View};
 use crate::{Session, SmError};
 use fabric::{Fabric, FaultMask, LinkId, NodeId, NodeKind, PortId};
 use mad::attr::{self, port_state, Notice, PortInfo, SwitchInfo, LFT_BLOCK};
@@ -153,6 +154,8 @@ pub struct Live<'f, T: Transport> {
     /// Failed links found physically up again (not taken in), and those not yet reported.
     revived: Vec<LinkId>,
     revived_unreported: Vec<LinkId>,
+    /// The subnet administrator on the SM's port.
+    sa: Sa,
 }
 
 impl<T: Transport> std::fmt::Debug for Live<'_, T> {
@@ -232,6 +235,7 @@ impl<'f, T: Transport> Live<'f, T> {
             snapshot: None,
             revived: Vec::new(),
             revived_unreported: Vec::new(),
+            sa: Sa::new(f, d.node_info.clone()),
         };
         let (mut tables, _) = live.complete();
         let mut failed = live.program_lids()?;
@@ -272,6 +276,32 @@ impl<'f, T: Transport> Live<'f, T> {
     pub fn mask(&self) -> &FaultMask {
         &self.mask
     }
+    /// What the SA answered so far.
+    pub fn sa_stats(&self) -> SaStats {
+        self.sa.stats
+    }
+
+    /// Answers every request waiting: SA queries from the tables the switches hold (and
+    /// RFTR's per-pair DLIDs), error statuses for other classes.
+    pub fn serve_requests(&mut self) -> Result<(), SmError> {
+        while let Some(r) = self.pipe.requests.pop_front() {
+            let view = View {
+                f: self.f,
+                tables: &self.current,
+                plane: &self.plane,
+                port_info: &self.port_info,
+                rftr: match &self.rep {
+                    Rep::Rftr(s) => Some(s.rftr()),
+                    Rep::Full(_) => None,
+                },
+            };
+            if let Some(a) = self.sa.answer(&view, &r.mad) {
+                self.pipe.answer(&a, r.from)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The RFTR session (with `Repair::Rftr`): delta, per-source (DLID, SL) updates.
     pub fn session(&self) -> Option<&Session<'f>> {
         match &self.rep {
@@ -616,6 +646,7 @@ impl<'f, T: Transport> Live<'f, T> {
             None => max_wait,
         };
         let mut events = Vec::new();
+        self.serve_requests()?;
         let got = match self.pending.pop_front() {
             Some((n, at)) => Some((n, at)),
             None => self.pipe.wait_trap(wait)?.and_then(|(at, s)| {
@@ -660,6 +691,8 @@ impl<'f, T: Transport> Live<'f, T> {
                 self.next_sweep = self.cfg.sweep_interval.map(|i| self.pipe.now() + i);
             }
         }
+        // Queries that came in while a repair ran.
+        self.serve_requests()?;
         if !self.revived_unreported.is_empty() {
             let f = self.f;
             events.push(Event::LinkUp {

@@ -1,9 +1,10 @@
 //! The windowed request pipeline: up to `window` SMPs in flight, each matched to its
-//! response by transaction id, resent after `timeout` up to `retries` times. Traps that
-//! arrive meanwhile are kept for the SM's loop. Every wait is bounded by the transport's
-//! clock.
+//! response by transaction id, resent after `timeout` up to `retries` times. Traps and
+//! requests addressed to the SM (SA queries, MADs of other classes) that arrive meanwhile are
+//! kept for the SM's loop. Every wait is bounded by the transport's clock.
 
-use mad::{attr_id, Address, Method, Route, Smp, Transport, SMP_DATA};
+use mad::sa::MadHeader;
+use mad::{attr_id, Address, Method, Route, Smp, Transport, MAD_SIZE, SMP_DATA};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -75,7 +76,21 @@ pub struct PipeStats {
     pub timeouts: u64,
     /// MADs received that matched nothing in flight (late responses, stray MADs).
     pub stray: u64,
+    /// Requests addressed to the SM received (SA queries, other classes).
+    pub requests: u64,
 }
+
+/// A request addressed to the SM: the MAD, who sent it, and when it arrived.
+#[derive(Clone, Debug)]
+pub struct Incoming {
+    pub at: Duration,
+    pub mad: [u8; MAD_SIZE],
+    pub from: Address,
+}
+
+/// Longest queue of unanswered requests; more are dropped (counted as strays), so that a
+/// flood cannot grow the SM's memory while it is busy with a repair.
+const MAX_REQUESTS: usize = 4096;
 
 /// The pipeline over a transport.
 #[derive(Debug)]
@@ -87,6 +102,40 @@ pub struct Pipe<T> {
     /// Traps (method Trap, attribute Notice) received and not yet handled, with the time
     /// they arrived on the transport's clock.
     pub traps: VecDeque<(Duration, Smp)>,
+    /// Requests to the SM not yet answered: every MAD that is not an SMP and not a
+    /// response, and LID-routed SMP Gets and Sets (another SM's SMInfo).
+    pub requests: VecDeque<Incoming>,
+}
+
+/// What one received MAD is to the pipeline.
+enum Kind {
+    Trap(Smp),
+    Response(Smp),
+    Request,
+    Stray,
+}
+
+fn kind(m: &[u8; MAD_SIZE]) -> Kind {
+    let Some(h) = MadHeader::decode(m) else {
+        return Kind::Stray;
+    };
+    if h.class != mad::CLASS_SUBN_DR && h.class != mad::CLASS_SUBN_LID {
+        return if h.is_response() {
+            Kind::Stray
+        } else {
+            Kind::Request
+        };
+    }
+    match Smp::decode(m) {
+        Ok(s) if s.method == Method::Trap && s.attr == attr_id::NOTICE => Kind::Trap(s),
+        Ok(s) if s.method == Method::GetResp => Kind::Response(s),
+        Ok(s)
+            if matches!(s.method, Method::Get | Method::Set) && h.class == mad::CLASS_SUBN_LID =>
+        {
+            Kind::Request
+        }
+        _ => Kind::Stray,
+    }
 }
 
 struct InFlight {
@@ -104,6 +153,7 @@ impl<T: Transport> Pipe<T> {
             next_tid: 1,
             stats: PipeStats::default(),
             traps: VecDeque::new(),
+            requests: VecDeque::new(),
         }
     }
     pub fn transport(&self) -> &T {
@@ -136,6 +186,30 @@ impl<T: Transport> Pipe<T> {
         self.t.send(&s.encode(), Address::of(&s.route))
     }
 
+    /// Sends the answer to a request (not counted among the SMPs).
+    pub fn answer(&mut self, m: &[u8; MAD_SIZE], to: Address) -> std::io::Result<()> {
+        self.t.send(m, to)
+    }
+
+    /// Files a received MAD that is not a response to something in flight: a trap, a
+    /// request to the SM, or a stray. Returns the response it is, if it is one.
+    fn file(&mut self, m: [u8; MAD_SIZE], from: Address) -> Option<Smp> {
+        match kind(&m) {
+            Kind::Trap(s) => {
+                let at = self.t.now();
+                self.traps.push_back((at, s));
+            }
+            Kind::Response(s) => return Some(s),
+            Kind::Request if self.requests.len() < MAX_REQUESTS => {
+                self.stats.requests += 1;
+                let at = self.t.now();
+                self.requests.push_back(Incoming { at, mad: m, from });
+            }
+            Kind::Request | Kind::Stray => self.stats.stray += 1,
+        }
+        None
+    }
+
     /// Sends every request and returns each one's response data, in order.
     pub fn run(&mut self, reqs: &[Req]) -> std::io::Result<Vec<Result<Smp, ReqError>>> {
         let mut out: Vec<Option<Result<Smp, ReqError>>> = vec![None; reqs.len()];
@@ -161,19 +235,13 @@ impl<T: Transport> Pipe<T> {
                 .min()
                 .unwrap_or_default();
             match self.t.recv(wait)? {
-                Some(m) => {
-                    let Ok(s) = Smp::decode(&m) else {
-                        self.stats.stray += 1;
+                Some((m, from)) => {
+                    let Some(s) = self.file(m, from) else {
                         continue;
                     };
-                    if s.method == Method::Trap && s.attr == attr_id::NOTICE {
-                        let at = self.t.now();
-                        self.traps.push_back((at, s));
-                        continue;
-                    }
                     let tid = s.tid as u32;
                     match flight.iter().position(|f| f.tid == tid) {
-                        Some(i) if s.method == Method::GetResp => {
+                        Some(i) => {
                             let f = flight.swap_remove(i);
                             out[f.idx] = Some(if s.status == 0 {
                                 Ok(s)
@@ -182,7 +250,7 @@ impl<T: Transport> Pipe<T> {
                             });
                             done += 1;
                         }
-                        _ => self.stats.stray += 1,
+                        None => self.stats.stray += 1,
                     }
                 }
                 None => {
@@ -221,7 +289,8 @@ impl<T: Transport> Pipe<T> {
             .collect())
     }
 
-    /// Waits up to `timeout` for a trap; MADs that are not traps are counted as strays.
+    /// Waits up to `timeout` for a trap. Returns `None` at the timeout, and as soon as a
+    /// request to the SM is waiting in [`Pipe::requests`]; other MADs count as strays.
     pub fn wait_trap(&mut self, timeout: Duration) -> std::io::Result<Option<(Duration, Smp)>> {
         if let Some(t) = self.traps.pop_front() {
             return Ok(Some(t));
@@ -229,16 +298,18 @@ impl<T: Transport> Pipe<T> {
         let end = self.t.now() + timeout;
         loop {
             let now = self.t.now();
-            if now >= end {
+            if now >= end || !self.requests.is_empty() {
                 return Ok(None);
             }
             match self.t.recv(end - now)? {
-                Some(m) => match Smp::decode(&m) {
-                    Ok(s) if s.method == Method::Trap && s.attr == attr_id::NOTICE => {
-                        return Ok(Some((self.t.now(), s)));
+                Some((m, from)) => {
+                    if self.file(m, from).is_some() {
+                        self.stats.stray += 1;
                     }
-                    _ => self.stats.stray += 1,
-                },
+                    if let Some(t) = self.traps.pop_front() {
+                        return Ok(Some(t));
+                    }
+                }
                 None => return Ok(None),
             }
         }
