@@ -1,0 +1,35 @@
+#![no_main]
+//! The SA request decoder (`mad::sa::SaRequest::decode`) on arbitrary bytes: it may refuse
+//! them, never panic; what it accepts encodes back to the same header, SA header and data,
+//! and the answers built from it (an error response, an empty response) are whole MADs of
+//! class 0x03 with the response bit set. The record decoders run on the same bytes.
+use libfuzzer_sys::fuzz_target;
+use mad::sa::{self, NodeRecord, PathRecord, PortInfoRecord, SaRequest};
+
+fuzz_target!(|data: &[u8]| {
+    let _ = PathRecord::decode(data);
+    let _ = NodeRecord::decode(data);
+    let _ = PortInfoRecord::decode(data);
+    let _ = sa::decode_response(data);
+    match SaRequest::decode(data) {
+        Ok(req) => {
+            let again = SaRequest::decode(&req.encode()).expect("an encoded request decodes");
+            assert_eq!(again, req);
+            let r = sa::sa_response(&req, sa::sa_status::NO_RECORDS, PathRecord::SIZE, &[])
+                .expect("every request decoded gets a response");
+            assert_eq!(r[1], sa::CLASS_SUBN_ADM);
+            assert!(r[3] & sa::method::RESPONSE != 0);
+            if let Some(p) = PathRecord::decode(&req.data) {
+                assert_eq!(PathRecord::decode(&p.encode()), Some(p));
+            }
+        }
+        Err(e) => {
+            if let Some(st) = e.status() {
+                if let Some(r) = sa::error_response(data, st) {
+                    assert_eq!(u16::from_be_bytes([r[4], r[5]]), st);
+                    assert!(r[3] & sa::method::RESPONSE != 0);
+                }
+            }
+        }
+    }
+});
