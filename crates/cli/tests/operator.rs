@@ -165,6 +165,9 @@ fn short_names_from_descriptions_name_nodes() {
         serde_json::from_slice(&std::fs::read(d.join("fault/summary.json")).unwrap()).unwrap();
     assert_eq!(v["faults"][0], "switch:IB5");
     let step = &v["rftr"]["steps"][0];
-    assert_eq!(step["element"], "S-f4521403001165a0", "the switch described ib5");
+    assert_eq!(
+        step["element"], "S-f4521403001165a0",
+        "the switch described ib5"
+    );
     assert!(step["dropped_pairs"].as_u64().unwrap() > 0, "{step}");
 }

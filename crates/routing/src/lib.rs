@@ -8,6 +8,7 @@ pub mod diff;
 pub mod engines;
 pub mod fault;
 pub mod forward;
+pub mod mcast;
 pub mod metrics;
 pub mod opensm;
 pub mod tables;

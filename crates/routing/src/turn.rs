@@ -22,6 +22,10 @@ pub trait TurnRule: Send + Sync {
     fn class(&self, c: ChannelId) -> u8;
     /// A short name for reports.
     fn name(&self) -> &'static str;
+    /// The rule as up*/down* directions, when it is one (multicast trees follow it).
+    fn as_up_down(&self) -> Option<&UpDownRule> {
+        None
+    }
 }
 
 /// Up*/Down*: a channel is "up" or "down"; a down channel followed by an up channel is the
@@ -58,6 +62,9 @@ impl TurnRule for UpDownRule {
     }
     fn name(&self) -> &'static str {
         "updn"
+    }
+    fn as_up_down(&self) -> Option<&UpDownRule> {
+        Some(self)
     }
 }
 

@@ -516,6 +516,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         },
         sl2vl: routing::opensm::Emit::Always,
         psl: routing::opensm::Emit::Always,
+        mcast: None,
     };
     // What a subnet manager programs (`Rftr::programmed`, as the live SM does): every LID of
     // an LMC range (virtual LIDs no repair uses follow their base LID, so `check` and

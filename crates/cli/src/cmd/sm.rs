@@ -224,6 +224,7 @@ fn write_dir<T: mad::Transport>(
         },
         sl2vl: routing::opensm::Emit::Always,
         psl: routing::opensm::Emit::Always,
+        mcast: None,
     };
     let mut files = write_tables(&out, f, live.tables(), &set_opts)?;
     // The discovered fabric itself, in node order and with the LIDs the SM assigned, so

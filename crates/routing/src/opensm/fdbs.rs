@@ -1,4 +1,4 @@
-//! `opensm.fdbs` (OpenSM's `dump_ucast_routes`, ibdmchk's `-f` input) and `opensm.mcfdbs`.
+//! `opensm.fdbs` (OpenSM's `dump_ucast_routes`, ibdmchk's `-f` input).
 //!
 //! Layout (per switch, every LID 1..=max):
 //! ```text
@@ -272,12 +272,6 @@ pub fn write_fdbs_to(
             }
         }
     })
-}
-
-/// `opensm.mcfdbs`: fabroute routes no multicast, and OpenSM writes an empty file when no
-/// switch has multicast entries; ibdmchk `-m` accepts it.
-pub fn write_mcfdbs(_f: &Fabric) -> String {
-    String::new()
 }
 
 /// Reads `opensm.fdbs` (output ports only; the hops/optimal columns are not needed to rebuild

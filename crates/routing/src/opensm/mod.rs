@@ -4,7 +4,7 @@
 //! |---|---|---|---|
 //! | `opensm-lfts.dump` / `-U` input / `ibroute` output | [`read_lfts`] | [`write_lfts`] | `lfts` |
 //! | `opensm.fdbs` (ibdmchk `-f`) | [`read_fdbs`] | [`write_fdbs`] | `fdbs` |
-//! | `opensm.mcfdbs` (ibdmchk `-m`) | — | [`write_mcfdbs`] | `fdbs` |
+//! | `opensm.mcfdbs` (ibdmchk `-m`) | [`read_mcfdbs`] | [`write_mcfdbs`] | `mcfdbs` |
 //! | `opensm-subnet.lst` (ibdmchk `-s`) | (fabric crate) | [`write_subnet_lst`] | `subnet_lst` |
 //! | `opensm-sl2vl.dump` (ibdmchk `-d`) | [`read_sl2vl`] | [`write_sl2vl`] | `sl2vl` |
 //! | path SLs, ibdmchk `.psl` (`-c`) | [`read_psl`] | [`write_psl`] | `psl` |
@@ -33,14 +33,14 @@ use rustc_hash::FxHashMap;
 
 mod fdbs;
 mod lfts;
+mod mcfdbs;
 mod psl;
 mod sl2vl;
 mod subnet_lst;
 
-pub use fdbs::{
-    read_fdbs, route_hops, write_fdbs, write_fdbs_to, write_mcfdbs, HopTable, HOPS_NONE,
-};
+pub use fdbs::{read_fdbs, route_hops, write_fdbs, write_fdbs_to, HopTable, HOPS_NONE};
 pub use lfts::{read_lfts, write_lfts, write_lfts_to, LftLoad};
+pub use mcfdbs::{read_mcfdbs, write_mcfdbs};
 pub use psl::{collapse_path_sl, read_psl, write_psl, write_psl_to, PslLoad};
 pub use sl2vl::{read_sl2vl, write_sl2vl, Sl2VlLoad};
 pub use subnet_lst::{write_subnet_lst, SubnetLstOptions};
@@ -310,6 +310,9 @@ pub struct SetOptions {
     pub subnet_lst: SubnetLstOptions,
     pub sl2vl: Emit,
     pub psl: Emit,
+    /// The multicast tables for `opensm.mcfdbs` (none: an empty file, as OpenSM writes
+    /// when no switch has a multicast entry).
+    pub mcast: Option<crate::mcast::Mfts>,
 }
 
 /// The OpenSM-compatible files for one routing. Contents only: the caller writes them.
@@ -363,7 +366,7 @@ pub fn build_set(f: &Fabric, r: &Routing, opts: &SetOptions) -> OpensmSet {
     OpensmSet {
         lfts: write_lfts(f, r),
         fdbs: to_string(|sink| fdbs::write_fdbs_to(f, r, opts.subnet_lst.dead.as_ref(), sink)),
-        mcfdbs: write_mcfdbs(f),
+        mcfdbs: write_mcfdbs(f, opts.mcast.as_ref(), opts.subnet_lst.dead.as_ref()),
         subnet_lst: write_subnet_lst(f, &opts.subnet_lst),
         sl2vl: want(opts.sl2vl)
             .then(|| sl2vl::write_sl2vl_live(f, &r.sl2vl, opts.subnet_lst.dead.as_ref())),
@@ -431,7 +434,11 @@ pub fn set_files<'a>(f: &'a Fabric, r: &'a Routing, opts: &'a SetOptions) -> Vec
         },
         SetFile {
             name: MCFDBS_FILE,
-            write: Box::new(small(write_mcfdbs(f))),
+            write: Box::new(small(write_mcfdbs(
+                f,
+                opts.mcast.as_ref(),
+                opts.subnet_lst.dead.as_ref(),
+            ))),
         },
     ];
     if want(opts.sl2vl) {
