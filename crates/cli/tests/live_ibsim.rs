@@ -5,6 +5,10 @@
 //! `ibtracert` between hosts, and checked by `fabroute check`; each repair sent exactly the
 //! blocks that changed.
 //!
+//! The SA of `fabroute sm` is asked by `saquery` through a client of the same ibsim: path
+//! records carry the LIDs and SLs of the tables the SM wrote, and after a repair the moved
+//! sources' new (DLID, SL); queries it cannot answer get an error and the SM stays up.
+//!
 //! Needs ibsim-utils, libumad2sim0 and infiniband-diags (`scripts/install-test-deps.sh`).
 //! Without them the tests fail, unless `FABROUTE_NO_EXTERNAL_TOOLS=1` asks to skip them
 //! (and each says so). Every wait is bounded and every process is killed by its pid.
@@ -22,13 +26,16 @@ fn bin() -> &'static str {
 }
 
 fn tools_present() -> bool {
-    let have = ["ibsim", "dump_lfts", "ibtracert"].iter().all(|t| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-    }) && Path::new(PRELOAD).exists();
+    let have = ["ibsim", "dump_lfts", "ibtracert", "saquery"]
+        .iter()
+        .all(|t| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {t}")])
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        })
+        && Path::new(PRELOAD).exists();
     if !have && std::env::var_os("FABROUTE_NO_EXTERNAL_TOOLS").is_none() {
         panic!("ibsim/libumad2sim/infiniband-diags are not installed: run scripts/install-test-deps.sh (or set FABROUTE_NO_EXTERNAL_TOOLS=1 to skip these tests)");
     }
@@ -460,6 +467,242 @@ fn fat_tree_ftree_three_cuts() {
 fn dragonfly_updn_three_cuts_and_full_reconfiguration() {
     live("df", &["dragonfly", "4", "2", "2"], "updn", "rftr", 3);
     live("dffull", &["dragonfly", "4", "2", "2"], "updn", "full", 1);
+}
+
+/// CA name -> (node GUID, base LID), from an opensm-subnet.lst.
+fn ca_lids(lst: &str) -> std::collections::BTreeMap<String, (u64, u64)> {
+    lst.lines()
+        .filter_map(|l| {
+            let first = l.split(" } ").next()?;
+            if !first.contains("{ CA") {
+                return None;
+            }
+            let name = first.split('{').nth(2)?.split('}').next()?.to_string();
+            let guid = u64::from_str_radix(first.split("NodeGUID:").nth(1)?.get(..16)?, 16).ok()?;
+            let lid = u64::from_str_radix(first.split("LID:").nth(1)?.get(..4)?, 16).ok()?;
+            Some((name, (guid, lid)))
+        })
+        .collect()
+}
+
+/// `saquery ARGS` as a client on `host`: Ok(stdout) or Err(stdout and stderr).
+fn saquery(dir: &Path, sock: &str, host: &str, args: &[String]) -> Result<String, String> {
+    let o = sim_client("saquery", dir, sock, host)
+        .args(args)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    if o.status.success() {
+        Ok(out)
+    } else {
+        Err(format!("{out}{}", String::from_utf8_lossy(&o.stderr)))
+    }
+}
+
+/// (SLID, DLID, SL) of the first record `saquery -p` printed. Under libumad2sim saquery
+/// counts the records by the MAD's whole length (no RMPP layer gives it the payload's), so
+/// it prints three, the first one the answer: the others are the rest of the MAD.
+fn first_path(text: &str) -> (u64, u64, u64) {
+    let block = text.split("PathRecord dump:").nth(1).unwrap_or("");
+    let field = |name: &str| {
+        let line = block
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name}.")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"));
+        let v = line.rsplit('.').next().unwrap().trim();
+        match v.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16).unwrap(),
+            None => v.parse().unwrap(),
+        }
+    };
+    (field("slid"), field("dlid"), field("sl"))
+}
+
+/// The SA of `fabroute sm` (dfsssp, whose paths use several SLs; every repair on a virtual
+/// LID) asked by saquery through a second ibsim client, before and after a cable is pulled.
+#[test]
+fn sa_path_records_follow_the_tables_and_a_repair() {
+    if !tools_present() {
+        return;
+    }
+    let name = "sa";
+    let dir = std::env::temp_dir().join(format!("fabroute-live-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let netf = dir.join("fabric.net");
+    let (ok, text) = run(Command::new(bin())
+        .args(["gen", "torus", "4x4", "hcas=2", "-o"])
+        .arg(&netf));
+    assert!(ok, "{text}");
+    let net = parse_net(&read(&netf));
+    let sock = format!("frlive{}{name}", std::process::id());
+    let sim_log = dir.join("ibsim.log");
+    let mut ibsim = Proc(
+        Command::new("ibsim")
+            .arg("-s")
+            .args(&net.sizes)
+            .arg(&netf)
+            .env("IBSIM_SOCKNAME", &sock)
+            .current_dir(&dir)
+            .stdin(Stdio::piped())
+            .stdout(std::fs::File::create(&sim_log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ibsim starts"),
+    );
+    wait_for("ibsim", Duration::from_secs(20), || {
+        read(&sim_log).contains("simulator ready")
+    });
+    let ev = dir.join("events.jsonl");
+    let out = dir.join("tables");
+    let mut sm = Proc(
+        sim_client(bin(), &dir, &sock, &net.hcas[0])
+            .args([
+                "sm",
+                "-R",
+                "dfsssp",
+                "--virtual-lids-only",
+                "--sweep-interval",
+                "1",
+            ])
+            .args(["--max-seconds", "120", "--events"])
+            .arg(&ev)
+            .arg("-o")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("subnet up", Duration::from_secs(60), || {
+        count(&ev, "subnet_up") == 1
+    });
+    let cas = ca_lids(&read(&out.join("opensm-subnet.lst")));
+    let lid_of = |n: &str| cas[net.desc.get(n).map_or(n, String::as_str)];
+    let psl: std::collections::BTreeMap<(u64, u64), u64> = read(&out.join("opensm-path-sl.psl"))
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let g = u64::from_str_radix(w.next()?.trim_start_matches("0x"), 16).ok()?;
+            Some(((g, w.next()?.parse().ok()?), w.next()?.parse().ok()?))
+        })
+        .collect();
+    let asker = &net.hcas[1];
+    let sa = |args: &[String]| saquery(&dir, &sock, asker, args);
+    let path = |s: u64, d: u64| -> (u64, u64, u64) {
+        let text = sa(&[
+            "-p".into(),
+            "--slid".into(),
+            s.to_string(),
+            "--dlid".into(),
+            d.to_string(),
+        ])
+        .unwrap_or_else(|e| panic!("saquery -p --slid {s} --dlid {d}: {e}"));
+        first_path(&text)
+    };
+
+    // After subnet up: every destination from three sources, the LIDs asked and the SL of
+    // the path-SL file the SM wrote.
+    let n = net.hcas.len();
+    let mut sls = BTreeSet::new();
+    let mut asked = 0;
+    for src in [&net.hcas[0], &net.hcas[n / 3], &net.hcas[2 * n / 3]] {
+        let (sg, sl_lid) = lid_of(src);
+        for &(_, d) in cas.values().filter(|c| c.1 != sl_lid) {
+            let (s, dl, sl) = path(sl_lid, d);
+            assert_eq!((s, dl), (sl_lid, d), "{src} to LID {d}");
+            assert_eq!(Some(&sl), psl.get(&(sg, d)), "{src} to LID {d}: SL");
+            sls.insert(sl);
+            asked += 1;
+        }
+    }
+    assert!(sls.len() > 1, "dfsssp's paths use several SLs: {sls:?}");
+
+    // What the SA cannot answer gets an error, and the SM stays up: a LID nobody has; all
+    // NodeRecords (more than one MAD: no RMPP); a MAD of a class the SM does not serve.
+    let (_, sm_lid) = lid_of(&net.hcas[0]);
+    let e = sa(&[
+        "-p".into(),
+        "--slid".into(),
+        sm_lid.to_string(),
+        "--dlid".into(),
+        "4000".into(),
+    ])
+    .unwrap_err();
+    assert!(e.contains("SA_ERR_NO_RECORDS"), "{e}");
+    let e = sa(&[]).unwrap_err();
+    assert!(e.contains("SA_ERR_NO_RESOURCES"), "{e}");
+    let (_, some) = lid_of(&net.hcas[5]);
+    let text = sa(&[some.to_string()]).unwrap();
+    assert!(
+        text.contains(&format!(
+            "NodeDescription.........{}",
+            net.desc[&net.hcas[5]]
+        )),
+        "{text}"
+    );
+    // A MAD of a vendor class (OpenIB's sysstat, 0x32) that no agent of the SM registers:
+    // before, libumad2sim killed the SM on it (SIGSEGV, exit 139); now the SM answers
+    // "unsupported class", which ibsysstat takes as the ping's answer.
+    let o = sim_client("ibsysstat", &dir, &sock, asker)
+        .args([sm_lid.to_string(), "ping".into()])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("ping succeeded"),
+        "ibsysstat: {t}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        sm.0.try_wait().unwrap().is_none(),
+        "the SM is still running"
+    );
+
+    // Pull a cable: RFTR moves sources to virtual LIDs (and SLs); their PathRecords, asked
+    // with the base LID, carry the new (DLID, SL), and ibtracert delivers along them.
+    let mut stdin = ibsim.0.stdin.take().unwrap();
+    let (sw, port) = &net.cables[net.cables.len() / 2];
+    writeln!(stdin, "Unlink \"{sw}\"[{port}]").unwrap();
+    stdin.flush().unwrap();
+    wait_for("the repair", Duration::from_secs(30), || {
+        count(&ev, "repaired") >= 1
+    });
+    // The tables directory is rewritten before the event is written.
+    let delta: serde_json::Value = serde_json::from_str(&read(&out.join("delta.json"))).unwrap();
+    let moved = delta["sources"].as_array().unwrap();
+    assert!(!moved.is_empty(), "the repair moved sources: {delta}");
+    let mut new_sl = 0;
+    for m in moved.iter().take(24) {
+        let (_, s) = lid_of(m["source"].as_str().unwrap());
+        let (_, base) = lid_of(m["destination"].as_str().unwrap());
+        let want = (m["dlid"].as_u64().unwrap(), m["sl"].as_u64().unwrap());
+        assert_ne!(want.0, base, "{m}");
+        let (_, dl, sl) = path(s, base);
+        assert_eq!((dl, sl), want, "{m}");
+        let o = sim_client("ibtracert", &dir, &sock, asker)
+            .args([s.to_string(), dl.to_string()])
+            .output()
+            .unwrap();
+        let t = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success() && t.contains("To ca"),
+            "ibtracert {s} {dl}: {t}"
+        );
+        new_sl +=
+            usize::from(psl.get(&(lid_of(m["source"].as_str().unwrap()).0, base)) != Some(&sl));
+        asked += 1;
+    }
+    assert!(
+        sm.0.try_wait().unwrap().is_none(),
+        "the SM is still running"
+    );
+    eprintln!(
+        "{name}: {asked} PathRecords as the tables say, {} moved sources told their virtual LID ({new_sl} with a new SL); errors for what the SA cannot answer",
+        moved.len().min(24)
+    );
+    drop(stdin);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Without ibsim (or with another socket name) `fabroute sm` says so and exits 3, instead of
