@@ -15,6 +15,7 @@ use std::process::ExitCode;
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod cmd;
+mod mcast;
 mod names;
 mod out;
 mod plot;

@@ -315,6 +315,19 @@ pub struct CheckArgs {
     /// written only when there are loops, the first 12 drawn).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Multicast forwarding tables (opensm.mcfdbs, ours or OpenSM's). Default: the set's,
+    /// when the LFTs belong to one; an empty file means no multicast.
+    #[arg(long, value_name = "FILE")]
+    pub mcfdbs: Option<PathBuf>,
+    /// The multicast groups' members (a group file as `route --mcast` takes, or `ipoib`):
+    /// then every member sends and full members must receive. Default: every end port a
+    /// mask names is a full member (all an opensm.mcfdbs says).
+    #[arg(long, value_name = "FILE|ipoib")]
+    pub mcast: Option<PathBuf>,
+    /// The SL of the multicast packets (opensm.mcfdbs does not say). Default: the SL the
+    /// set's summary.json records for its multicast, else the group file's, else 0.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=15))]
+    pub mcast_sl: Option<u8>,
 }
 
 /// The witness cycles of a check's credit loops as a picture (the first `max` loops).
@@ -454,8 +467,70 @@ pub fn print_report(rep: &CheckReport) {
 
 pub fn check(a: CheckArgs) -> Result<ExitCode> {
     let (f, r) = load_tables(&a.tables)?;
+    // Multicast: the given file, else the set's own opensm.mcfdbs.
+    let mcfdbs = match &a.mcfdbs {
+        Some(p) => Some(p.clone()),
+        None => {
+            // The set's directory: FABRIC itself, or the LFTs' when a summary.json says
+            // they belong to a set.
+            let dir = if a.tables.fabric.is_dir() {
+                Some(a.tables.fabric.clone())
+            } else {
+                a.tables
+                    .lfts
+                    .as_deref()
+                    .filter(|l| !is_stdin(l))
+                    .and_then(Path::parent)
+                    .filter(|d| d.join("summary.json").exists())
+                    .map(Path::to_path_buf)
+            };
+            dir.map(|d| d.join(routing::opensm::MCFDBS_FILE))
+                .filter(|p| p.exists())
+        }
+    };
+    let mut mfts = match &mcfdbs {
+        Some(p) => crate::mcast::read_set_mfts(p, &f)?.filter(|m| !m.is_empty()),
+        None => None,
+    };
+    let mut groups = a
+        .mcast
+        .as_deref()
+        .map(|p| crate::mcast::load_groups(p, &f))
+        .transpose()?;
+    let sl = a.mcast_sl.or_else(|| {
+        let dir = mcfdbs.as_deref()?.parent()?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).ok()?).ok()?;
+        v["multicast"]["own_sl_vl"]["sl"].as_u64().map(|s| s as u8)
+    });
+    if let Some(sl) = sl {
+        mfts.iter_mut()
+            .flat_map(|m| m.groups.iter_mut())
+            .for_each(|g| g.sl = sl);
+        groups
+            .iter_mut()
+            .flat_map(|g| g.iter_mut())
+            .for_each(|g| g.sl = sl);
+    } else if let (Some(m), Some(gs)) = (&mut mfts, &groups) {
+        for g in &mut m.groups {
+            if let Some(given) = gs.iter().find(|x| x.mlid == g.mlid) {
+                g.sl = given.sl;
+            }
+        }
+    }
+    if groups.is_some() && mfts.is_none() {
+        crate::usage_bail!(
+            "--mcast gives members but there are no multicast tables: give --mcfdbs FILE (or a set with a non-empty opensm.mcfdbs)"
+        );
+    }
     let sp = spinner("walking all pairs and building the channel dependency graph");
     let rep = cdg::check(&f, &r, None);
+    let mc = mfts.as_ref().map(|m| {
+        let c = routing::mcast::check_mcast(&f, None, m, groups.as_deref(), Some(&r));
+        let cdg = cdg::build_cdg(&f, &r, None);
+        let cycles = routing::mcast::mcast_cycles(&f, &cdg, &c);
+        (c, cycles)
+    });
     sp.finish_and_clear();
     if let Some(p) = &a.svg {
         if rep.cycles.is_empty() {
@@ -471,12 +546,41 @@ pub fn check(a: CheckArgs) -> Result<ExitCode> {
             crate::out::stderr_line(&format!("wrote {}", p.display()));
         }
     }
+    let mc_ok = mc.as_ref().is_none_or(|(c, cy)| c.ok() && cy.is_empty());
     if crate::out::json() {
-        crate::out::document(&rep)?;
+        let mut v = serde_json::to_value(&rep)?;
+        if let Some((c, cycles)) = &mc {
+            v["multicast"] = serde_json::json!({
+                "file": mcfdbs.as_ref().map(|p| p.display().to_string()),
+                "members": if groups.is_some() { "given" } else { "inferred from the masks" },
+                "check": crate::mcast::check_json(c),
+                "credit_loops_with_unicast": cycles,
+            });
+        }
+        crate::out::document(&v)?;
     } else {
         print_report(&rep);
+        if let (Some((c, cycles)), Some(p)) = (&mc, &mcfdbs) {
+            crate::say!(
+                "multicast ({}, {} group(s), members {}): {}; {}",
+                p.display(),
+                c.groups,
+                if groups.is_some() {
+                    "given"
+                } else {
+                    "inferred from the masks"
+                },
+                crate::mcast::verdict(c),
+                if cycles.is_empty() {
+                    "no credit loop with unicast".to_string()
+                } else {
+                    format!("{} CREDIT LOOP(S) with unicast", cycles.len())
+                }
+            );
+            crate::mcast::print_issue_list(c, cycles);
+        }
     }
-    Ok(crate::out::Status::of(rep.ok()).into())
+    Ok(crate::out::Status::of(rep.ok() && mc_ok).into())
 }
 
 #[derive(clap::Args, Debug)]

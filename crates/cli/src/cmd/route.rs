@@ -59,6 +59,12 @@ pub struct Args {
     /// Write only summary.json (the OpenSM dumps of very large fabrics run to gigabytes).
     #[arg(long)]
     pub summary_only: bool,
+    /// Multicast groups to route after the unicast tables: a group file (one group per
+    /// line: `MLID [mgid=GID] [sl=SL] MEMBER...`, members by name, description, port GUID
+    /// or LID, `send:` for send-only, `all` for every end port), or `ipoib` for the IPoIB
+    /// broadcast group (MLID 0xC000, every end port). Written to opensm.mcfdbs and checked.
+    #[arg(long, value_name = "FILE|ipoib")]
+    pub mcast: Option<PathBuf>,
 }
 
 /// `-R`'s long help: the chain rule and every engine of the registry.
@@ -92,6 +98,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .with_end_lmc(l)
             .map_err(|e| anyhow::anyhow!("--end-lmc {l}: {e}"))?;
     }
+    // Multicast groups are read before any routing: a bad group file is found first.
+    let groups = a
+        .mcast
+        .as_deref()
+        .map(|p| crate::mcast::load_groups(p, &f))
+        .transpose()?;
     let mut opts = RouteOptions {
         port_shifting: a.port_shifting,
         scatter_ports: a.scatter_ports,
@@ -117,7 +129,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let res = route_chain(&names, &f, &mask, &opts);
     let route_s = t0.elapsed().as_secs_f64();
     sp.finish_and_clear();
-    let chain = res.map_err(|e| anyhow::anyhow!("{e} (engines: {})", engine_names().join(", ")))?;
+    let mut chain =
+        res.map_err(|e| anyhow::anyhow!("{e} (engines: {})", engine_names().join(", ")))?;
     for (n, e) in &chain.attempts {
         eprintln!("fabroute: {n} failed: {e}; trying the next engine");
     }
@@ -130,10 +143,32 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let m = routing::metrics::route_metrics(&f, &chain.routing, None);
     let check_s = t1.elapsed().as_secs_f64();
     sp.finish_and_clear();
+    let mc = match &groups {
+        Some(gs) => {
+            let sp = spinner("routing and checking multicast");
+            let engine = routing::engines::by_name(chain.engine_used)
+                .ok_or_else(|| anyhow::anyhow!("no engine {}", chain.engine_used))?;
+            let m = crate::mcast::route_and_check(
+                &f,
+                &mask,
+                engine.as_ref(),
+                &opts,
+                &mut chain.routing,
+                gs,
+            )?;
+            sp.finish_and_clear();
+            Some(m)
+        }
+        None => None,
+    };
+    let set_opts = SetOptions {
+        mcast: mc.as_ref().map(|m| m.routing.mfts.clone()),
+        ..SetOptions::default()
+    };
     let files = if a.summary_only {
         Default::default()
     } else {
-        write_tables(&out, &f, &chain.routing, &SetOptions::default())?
+        write_tables(&out, &f, &chain.routing, &set_opts)?
     };
     let unreachable = rep.pairs.checked - rep.pairs.ok;
     let summary = json!({
@@ -174,6 +209,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "route_seconds": route_s,
         "check_seconds": check_s,
     });
+    let mut summary = summary;
+    if let Some(m) = &mc {
+        summary["multicast"] = crate::mcast::summary(&f, m);
+    }
     out.write(
         "summary.json",
         serde_json::to_string_pretty(&summary)?.as_bytes(),
@@ -196,11 +235,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if a.verbose || !rep.ok() {
         print_report(&rep);
     }
+    if let Some(m) = &mc {
+        crate::say!("{}", crate::mcast::say_line(&f, m));
+        if a.verbose || !m.ok() {
+            crate::mcast::print_issues(m);
+        }
+    }
     crate::say!("wrote {}", a.output.display());
     if crate::out::json() {
         crate::out::document(&summary)?;
     }
     // Tables that loop or leave pairs undelivered are written (to be inspected), but the
     // status says so.
-    Ok(crate::out::Status::of(rep.ok()).into())
+    Ok(crate::out::Status::of(rep.ok() && mc.as_ref().is_none_or(|m| m.ok())).into())
 }

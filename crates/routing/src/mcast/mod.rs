@@ -12,16 +12,19 @@
 //! **Jobs, one per file:** [`groups`] reads the group file (`route --mcast FILE`) and makes
 //! the IPoIB broadcast group; [`tree`] routes the trees (root, branches, load spread across
 //! groups); [`check`] walks the MFTs from every sender and adds their channel dependencies
-//! to the unicast CDG. `opensm::mcfdbs` writes and reads OpenSM's `opensm.mcfdbs`.
+//! to the unicast CDG; [`own_vl`] finds multicast an SL and a VL where it closes no loop.
+//! `opensm::mcfdbs` writes and reads OpenSM's `opensm.mcfdbs`.
 //!
 //! No I/O; deterministic for a given fabric, mask and group list.
 
 pub mod check;
 pub mod groups;
+pub mod own_vl;
 pub mod tree;
 
 pub use check::{check_mcast, mcast_cycles, McastCheck, McastIssue};
 pub use groups::{ipoib_group, parse_groups, GroupError};
+pub use own_vl::{candidate_vls, free_sl, map_sl};
 pub use tree::{route_groups, GroupStats, McastRouting, TreeRule};
 
 use fabric::{Lid, PortId};
