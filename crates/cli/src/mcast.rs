@@ -215,3 +215,112 @@ pub fn print_issue_list(c: &McastCheck, cycles: &[CycleReport]) {
         }
     }
 }
+
+/// Multicast beside `fault`: the groups routed on the fault-free fabric with the base
+/// engine's rule, then mended after each fault ([`routing::mcast::repair_trees`]).
+pub struct FaultMcast {
+    groups: Vec<Group>,
+    rule: Option<routing::turn::UpDownRule>,
+    pub routing: McastRouting,
+    base: Mfts,
+    steps: Vec<routing::mcast::TreeRepair>,
+}
+
+impl FaultMcast {
+    /// Routes `groups` on the fault-free fabric.
+    pub fn start(
+        f: &Fabric,
+        engine: &dyn Engine,
+        opts: &RouteOptions,
+        groups: Vec<Group>,
+    ) -> Result<Self> {
+        let rule = match engine.rftr_base(f, opts) {
+            Ok(Base::Turns(t)) => t.as_up_down().cloned(),
+            _ => None,
+        };
+        let tree_rule = rule.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
+        let routing = route_groups(f, &FaultMask::none(f), &groups, tree_rule)
+            .map_err(|e| anyhow::anyhow!("multicast: {e}"))?;
+        let base = routing.mfts.clone();
+        Ok(FaultMcast {
+            groups,
+            rule,
+            routing,
+            base,
+            steps: Vec::new(),
+        })
+    }
+
+    /// Mends the trees for the faults of `mask` (cumulative); returns the step's line.
+    pub fn apply(&mut self, f: &Fabric, mask: &FaultMask) -> Result<String> {
+        let tree_rule = self
+            .rule
+            .as_ref()
+            .map_or(TreeRule::Shortest, TreeRule::UpDown);
+        let rep = routing::mcast::repair_trees(f, mask, &mut self.routing, &self.groups, tree_rule)
+            .map_err(|e| anyhow::anyhow!("multicast: {e}"))?;
+        let line = format!(
+            "multicast: {} tree(s) cut, {} routed again, {} MFT entries in {} block(s) changed",
+            rep.groups_cut, rep.groups_rebuilt, rep.entries_changed, rep.mft_blocks
+        );
+        self.steps.push(rep);
+        Ok(line)
+    }
+
+    /// Checks the mended trees against the final unicast `tables`; the summary's object and
+    /// whether all is well.
+    pub fn finish(&self, f: &Fabric, mask: &FaultMask, tables: &Routing) -> (Value, bool, String) {
+        let check = check_mcast(
+            f,
+            Some(mask),
+            &self.routing.mfts,
+            Some(&self.groups),
+            Some(tables),
+        );
+        let cdg = routing::cdg::build_cdg(f, tables, Some(mask));
+        let cycles = mcast_cycles(f, &cdg, &check);
+        // The delta against the base trees, as `diff` would count MFT blocks.
+        let mut blocks = std::collections::BTreeSet::new();
+        let mut entries = 0;
+        for (a, b) in self.base.groups.iter().zip(&self.routing.mfts.groups) {
+            let sws: std::collections::BTreeSet<u32> =
+                a.switches.iter().chain(&b.switches).map(|e| e.0).collect();
+            for s in sws {
+                let (ma, mb) = (a.mask(s), b.mask(s));
+                if ma != mb {
+                    entries += 1;
+                    let block =
+                        (a.mlid - routing::mcast::MLID_FIRST) as usize / routing::mcast::MFT_BLOCK;
+                    for p in 0..=255u8 {
+                        if ma.has(p) != mb.has(p) {
+                            blocks.insert((s, block, p as usize / 16));
+                        }
+                    }
+                }
+            }
+        }
+        let ok = check.ok() && cycles.is_empty();
+        let line = format!(
+            "multicast after the faults: {}; {}; {} MFT entries in {} block(s) differ from the base trees",
+            verdict(&check),
+            if cycles.is_empty() {
+                "no credit loop with unicast".to_string()
+            } else {
+                format!("{} CREDIT LOOP(S) with unicast", cycles.len())
+            },
+            entries,
+            blocks.len()
+        );
+        let v = json!({
+            "groups": self.groups.len(),
+            "trees": if self.rule.is_some() { "up*/down* (the engine's ranking)" } else { "shortest (central root)" },
+            "steps": self.steps,
+            "mft_entries_changed": entries,
+            "mft_blocks_changed": blocks.len(),
+            "max_link_load": self.routing.max_link_load(),
+            "check": check_json(&check),
+            "credit_loops_with_unicast": cycles.len(),
+        });
+        (v, ok, line)
+    }
+}

@@ -202,3 +202,40 @@ fn broken_multicast_tables_and_group_files_are_reported() {
     let c = fr(&["check", &s(&out_dir), "--mcast", &s(&g)]);
     assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stdout));
 }
+
+/// `fault --mcast`: the trees are mended after each fault; the set's opensm.mcfdbs holds the
+/// mended trees, which `check` (and the summary) find delivering once with no credit loop.
+#[test]
+fn fault_mends_the_trees_a_fault_cuts() {
+    let d = tmp("mcast-fault");
+    let out = d.join("out");
+    let o = fr(&[
+        "fault",
+        &example("torus2d_4x4_h2.net"),
+        "--engine",
+        "updn",
+        "--mcast",
+        "ipoib",
+        "--fail",
+        "link:S_1_1/3",
+        "--fail",
+        "switch:S_2_2",
+        "-o",
+        &s(&out),
+    ]);
+    let said = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}{err}");
+    assert!(err.contains("link:S_1_1/3: multicast:"), "{err}");
+    let m = &summary(&out)["multicast"];
+    assert_eq!(m["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(m["check"]["ok"], true, "{m}");
+    assert_eq!(m["credit_loops_with_unicast"], 0);
+    assert!(m["mft_entries_changed"].as_u64().unwrap() > 0);
+    // The two end ports of the failed switch are gone: 30 receivers, 15 sender switches.
+    assert_eq!(m["check"]["deliveries"], 15 * 29);
+    let c = fr(&["check", &s(&out), "--mcast", "ipoib"]);
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(c.status.success(), "{text}");
+    assert!(text.contains("every receiver reached once"), "{text}");
+}

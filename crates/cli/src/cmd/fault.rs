@@ -154,6 +154,10 @@ pub struct Args {
     /// Output directory.
     #[arg(short, long)]
     pub output: PathBuf,
+    /// Multicast groups (a group file, or `ipoib`), routed on the fault-free fabric and
+    /// mended after each fault; the trees go to opensm.mcfdbs, their check to the summary.
+    #[arg(long, value_name = "FILE|ipoib")]
+    pub mcast: Option<PathBuf>,
 }
 
 /// `--engine`'s long help: the registry's RFTR bases.
@@ -379,6 +383,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         (f, engine, opts, None, lmc)
     };
     let faults = parse_faults(&f, &a.fail)?;
+    let groups = a
+        .mcast
+        .as_deref()
+        .map(|p| crate::mcast::load_groups(p, &f))
+        .transpose()?;
     let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts, a.sls)?;
     let (opts, base) = match deployed {
         // The deployed tables are the base; the engine's choices are pinned on the
@@ -397,7 +406,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         keep_sl2vl: a.from.is_some(),
         ..a.repair.config(vls, a.sls)
     };
-    let mut session = Session::from_base(&f, engine.as_ref(), opts, base, cfg)
+    let mut session = Session::from_base(&f, engine.as_ref(), opts.clone(), base, cfg)
         .map_err(session_error)
         .with_context(|| match &a.from {
             Some(dir) => format!(
@@ -412,6 +421,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         CheckMode::Incremental
     });
+    let mut mcast = groups
+        .map(|g| crate::mcast::FaultMcast::start(&f, engine.as_ref(), &opts, g))
+        .transpose()?;
     let mut steps = Vec::new();
     let mut repair_s = 0.0;
     for (fault, text) in faults.iter().zip(&a.fail) {
@@ -481,6 +493,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "undelivered_selected_pairs": chk.undelivered,
             "unsupported_examples": unsupported,
         }));
+        if let Some(m) = &mut mcast {
+            eprintln!("{text}: {}", m.apply(&f, &session.rftr().mask)?);
+        }
     }
     // The tables are clean when every check passed and no pair of live end ports is left
     // without a path: pairs that a fault cut off or left unsupported no longer count once a
@@ -516,7 +531,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         },
         sl2vl: routing::opensm::Emit::Always,
         psl: routing::opensm::Emit::Always,
-        mcast: None,
+        mcast: mcast.as_ref().map(|m| m.routing.mfts.clone()),
     };
     // What a subnet manager programs (`Rftr::programmed`, as the live SM does): every LID of
     // an LMC range (virtual LIDs no repair uses follow their base LID, so `check` and
@@ -607,6 +622,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "base_route_seconds": base_s,
         "delta_to_deployed": to_deployed,
     });
+    // Multicast: the mended trees checked against the tables written.
+    let mut summary = summary;
+    let mut mcast_ok = true;
+    let mut mcast_line = None;
+    if let Some(m) = &mcast {
+        let tables = r.programmed(!a.minimal && session.checked()).tables;
+        let (v, ok, line) = m.finish(&f, &r.mask, &tables);
+        summary["multicast"] = v;
+        mcast_ok = ok;
+        mcast_line = Some(line);
+    }
     out.write(
         "summary.json",
         serde_json::to_string_pretty(&summary)?.as_bytes(),
@@ -666,13 +692,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
         // (the completion runs unless `--minimal` or a check failed)
         crate::say!("the tables are not completed for checkers: a check of the repair failed (see summary.json)");
     }
+    if let Some(line) = mcast_line {
+        crate::say!("{line}");
+    }
     crate::say!("wrote {}", a.output.display());
     if crate::out::json() {
         crate::out::document(&summary)?;
     }
     // the tables written must deliver what `check` walks: pairs the completion could not
     // cover make them unclean, as they make `check` fail
-    Ok(crate::out::Status::of(all_ok && completion.uncovered == 0).into())
+    Ok(crate::out::Status::of(all_ok && completion.uncovered == 0 && mcast_ok).into())
 }
 
 pub(crate) fn delta_listing(f: &Fabric, r: &Rftr<'_>) -> serde_json::Value {

@@ -11,7 +11,7 @@
 //!
 //! **Jobs, one per file:** [`groups`] reads the group file (`route --mcast FILE`) and makes
 //! the IPoIB broadcast group; [`tree`] routes the trees (root, branches, load spread across
-//! groups); [`check`] walks the MFTs from every sender and adds their channel dependencies
+//! groups); [`repair`] mends the trees a fault cuts; [`check`] walks the MFTs from every sender and adds their channel dependencies
 //! to the unicast CDG; [`own_vl`] finds multicast an SL and a VL where it closes no loop.
 //! `opensm::mcfdbs` writes and reads OpenSM's `opensm.mcfdbs`.
 //!
@@ -20,11 +20,13 @@
 pub mod check;
 pub mod groups;
 pub mod own_vl;
+pub mod repair;
 pub mod tree;
 
 pub use check::{check_mcast, mcast_cycles, McastCheck, McastIssue};
 pub use groups::{ipoib_group, parse_groups, GroupError};
 pub use own_vl::{candidate_vls, free_sl, map_sl};
+pub use repair::{repair_trees, TreeRepair};
 pub use tree::{route_groups, GroupStats, McastRouting, TreeRule};
 
 use fabric::{Lid, PortId};
