@@ -279,26 +279,9 @@ impl FaultMcast {
         );
         let cdg = routing::cdg::build_cdg(f, tables, Some(mask));
         let cycles = mcast_cycles(f, &cdg, &check);
-        // The delta against the base trees, as `diff` would count MFT blocks.
-        let mut blocks = std::collections::BTreeSet::new();
-        let mut entries = 0;
-        for (a, b) in self.base.groups.iter().zip(&self.routing.mfts.groups) {
-            let sws: std::collections::BTreeSet<u32> =
-                a.switches.iter().chain(&b.switches).map(|e| e.0).collect();
-            for s in sws {
-                let (ma, mb) = (a.mask(s), b.mask(s));
-                if ma != mb {
-                    entries += 1;
-                    let block =
-                        (a.mlid - routing::mcast::MLID_FIRST) as usize / routing::mcast::MFT_BLOCK;
-                    for p in 0..=255u8 {
-                        if ma.has(p) != mb.has(p) {
-                            blocks.insert((s, block, p as usize / 16));
-                        }
-                    }
-                }
-            }
-        }
+        // The delta against the base trees, as `diff` counts it.
+        let changes = self.base.diff(&self.routing.mfts);
+        let (entries, blocks) = (changes.len(), routing::mcast::mft_blocks(&changes));
         let ok = check.ok() && cycles.is_empty();
         let line = format!(
             "multicast after the faults: {}; {}; {} MFT entries in {} block(s) differ from the base trees",
@@ -309,14 +292,14 @@ impl FaultMcast {
                 format!("{} CREDIT LOOP(S) with unicast", cycles.len())
             },
             entries,
-            blocks.len()
+            blocks
         );
         let v = json!({
             "groups": self.groups.len(),
             "trees": if self.rule.is_some() { "up*/down* (the engine's ranking)" } else { "shortest (central root)" },
             "steps": self.steps,
             "mft_entries_changed": entries,
-            "mft_blocks_changed": blocks.len(),
+            "mft_blocks_changed": blocks,
             "max_link_load": self.routing.max_link_load(),
             "check": check_json(&check),
             "credit_loops_with_unicast": cycles.len(),

@@ -238,4 +238,29 @@ fn fault_mends_the_trees_a_fault_cuts() {
     let text = String::from_utf8_lossy(&c.stdout);
     assert!(c.status.success(), "{text}");
     assert!(text.contains("every receiver reached once"), "{text}");
+    // `diff` against `route`'s set (same LIDs at LMC 2, the same base trees) lists exactly the
+    // MFT entries and blocks the mending changed.
+    let set = d.join("route");
+    let o = fr(&[
+        "route",
+        &example("torus2d_4x4_h2.net"),
+        "-R",
+        "updn",
+        "--lmc",
+        "2",
+        "--mcast",
+        "ipoib",
+        "-o",
+        &s(&set),
+    ]);
+    assert!(o.status.success());
+    let o = fr(&["diff", &s(&set), &s(&out), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["totals"]["mft_entries"], m["mft_entries_changed"],
+        "{}",
+        v["totals"]
+    );
+    assert_eq!(v["totals"]["mft_blocks"], m["mft_blocks_changed"]);
+    assert!(!v["mft"].as_array().unwrap().is_empty());
 }

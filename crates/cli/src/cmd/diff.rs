@@ -341,6 +341,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let (ra, rb) = (read_side(&sa)?, read_side(&sb)?);
     let d = TableDiff::between(&f, &ra, &rb);
+    // Multicast: both sets' opensm.mcfdbs (an absent one has no entry).
+    let mft = if full {
+        let read = |s: &Side| -> Result<routing::mcast::Mfts> {
+            let dir = s.lfts.parent().unwrap_or(Path::new("."));
+            Ok(
+                crate::mcast::read_set_mfts(&dir.join(routing::opensm::MCFDBS_FILE), &f)?
+                    .unwrap_or_default(),
+            )
+        };
+        read(&sa)?.diff(&read(&sb)?)
+    } else {
+        Vec::new()
+    };
     let mut notes: Vec<String> = lacks.into_iter().collect();
     if full {
         for s in [&sa, &sb] {
@@ -358,11 +371,24 @@ pub fn run(a: Args) -> Result<ExitCode> {
         notes.push("an LFT file on one side: only the LFTs are compared".to_string());
     }
     if crate::out::json() {
-        crate::out::document(&document(&f, &a, &fabric_path, full, &notes, &d))?;
+        let mut v = document(&f, &a, &fabric_path, full, &notes, &d);
+        v["identical"] = json!(d.is_empty() && mft.is_empty());
+        v["totals"]["mft_entries"] = json!(mft.len());
+        v["totals"]["mft_blocks"] = json!(routing::mcast::mft_blocks(&mft));
+        v["mft"] = json!(mft
+            .iter()
+            .map(|c| {
+                let n = f.node(f.switches[c.switch as usize]);
+                json!({"switch": n.name, "guid": guid(n.guid), "mlid": c.mlid,
+                       "old_ports": c.old.ports().collect::<Vec<_>>(),
+                       "new_ports": c.new.ports().collect::<Vec<_>>()})
+            })
+            .collect::<Vec<_>>());
+        crate::out::document(&v)?;
     } else {
-        print(&f, &a, &fabric_path, full, &notes, &d);
+        print(&f, &a, &fabric_path, full, &notes, &d, &mft);
     }
-    Ok(if d.is_empty() {
+    Ok(if d.is_empty() && mft.is_empty() {
         crate::out::Status::Clean
     } else {
         crate::out::Status::Unclean
@@ -515,7 +541,15 @@ impl Budget {
     }
 }
 
-fn print(f: &Fabric, a: &Args, fabric: &Path, full: bool, notes: &[String], d: &TableDiff) {
+fn print(
+    f: &Fabric,
+    a: &Args,
+    fabric: &Path,
+    full: bool,
+    notes: &[String],
+    d: &TableDiff,
+    mft: &[routing::mcast::MftChange],
+) {
     crate::say!(
         "A: {}  B: {}  (fabric {})",
         a.a.display(),
@@ -629,10 +663,36 @@ fn print(f: &Fabric, a: &Args, fabric: &Path, full: bool, notes: &[String], d: &
             ));
         }
         b.end("path SL");
+        crate::say!(
+            "MFT: {} entries differ in {} blocks",
+            mft.len(),
+            routing::mcast::mft_blocks(mft)
+        );
+        let mut b = Budget::new(a.all);
+        let ports = |m: &routing::mcast::PortMask| {
+            let v: Vec<String> = m.ports().map(|p| p.to_string()).collect();
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(" ")
+            }
+        };
+        for c in mft {
+            let n = f.node(f.switches[c.switch as usize]);
+            b.line(format!(
+                "  {} {} MLID {:#06X}: ports {} -> {}",
+                n.name,
+                guid(n.guid),
+                c.mlid,
+                ports(&c.old),
+                ports(&c.new)
+            ));
+        }
+        b.end("MFT");
     }
     crate::say!(
         "{}",
-        if d.is_empty() {
+        if d.is_empty() && mft.is_empty() {
             "A and B are identical"
         } else {
             "A and B differ"

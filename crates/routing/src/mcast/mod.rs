@@ -168,6 +168,72 @@ impl Mfts {
     }
 }
 
+/// One MFT entry that differs between two sets of tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MftChange {
+    pub switch: u32,
+    pub mlid: Lid,
+    pub old: PortMask,
+    pub new: PortMask,
+}
+
+impl MftChange {
+    /// The MFT blocks the change touches: (switch, block of 32 MLIDs, 16-port position).
+    pub fn blocks(&self) -> impl Iterator<Item = (u32, usize, usize)> + '_ {
+        let block = self.mlid.saturating_sub(MLID_FIRST) as usize / MFT_BLOCK;
+        (0..256 / MFT_PORTS_PER_POSITION).filter_map(move |pos| {
+            let differs = (0..MFT_PORTS_PER_POSITION).any(|i| {
+                let p = (pos * MFT_PORTS_PER_POSITION + i) as u8;
+                self.old.has(p) != self.new.has(p)
+            });
+            differs.then_some((self.switch, block, pos))
+        })
+    }
+}
+
+/// The distinct MFT blocks a list of changes touches.
+pub fn mft_blocks(changes: &[MftChange]) -> usize {
+    let set: std::collections::BTreeSet<(u32, usize, usize)> =
+        changes.iter().flat_map(|c| c.blocks()).collect();
+    set.len()
+}
+
+impl Mfts {
+    /// Every (switch, MLID) entry whose mask differs from `other`'s (an absent entry is an
+    /// empty mask), by MLID then switch.
+    pub fn diff(&self, other: &Mfts) -> Vec<MftChange> {
+        let mut mlids: Vec<Lid> = self
+            .groups
+            .iter()
+            .chain(&other.groups)
+            .map(|g| g.mlid)
+            .collect();
+        mlids.sort_unstable();
+        mlids.dedup();
+        let empty = GroupMft::default();
+        let mut out = Vec::new();
+        for mlid in mlids {
+            let a = self.group(mlid).unwrap_or(&empty);
+            let b = other.group(mlid).unwrap_or(&empty);
+            let mut sws: Vec<u32> = a.switches.iter().chain(&b.switches).map(|e| e.0).collect();
+            sws.sort_unstable();
+            sws.dedup();
+            for s in sws {
+                let (old, new) = (a.mask(s), b.mask(s));
+                if old != new {
+                    out.push(MftChange {
+                        switch: s,
+                        mlid,
+                        old,
+                        new,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

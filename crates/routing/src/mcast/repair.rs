@@ -11,7 +11,7 @@
 //! tree routed from scratch. The masks are then rebuilt and compared with the old ones.
 
 use super::tree::{route_groups, McastRouting, TreeRule};
-use super::{Group, GroupMft, PortMask, MFT_BLOCK, MFT_PORTS_PER_POSITION, MLID_FIRST};
+use super::{Group, GroupMft, PortMask};
 use crate::engines::EngineError;
 use fabric::{Fabric, FaultMask};
 use serde::Serialize;
@@ -353,26 +353,12 @@ fn masks_of(
 }
 
 /// The (switch, MLID) entries that differ between two entries of one MLID; the MFT blocks
-/// they touch — (switch, block of 32 MLIDs, 16-port position) — go into `blocks`.
+/// they touch go into `blocks`.
 fn changes(a: &GroupMft, b: &GroupMft, blocks: &mut BTreeSet<(u32, usize, usize)>) -> usize {
-    let sws: BTreeSet<u32> = a.switches.iter().chain(&b.switches).map(|e| e.0).collect();
-    let block = (a.mlid.saturating_sub(MLID_FIRST)) as usize / MFT_BLOCK;
-    let mut entries = 0;
-    for s in sws {
-        let (ma, mb) = (a.mask(s), b.mask(s));
-        if ma == mb {
-            continue;
-        }
-        entries += 1;
-        for pos in 0..256 / MFT_PORTS_PER_POSITION {
-            let differs = (0..MFT_PORTS_PER_POSITION).any(|i| {
-                let p = (pos * MFT_PORTS_PER_POSITION + i) as u8;
-                ma.has(p) != mb.has(p)
-            });
-            if differs {
-                blocks.insert((s, block, pos));
-            }
-        }
-    }
-    entries
+    let one = |g: &GroupMft| super::Mfts {
+        groups: vec![g.clone()],
+    };
+    let d = one(a).diff(&one(b));
+    blocks.extend(d.iter().flat_map(|c| c.blocks()));
+    d.len()
 }
