@@ -171,3 +171,46 @@ fn short_names_from_descriptions_name_nodes() {
     );
     assert!(step["dropped_pairs"].as_u64().unwrap() > 0, "{step}");
 }
+
+/// An HCA's own cable can fail (operators lose those most often): the end port is cut off,
+/// with every pair to and from it, the other end ports of its switch keep their paths, and
+/// the tables written pass `check`.
+#[test]
+fn an_hca_cable_fails_and_its_pairs_are_cut_off() {
+    let d = tmp("hca-cable");
+    let out = d.join("out");
+    let o = fr(&[
+        "fault",
+        &example("torus2d_4x4_h2.net"),
+        "--engine",
+        "updn",
+        "--fail",
+        "link:H_1_1_0/1",
+        "--fail",
+        "link:S_0_0/3",
+        "-o",
+        &out.display().to_string(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("link:H_1_1_0/1: 0 pairs affected"), "{err}");
+    assert!(err.contains("1 end port(s) cut off"), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v["rftr"]["steps"][0]["dropped_pairs"], 1);
+    assert_eq!(v["rftr"]["unrouted_pairs"], 0);
+    let c = fr(&["check", &out.display().to_string()]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stdout));
+    // The switch side of the same kind of cable names it too.
+    let o = fr(&[
+        "fault",
+        &example("torus2d_4x4_h2.net"),
+        "--engine",
+        "updn",
+        "--fail",
+        "link:S_1_1/1",
+        "-o",
+        &d.join("out2").display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -152,3 +152,74 @@ fn the_tracker_finds_credit_loops() {
     assert!(!inc.deadlock_free);
     assert!(inc.cyclic_sccs > 0);
 }
+
+/// HCA cables fail too: mixed with switch-to-switch link faults, on every base, both checks
+/// agree, nothing is left undelivered, and the cut end port has no DLID to or from anyone
+/// while the other end ports of its switch keep theirs.
+#[test]
+fn hca_cable_faults_cut_off_one_end_port() {
+    for (spec, engines) in [
+        ("ktree 4 3", &["updn", "ftree", "dfsssp"][..]),
+        ("torus 4x4 hcas=2", &["updn", "lash", "nue"][..]),
+    ] {
+        let f = fabric(spec);
+        let hca_links: Vec<fabric::LinkId> = (0..f.links.len() as u32)
+            .map(fabric::LinkId)
+            .filter(|&l| {
+                let k = f.link(l);
+                !f.is_switch(f.port(k.a).node) || !f.is_switch(f.port(k.b).node)
+            })
+            .collect();
+        for engine in engines {
+            for seed in 0..3u64 {
+                let mut faults = random_faults(&f, seed, 2, false);
+                let cut = hca_links[(seed as usize * 7 + 3) % hca_links.len()];
+                faults.insert(1, Fault::Link(cut));
+                compare(&f, engine, 2, &faults);
+                // The cut end port and a neighbour on its switch.
+                let e = by_name(engine).unwrap();
+                let mut opts = RouteOptions::default();
+                if matches!(e.rftr_base(&f, &opts), Ok(Base::FreshVls)) {
+                    opts.budget.vls = 7;
+                    opts.budget.sls = 15;
+                }
+                let cfg = RftrConfig {
+                    vls: if opts.budget.vls == 7 { 8 } else { 2 },
+                    ..Default::default()
+                };
+                let mut s = Session::start(&f, e.as_ref(), &opts, cfg).unwrap();
+                for &fault in &faults {
+                    let step = s.apply(fault);
+                    assert_eq!(step.check.undelivered, 0, "{spec} {engine} {fault:?}");
+                }
+                let k = f.link(cut);
+                let p = if f.is_switch(f.port(k.a).node) {
+                    k.b
+                } else {
+                    k.a
+                };
+                let ce = f.end_ports.iter().position(|&q| q == p).unwrap() as u32;
+                let r = s.rftr();
+                for x in 0..f.end_ports.len() as u32 {
+                    if x != ce {
+                        assert_eq!(r.dlid(ce, x), None);
+                        assert_eq!(r.dlid(x, ce), None);
+                    }
+                }
+                // Its switch's other end ports are still routed to and from.
+                let sw = f.port(f.remote(p).unwrap()).node;
+                let neighbour = f
+                    .end_ports
+                    .iter()
+                    .position(|&q| q != p && f.remote(q).is_some_and(|r| f.port(r).node == sw))
+                    .unwrap() as u32;
+                let other = (0..f.end_ports.len() as u32)
+                    .find(|&x| x != ce && x != neighbour && r.dlid(neighbour, x).is_some());
+                assert!(
+                    other.is_some(),
+                    "{spec} {engine}: the neighbour lost every route"
+                );
+            }
+        }
+    }
+}

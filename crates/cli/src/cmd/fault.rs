@@ -248,13 +248,44 @@ pub fn parse_faults(f: &Fabric, specs: &[String]) -> Result<Vec<Fault>> {
     Ok(out)
 }
 
-/// Parses `link:SW/PORT` or `switch:SW`.
+/// An end node (CA, router) by name, description or its short name, when exactly one fits.
+fn find_end_node(f: &Fabric, s: &str) -> Option<NodeId> {
+    let is_end = |n: &NodeId| f.node(*n).kind.is_end();
+    if let Some(n) = f.node_by_name(s).filter(is_end) {
+        return Some(n);
+    }
+    let by_desc: Vec<NodeId> = (0..f.nodes.len() as u32)
+        .map(NodeId)
+        .filter(|n| is_end(n) && f.node(*n).desc == s)
+        .collect();
+    if let [n] = by_desc[..] {
+        return Some(n);
+    }
+    match f
+        .nodes_by_short_name(s)
+        .into_iter()
+        .filter(is_end)
+        .collect::<Vec<_>>()[..]
+    {
+        [n] => Some(n),
+        _ => None,
+    }
+}
+
+/// Parses `link:SW/PORT` (SW a switch, or an end node for its own cable) or `switch:SW`.
 pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
     if let Some(rest) = spec.strip_prefix("link:") {
         let (sw, port) = rest
             .rsplit_once('/')
             .with_context(|| format!("{spec:?}: expected link:SWITCH/PORT"))?;
-        let n = find_switch(f, sw)?;
+        // A switch, or an end node (its HCA cable: the end port is cut off).
+        let n = match find_switch(f, sw) {
+            Ok(n) => n,
+            Err(e) => match find_end_node(f, sw) {
+                Some(n) => n,
+                None => return Err(e),
+            },
+        };
         let port: u8 = port
             .parse()
             .with_context(|| format!("{spec:?}: port {port:?} is not a number"))?;
@@ -273,9 +304,10 @@ pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
                 f.node(n).name
             );
         }
-        if !f.is_switch(far) {
+        if !f.is_switch(far) && !f.is_switch(n) {
             bail!(
-                "{spec:?}: only links between two switches can fail (this one leads to {:?})",
+                "{spec:?}: the cable joins two end nodes ({:?} and {:?}); only cables with a switch at one end carry routes",
+                f.node(n).name,
                 f.node(far).name
             );
         }
@@ -467,7 +499,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             n => format!(" ({n} of them cut off: no live path is left)"),
         };
         eprintln!(
-            "{text}: {} pairs affected, {} repaired, {} unsupported{cut}{no_lid}, {} dropped; {} with a VL transition; {:.3} ms (then {:.3} ms to check it{}); union CDG {}",
+            "{text}: {} pairs affected, {} repaired, {} unsupported{cut}{no_lid}, {} end port(s) cut off with their pairs; {} with a VL transition; {:.3} ms (then {:.3} ms to check it{}); union CDG {}",
             rep.affected_pairs,
             rep.repaired_pairs,
             rep.unsupported_pairs,

@@ -156,7 +156,8 @@ pub struct FaultReport {
     /// Of the unsupported pairs, those the faults cut off: source and destination switch are
     /// no longer in one component of the live switch graph, so no routing can join them.
     pub disconnected_pairs: u64,
-    /// Pairs dropped because an end port sits on a failed switch.
+    /// End ports cut off — on a failed switch, or behind their own failed cable (an HCA
+    /// cable) — with every pair to and from them (the field keeps its old name).
     pub dropped_pairs: u64,
     /// Unsupported (source end port, destination end port) pairs, as end-port indices.
     pub unsupported: Vec<(u32, u32)>,
@@ -787,11 +788,22 @@ impl<'f> Rftr<'f> {
         let ne = f.end_ports.len();
         let mut dead: Vec<ChannelId> = Vec::new();
         let mut dropped_ends: Vec<u32> = Vec::new();
+        // End ports whose own cable failed (an HCA cable): cut off, as destinations and as
+        // sources; the other end ports of their switch keep their paths.
+        let mut cut_ends: Vec<u32> = Vec::new();
         match fault {
             Fault::Link(l) => {
                 self.mask.fail_link(l);
                 dead.push(l.forward());
                 dead.push(l.forward().reverse());
+                let k = f.link(l);
+                for p in [k.a, k.b] {
+                    if !f.is_switch(f.port(p).node) {
+                        if let Some(e) = f.end_ports.iter().position(|&q| q == p) {
+                            cut_ends.push(e as u32);
+                        }
+                    }
+                }
             }
             Fault::Switch(n) => {
                 self.mask.fail_node(n);
@@ -833,7 +845,20 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
-        report.dropped_pairs = dropped_ends.len() as u64;
+        for &e in &cut_ends {
+            for slot in 0..self.slot_switch.len() {
+                self.sel[slot * ne + e as usize] = DROPPED;
+            }
+            let s = self.end_sw[e as usize];
+            if s != NONE {
+                let slot = self.slot_of[s as usize];
+                if slot != NONE {
+                    self.slot_ends[slot as usize].retain(|&x| x != e);
+                }
+            }
+            self.end_sw[e as usize] = NONE;
+        }
+        report.dropped_pairs = (dropped_ends.len() + cut_ends.len()) as u64;
         // Affected pairs.
         let mut hit: Vec<PathId> = Vec::new();
         for &c in &dead {
