@@ -214,3 +214,54 @@ fn an_hca_cable_fails_and_its_pairs_are_cut_off() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// `sweep --samples K` says when draws repeat or when K covers every combination (then each
+/// is evaluated once); `merge` prints a summary for people, not raw JSON.
+#[test]
+fn sweep_samples_say_what_they_cover_and_merge_speaks_plainly() {
+    let d = tmp("sweep-samples");
+    let net = d.join("t.net").display().to_string();
+    let o = fr(&["gen", "torus", "3x3", "hcas=1", "-o", &net]);
+    assert!(o.status.success());
+    let one = d.join("one.jsonl").display().to_string();
+    let o = fr(&[
+        "sweep",
+        &net,
+        "--faults",
+        "1",
+        "--samples",
+        "50",
+        "-o",
+        &one,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("at least the 18 combinations") && err.contains("evaluated once"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&one).unwrap().lines().count(), 18);
+    let two = d.join("two.jsonl").display().to_string();
+    let o = fr(&[
+        "sweep",
+        &net,
+        "--faults",
+        "2",
+        "--samples",
+        "50",
+        "-o",
+        &two,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("repeat a combination") && err.contains("of 153 possible"),
+        "{err}"
+    );
+    let merged = d.join("m.jsonl").display().to_string();
+    let o = fr(&["merge", &two, "-o", &merged]);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert!(said.starts_with("50 scenarios: RFTR supported"), "{said}");
+    assert!(!said.contains('{'), "{said}");
+}

@@ -319,6 +319,15 @@ const R1: &str = "R-0002c90300a1b5f0";
 
 fn check_cluster_edr(l: &Loaded) {
     let f = &l.fabric;
+    // Its H-0002c90300a1b4e0 reads `lid 65535` (none assigned): said, not silently replaced.
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.contains("1 port(s) read with LID 65535")
+                && w.contains("H-0002c90300a1b4e0 port 1")),
+        "{:?}",
+        l.warnings
+    );
     assert_eq!(f.num_switches(), 3);
     assert_eq!(f.count(NodeKind::Ca), 3);
     assert_eq!(f.count(NodeKind::Router), 1);

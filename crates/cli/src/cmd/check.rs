@@ -700,8 +700,14 @@ pub fn stats(a: StatsArgs) -> Result<ExitCode> {
     crate::say!("SLs used {:?}, VLs used {:?}", m.sls_used, m.vls_used);
     if let Some(e) = &ebb {
         crate::say!(
-            "effective bisection bandwidth: {}",
-            serde_json::to_string(e)?
+            "effective bisection bandwidth ({}, {} hosts, {} runs): mean {:.3}, sd {:.3}, min {:.3}, max {:.3}",
+            e.pattern,
+            e.hosts,
+            e.runs,
+            e.mean,
+            e.sd,
+            e.min,
+            e.max
         );
     }
     Ok(crate::out::Status::of(complete).into())

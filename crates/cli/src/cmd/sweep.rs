@@ -116,6 +116,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if a.faults == 0 || a.faults > links {
         crate::usage_bail!("--faults must be 1..={links} (the fabric's inter-switch links)");
     }
+    // As many samples as there are combinations, or more: every one, once.
+    let combos = sweep::binomial(links as u64, a.faults as u64);
+    let spec = match spec.scenarios {
+        Scenarios::Samples { count, .. } if count >= combos => {
+            crate::warn!(
+                "--samples {count} is at least the {combos} combinations of {} of the {links} inter-switch links: each is evaluated once, as with --exhaustive",
+                a.faults
+            );
+            SweepSpec {
+                scenarios: Scenarios::Exhaustive,
+                ..spec
+            }
+        }
+        _ => spec,
+    };
     let ctx = SweepContext::of(&session);
     let space = sweep::space_size(&f, &spec);
     eprintln!(
@@ -156,6 +171,25 @@ pub fn run(a: Args) -> Result<ExitCode> {
     drop(out);
     std::fs::rename(&tmp, &a.output)?;
     let summary = SweepSummary::of(results.iter());
+    if let Scenarios::Samples { count, .. } = spec.scenarios {
+        // Random draws may repeat a combination: say how many were distinct.
+        let distinct: std::collections::HashSet<Vec<String>> = results
+            .iter()
+            .map(|r| {
+                let mut v = r.faults.clone();
+                v.sort();
+                v
+            })
+            .collect();
+        if distinct.len() < results.len() {
+            crate::warn!(
+                "{} of the {} scenarios evaluated here ({count} drawn in all) repeat a combination drawn before: {} distinct, of {combos} possible",
+                results.len() - distinct.len(),
+                results.len(),
+                distinct.len()
+            );
+        }
+    }
     let sj = serde_json::json!({
         "fabric": a.fabric.display().to_string(), "engine": a.engine, "vls": vls, "lmc": a.lmc,
         "tie_break": a.repair.tie_break_name(), "virtual_lids_only": a.repair.virtual_lids_only,
@@ -171,33 +205,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if crate::out::json() {
         crate::out::document(&sj)?;
     }
-    crate::say!(
-        "{} scenarios ({} disconnected skipped): RFTR supported {:.2}% , deadlock-free {}, max SLs {}, max virtual LIDs {}, max transitions {}; full reconfiguration supported {}/{}",
-        summary.scenarios,
-        p.skipped_disconnected,
-        summary.supported_pct,
-        summary.deadlock_free,
-        summary.max_sls,
-        summary.max_virtual_lids,
-        summary.max_transitions,
-        summary.full_supported,
-        summary.full_scenarios
-    );
-    if summary.scenarios > 0 {
-        let full = if summary.full_scenarios > 0 {
-            format!(
-                "; full reconfiguration {:.1} blocks, {:.1} pairs changed",
-                summary.full_mean_lft_blocks, summary.full_mean_changed_pairs
-            )
-        } else {
-            String::new()
-        };
-        crate::say!(
-            "mean per scenario: RFTR {:.1} LFT blocks, {:.1} source updates{full}",
-            summary.mean_lft_blocks,
-            summary.mean_source_updates
-        );
-    }
+    say_summary(&summary, Some(p.skipped_disconnected));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -342,7 +350,41 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
     if crate::out::json() {
         crate::out::document(&s)?;
     } else {
-        crate::say!("{}", serde_json::to_string_pretty(&s)?);
+        say_summary(&s, None);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A sweep's (or a merge's) summary for people: the scenarios, RFTR's support, and the means
+/// per scenario.
+fn say_summary(summary: &SweepSummary, skipped: Option<u64>) {
+    crate::say!(
+        "{} scenarios{}: RFTR supported {:.2}%, deadlock-free {}, max SLs {}, max virtual LIDs {}, max transitions {}; full reconfiguration supported {}/{}",
+        summary.scenarios,
+        skipped
+            .map(|k| format!(" ({k} disconnected skipped)"))
+            .unwrap_or_default(),
+        summary.supported_pct,
+        summary.deadlock_free,
+        summary.max_sls,
+        summary.max_virtual_lids,
+        summary.max_transitions,
+        summary.full_supported,
+        summary.full_scenarios
+    );
+    if summary.scenarios > 0 {
+        let full = if summary.full_scenarios > 0 {
+            format!(
+                "; full reconfiguration {:.1} blocks, {:.1} pairs changed",
+                summary.full_mean_lft_blocks, summary.full_mean_changed_pairs
+            )
+        } else {
+            String::new()
+        };
+        crate::say!(
+            "mean per scenario: RFTR {:.1} LFT blocks, {:.1} source updates{full}",
+            summary.mean_lft_blocks,
+            summary.mean_source_updates
+        );
+    }
 }

@@ -68,6 +68,8 @@ pub(crate) struct Records<T> {
     names: String,
     guids: GuidTable,
     lids: LidTable,
+    /// Ports whose LID reads 65535 (none assigned): how many, and where the first was.
+    unassigned: (usize, Option<String>),
 }
 
 impl<T> Records<T> {
@@ -88,6 +90,7 @@ impl<T> Records<T> {
             names: String::new(),
             guids: GuidTable::default(),
             lids: LidTable::default(),
+            unassigned: (0, None),
         }
     }
 
@@ -339,7 +342,17 @@ impl<T> Records<T> {
         if self.slot(n, port).is_none() {
             return Err(self.beyond(n, port, at));
         }
-        let lid = if lid == 0xFFFF { 0 } else { lid };
+        let lid = if lid == 0xFFFF {
+            if self.unassigned.0 == 0 {
+                let w = self.where_(at);
+                let name = self.name(n).to_string();
+                self.unassigned.1 = Some(format!("{w}, {name} port {port}"));
+            }
+            self.unassigned.0 += 1;
+            0
+        } else {
+            lid
+        };
         if lid > MAX_UNICAST_LID as u64 {
             return Err(self.err(
                 at,
@@ -587,6 +600,11 @@ impl<T> Records<T> {
             {
                 return Err(self.err(pl.at, e.0));
             }
+        }
+        if let (k, Some(first)) = &self.unassigned {
+            self.warnings.push(format!(
+                "{k} port(s) read with LID 65535, which means none assigned (the first: {first}); they get free LIDs"
+            ));
         }
         let file = self.files[0].clone();
         let fabric = self

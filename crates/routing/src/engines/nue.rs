@@ -601,7 +601,7 @@ fn route(t: &Topo, k: usize, start_vl: u8, effort: u64) -> Routed {
     let (mut one, one_score, _) = route_layers(&net, &dests, 1, start_vl, effort);
     if one_score < score {
         one.notes.push(format!(
-            "nue: one layer balances better than {k} here (end-port routes on the busiest channel {} against {}, over all channels {} against {}): one layer kept, on VL {start_vl}",
+            "one layer balances better than {k} here (end-port routes on the busiest channel {} against {}, over all channels {} against {}): one layer kept, on VL {start_vl}",
             one_score.0, score.0, one_score.1, score.1
         ));
         one
@@ -800,7 +800,7 @@ fn route_layers(
     };
     let used = per_layer.iter().filter(|&&c| c > 0).count();
     let mut notes = vec![format!(
-        "nue: {used} of {k} layers hold destinations (VLs {start_vl}..{}, SL = VL); destination LIDs per layer {per_layer:?}; destinations in {} (the best of {} orders)",
+        "{used} of {k} layers hold destinations (VLs {start_vl}..{}, SL = VL); destination LIDs per layer {per_layer:?}; destinations in {} (the best of {} orders)",
         start_vl as usize + k - 1,
         ORDERS.get(best).copied().unwrap_or(if best >= ROOTED {
             "a random order, escape tree from a random destination switch"
@@ -811,30 +811,30 @@ fn route_layers(
     )];
     if hardest > 0 {
         notes.push(format!(
-            "nue: then routed {hardest} time(s) more in that order with the destination LIDs that took the most hops above shortest first, which balanced better"
+            "then routed {hardest} time(s) more in that order with the destination LIDs that took the most hops above shortest first, which balanced better"
         ));
     }
     if !d.copies.is_empty() {
         notes.push(format!(
-            "nue: {} switch LIDs follow the routes of an end port on their switch (no search, no dependency of their own)",
+            "{} switch LIDs follow the routes of an end port on their switch (no search, no dependency of their own)",
             d.copies.len()
         ));
     }
     if a.tally.backtracked > 0 {
         notes.push(format!(
-            "nue: {} destination LIDs met an impasse that moving switches solved",
+            "{} destination LIDs met an impasse that moving switches solved",
             a.tally.backtracked
         ));
     }
     if a.tally.impasses > 0 {
         notes.push(format!(
-            "nue: {} destination LIDs met an impasse; {} (switch, destination LID) entries follow the layer's escape tree",
+            "{} destination LIDs met an impasse; {} (switch, destination LID) entries follow the layer's escape tree",
             a.tally.impasses, a.tally.escaping
         ));
     }
     if tried > 0 {
         notes.push(format!(
-            "nue: then rip-up and reroute moved {moved} of {tried} destination LIDs tried: end-port routes on the busiest channel {} -> {}, over all channels {} -> {}",
+            "then rip-up and reroute moved {moved} of {tried} destination LIDs tried: end-port routes on the busiest channel {} -> {}, over all channels {} -> {}",
             before.0, a.score.0, before.1, a.score.1
         ));
     }

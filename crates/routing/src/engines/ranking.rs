@@ -637,7 +637,7 @@ pub(crate) fn count_illegal(t: &Topo, codes: &[u16], is_source: &[bool]) -> (usi
 /// The note for entries without an up*/down* path.
 pub(crate) fn escape_note(esc: usize) -> String {
     format!(
-        "{esc} (switch, destination switch) entries have no up*/down* path under the ranking; they take the path with the fewest down->up turns, and traffic between end ports that needs one changes VL there (see the VL note)"
+        "{esc} (switch, destination switch) entries have no up*/down* path under the ranking; they take the path with the fewest down->up turns, and traffic between end ports that needs one changes VL there"
     )
 }
 
