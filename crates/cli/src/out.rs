@@ -1,6 +1,6 @@
 //! What every command prints and how it ends, in one place.
 //!
-//! - Human text goes through [`say!`]: to stdout, or to stderr when `--json` asked for the one
+//! - Human text goes through `say!`: to stdout, or to stderr when `--json` asked for the one
 //!   JSON document on stdout ([`document`]). Warnings and progress always go to stderr.
 //! - A reader that goes away (`fabroute route … | head -1`) ends stdout quietly: later lines
 //!   are dropped, the command finishes its work and exits with its usual status. No panic.

@@ -12,7 +12,7 @@
 //!   `TopoHints::level` (0 = roots), else one class `all`.
 //! - EBB (ORCS `hist_acc_band`): per run, a random perfect matching of the hosts (the live end
 //!   ports; an odd one out is dropped); `bisect` = one flow per matched pair, shuffled[2i+1] →
-//!   shuffled[2i]; `bisect_fb_sym` = both directions. Route = injection channel, LFT hops to the
+//!   `shuffled[2i]`; `bisect_fb_sym` = both directions. Route = injection channel, LFT hops to the
 //!   destination's base LID, ejection channel. `c(e)` = flows using channel `e`; a flow's
 //!   bandwidth is `1 / max c(e)` along its route; the run's value is the mean over flows; EBB
 //!   is the mean over runs. Random patterns use [`fabric::rng::Rng`] (one seed per run drawn

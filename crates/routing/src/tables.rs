@@ -197,7 +197,7 @@ impl Routing {
 
     /// Every LID of an LMC range above an end port's base LID for which `keep(self, end,
     /// lid)` is false (`end`: the index in `f.end_ports`) takes the base LID's entry on every
-    /// switch and its path SL from every source ([`Routing::follow_lid`]). Returns how many.
+    /// switch and its path SL from every source (`Routing::follow_lid`). Returns how many.
     pub fn mirror_lmc_lids_unless(
         &mut self,
         f: &Fabric,

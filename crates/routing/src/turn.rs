@@ -1,5 +1,5 @@
 //! Turn rules: a routing's deadlock-avoidance rule, asked one turn at a time. An engine that
-//! routes by such a rule says so ([`crate::engines::Engine::turn_rule`]), and RFTR builds on it:
+//! routes by such a rule says so ([`crate::engines::Engine::rftr_base`]), and RFTR builds on it:
 //! RFTR joins a prefix and a suffix of existing paths at a switch C; if the turn at C
 //! (the prefix's channel into C followed by the suffix's channel out of C) breaks the base
 //! routing's rule, the packet moves to the next virtual lane there.

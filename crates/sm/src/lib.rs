@@ -1,13 +1,13 @@
 //! fabroute as the subnet manager of a running fabric: the loop of the RFTR paper's
 //! Section 5.3, over any [`mad::Transport`].
 //!
-//! 1. [`discover`]: a directed-route breadth-first search (NodeInfo, NodeDescription,
-//!    PortInfo of every port, SwitchInfo), pipelined level by level, into a [`Fabric`] with
+//! 1. [`discover()`]: a directed-route breadth-first search (NodeInfo, NodeDescription,
+//!    PortInfo of every port, SwitchInfo), pipelined level by level, into a [`fabric::Fabric`] with
 //!    LIDs assigned by fabroute's builder (switches LMC 0, end ports LMC-aligned).
 //! 2. [`Live::bring_up`]: route it with any engine (through an RFTR [`Session`] when the
 //!    repair is RFTR), program port LIDs and the SM LID, LFT blocks, SL2VL tables, ports
 //!    ARMED then ACTIVE, and LinearFDBTop.
-//! 3. [`Live::serve`]: wait for trap 128 (and read SwitchInfo.PortStateChange of every
+//! 3. `Live::serve`: wait for trap 128 (and read SwitchInfo.PortStateChange of every
 //!    switch on a light sweep, since a trap is lost when its route to the SM crosses the dead
 //!    link); re-read only the reporting switch's ports; apply the failed links; repair with
 //!    RFTR (or a full reconfiguration); push only the LFT blocks and SL2VL rows that differ

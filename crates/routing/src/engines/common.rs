@@ -64,7 +64,7 @@ pub struct Topo<'a> {
 }
 
 impl<'a> Topo<'a> {
-    /// The live topology, or [`EngineError::NoSwitches`] when no switch is alive (every
+    /// The live topology, or [`super::EngineError::NoSwitches`] when no switch is alive (every
     /// engine's first step).
     pub fn live(f: &'a Fabric, mask: &FaultMask) -> Result<Self, super::EngineError> {
         let t = Topo::new(f, mask);

@@ -47,7 +47,7 @@
 //! the choice, so the result does not depend on timing or thread count.
 //! Then the chosen order is routed again with the destination LIDs that took the most hops
 //! above shortest first (they meet a layer graph with fewer dependencies), and that is kept
-//! when it balances better by the same rule ([`HARDEST_ROUNDS`]).
+//! when it balances better by the same rule (`HARDEST_ROUNDS`).
 //! [`NueSettings::effort`] (`--nue-effort`) multiplies the work the random orders and the
 //! rip-up pass below may do, so larger fabrics try random orders too.
 //!

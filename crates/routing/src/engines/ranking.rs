@@ -49,7 +49,7 @@ impl UpDownRanking {
     /// Down*/Up* ranking: rank 0 = switches with live end ports. `None` if there are none.
     /// Internally the order is reversed (so "legal = up* then down*" holds for the machinery).
     /// Ties of equal rank are broken by the distance from the default reference switch (the
-    /// lowest-GUID switch of maximum rank); [`DnUp`] may pick another one (module docs).
+    /// lowest-GUID switch of maximum rank); [`super::updn::DnUp`] may pick another one (module docs).
     pub fn dnup(t: &Topo) -> Option<Self> {
         let (rank, roots) = dnup_ranks(t)?;
         let reference = dnup_default_reference(t, &rank);

@@ -23,14 +23,14 @@
 //!   Among the allowed moves the one with the lowest new maximum wins (first in destination
 //!   and port order on ties): deterministic and independent of the thread count.
 //!
-//! - **Moves further up** ([`best_upstream_move`]), when no entry of the busiest channel's
+//! - **Moves further up** (`best_upstream_move`), when no entry of the busiest channel's
 //!   own switch can leave it: an entry of a switch up to two hops before it on the
 //!   destination's tree, moved under the same rule to a port whose path joins the old one
 //!   after the channel. A leaf's up choice decides the load two levels above it, so a spine
 //!   that lost a core cable, or a core cable down to a unit, is relieved by the leaves. The
 //!   first destination with such a move gives it (cheaper searches, more moves in the
 //!   budget); its own budget is [`UPSTREAM_BUDGET`], kept small for the pass's time.
-//! - **Chains** (second phase, [`host_chains`]): single moves stop where a switch's busiest
+//! - **Chains** (second phase, `host_chains`): single moves stop where a switch's busiest
 //!   channel may only hand entries to channels one entry below it. At every switch with
 //!   counted hosts its own hosts' entries are unit jobs on its channels; a BFS over the
 //!   channels finds a chain of moves from the busiest to one at least an entry lighter (an
@@ -41,14 +41,14 @@
 //!   maximum. So the channels out of switches with counted hosts (a leaf's uplinks, where
 //!   the bound of what its hosts send is) are taken again with none set aside, in rounds of
 //!   single moves, then chains accepted only where every load they raise stays below the
-//!   channel they relieve ([`host_chains`], `strict`), at most [`HOST_ROUNDS`] times. Every
+//!   channel they relieve (`host_chains`, `strict`), at most [`HOST_ROUNDS`] times. Every
 //!   move of this phase lowers the sorted vector of loads. When it stops because nothing
 //!   moved (not by [`HOST_ROUNDS`] or a budget), no single move of an entry off a hosts'
 //!   channel is left that would lower it.
 //!
-//! Paths without an up*/down* path (the transition pairs of [`super::transition`], whose VLs
+//! Paths without an up*/down* path (the transition pairs of `transition`, whose VLs
 //! are assigned after this pass from the final tables) move too, under their own rule: same
-//! length, same direction of the first hop, no more down->up turns ([`may_move`]); so no path
+//! length, same direction of the first hop, no more down->up turns (`may_move`); so no path
 //! needs more VLs than before. Fabrics with LMC > 0 are left alone (the LMC LIDs' diversity is
 //! the generic builder's), as are those whose per-destination state would exceed
 //! [`MAX_STATE`] entries.
@@ -70,7 +70,7 @@ pub const MAX_STATE: usize = 1 << 27;
 pub const WORK_BUDGET: usize = 1 << 24;
 
 /// Steps the search for moves above the busiest channel's switch may take in all
-/// ([`best_upstream_move`]; on top of [`WORK_BUDGET`]). Small: every move it finds lets the
+/// (`best_upstream_move`; on top of [`WORK_BUDGET`]). Small: every move it finds lets the
 /// first phase go on (up to its own budget), so it sets the pass's time on mid-size trees
 /// (selene storage, 160 switches: 0.07 s without it, 0.07–0.1 s with 2^20 steps, 0.3 s with
 /// 2^24, for ftree max link loads 2,578 / 2,381 / 2,054).

@@ -11,7 +11,7 @@
 //! from switch `s` gains the number of LIDs at `s` (its end LIDs plus its own, as OpenSM
 //! counts) — global balancing. The weight update is done in O(switches) by accumulating
 //! subtree sums in reverse Dijkstra order. Ties between equal-cost paths are broken exactly as
-//! OpenSM breaks them (see [`DaryHeap`]; relaxations in port order, the first of equal
+//! OpenSM breaks them (see `DaryHeap`; relaxations in port order, the first of equal
 //! candidates wins), which reproduces its balance. Sequential by nature; one heap and a few
 //! arrays are reused for all destinations. Not deadlock-free.
 

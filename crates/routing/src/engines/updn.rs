@@ -53,9 +53,9 @@
 //!   invalid one. (Over all single roots and adjacent pairs of the reference fabrics, pairs
 //!   and stars often beat the best single root, e.g. 204 vs 268 on dragonfly_a4_p2_h2.)
 //! - how many: one candidate costs about `W` = live switches × (live end ports + directed
-//!   switch-to-switch channels); `k` = [`EVAL_BUDGET`] / `W` clamped to
-//!   [`EVAL_MIN_CANDIDATES`]..=[`EVAL_MAX_CANDIDATES`] (8..=64), and no evaluation at all
-//!   (graph centre kept) when `W` > [`EVAL_MAX_WORK`] (2^23: a 1,000-switch torus with 2 HCAs
+//!   switch-to-switch channels); `k` = `EVAL_BUDGET` / `W` clamped to
+//!   `EVAL_MIN_CANDIDATES`..=`EVAL_MAX_CANDIDATES` (8..=64), and no evaluation at all
+//!   (graph centre kept) when `W` > `EVAL_MAX_WORK` (2^23: a 1,000-switch torus with 2 HCAs
 //!   per switch is evaluated with 8 candidates, a 1,600-switch one is not);
 //! - score: each candidate's base-LID tables are built with the given options (balancing
 //!   included; the generic builder routes all base LIDs before any LMC LID and does not count
@@ -114,7 +114,7 @@ impl Engine for UpDn {
     /// centre), written into `root_guids` when none are given: the base routing, RFTR's turn
     /// rule and every full reconfiguration after faults then rank the fabric from the same
     /// roots, and the costly choice is paid once. Ranked from them (BFS), the pinned set
-    /// routes to the same tables. A fat tree's top ([`tree_top`]) is not pinned: it is ranked
+    /// routes to the same tables. A fat tree's top (`roots::tree_top`) is not pinned: it is ranked
     /// from the leaves, which a root list cannot say, and is derived again exactly and cheaply.
     fn pin_choices(&self, f: &Fabric, opts: &RouteOptions) -> Result<RouteOptions, EngineError> {
         let mut o = opts.clone();

@@ -12,7 +12,7 @@
 //! switch never sends back to.
 //!
 //! **Dependencies.** Each hop of each flood adds a channel dependency (channel into the
-//! switch, VL) → (channel out, VL), with VL = SL2VL[switch][in][out][group SL]; the first
+//! switch, VL) → (channel out, VL), with VL = `SL2VL[switch][in][out][group SL]`; the first
 //! hop's VL depends on the sender's port, so senders of one switch with different first-hop
 //! VLs are flooded apart. [`mcast_cycles`] adds these edges to the unicast CDG and reports
 //! every cycle, with a witness, so a credit loop that needs unicast and multicast together

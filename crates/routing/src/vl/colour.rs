@@ -1,7 +1,7 @@
 //! Greedy SL colouring under (switch, input port, output port) constraints.
 //!
 //! A path that needs VL `v` when it leaves switch `s` on port `o`, having entered on port `i`,
-//! puts the requirement SL2VL[s][i][o][SL] = v on its SL ([`Need`]). Two paths may share an SL
+//! puts the requirement `SL2VL[s][i][o][SL] = v` on its SL ([`Need`]). Two paths may share an SL
 //! only if they agree on every (switch, in, out) they share. [`SlColouring`] keeps the entries
 //! fixed so far per SL and answers "does this path fit SL k?" in O(needs); assigning a path
 //! fixes its entries. Which order paths come in and which fitting SL they take is the
