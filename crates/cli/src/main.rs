@@ -47,6 +47,10 @@ struct Cli {
     /// Print one JSON document (the command's summary) on stdout; human text goes to stderr.
     #[arg(long, global = true)]
     json: bool,
+    /// No progress: no spinners or bars on a terminal, no progress lines in a log (errors,
+    /// warnings and the command's own output still appear).
+    #[arg(long, short = 'q', global = true)]
+    quiet: bool,
     /// Largest input file read (K, M, G suffixes); larger inputs are refused before they are
     /// read. Any input file may be `-` for standard input (once per run).
     #[arg(long, global = true, value_name = "SIZE", default_value = "4G", value_parser = util::parse_size)]
@@ -94,6 +98,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     out::set_json(cli.json);
+    out::set_quiet(cli.quiet);
     util::set_max_input(cli.max_input);
     // The worker pool is built here, before any work, so that its start-up (a few threads)
     // is not charged to the first engine or check that happens to use it. 0 = all cores.

@@ -78,6 +78,17 @@ pub fn status_of(e: &anyhow::Error) -> Status {
     }
 }
 
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Whether `--quiet` is on: no spinners, bars or progress lines.
+pub fn quiet() -> bool {
+    QUIET.load(Relaxed)
+}
+
+pub fn set_quiet(on: bool) {
+    QUIET.store(on, Relaxed);
+}
+
 /// Whether `--json` is on.
 pub fn json() -> bool {
     JSON.load(Relaxed)

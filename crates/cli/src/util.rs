@@ -330,6 +330,7 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     )) {
         bar.set_style(style);
     }
+    watch(&bar, what);
     bar
 }
 
@@ -337,8 +338,47 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
 pub fn spinner(msg: &str) -> indicatif::ProgressBar {
     let sp = indicatif::ProgressBar::new_spinner();
     sp.set_message(msg.to_string());
-    sp.enable_steady_tick(std::time::Duration::from_millis(120));
+    if !crate::out::quiet() {
+        sp.enable_steady_tick(std::time::Duration::from_millis(120));
+    }
+    watch(&sp, msg);
     sp
+}
+
+/// How often progress goes to a log (stderr not a terminal).
+const LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Progress where no one watches a terminal: with `--quiet`, none at all; when stderr is
+/// not a terminal (a log under a batch system), a plain line every [`LOG_EVERY`] while the
+/// work lasts (`fabroute: routing with updn… 20 s`, or `… 1200/5000 scenarios, 30 s`).
+fn watch(bar: &indicatif::ProgressBar, what: &str) {
+    use std::io::IsTerminal;
+    if crate::out::quiet() {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        return;
+    }
+    if std::io::stderr().is_terminal() {
+        return;
+    }
+    let (bar, what) = (bar.clone(), what.to_string());
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let step = std::time::Duration::from_millis(200);
+        let mut next = LOG_EVERY;
+        while !bar.is_finished() {
+            std::thread::sleep(step);
+            let t = start.elapsed();
+            if t < next || bar.is_finished() {
+                continue;
+            }
+            next += LOG_EVERY;
+            let done = match bar.length() {
+                Some(len) if len > 0 => format!(" {}/{len}", bar.position()),
+                _ => String::new(),
+            };
+            crate::out::stderr_line(&format!("fabroute: {what}…{done} {} s", t.as_secs()));
+        }
+    });
 }
 
 /// A digest of a file's bytes for telling which files belong together (not for security):

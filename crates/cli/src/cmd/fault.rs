@@ -430,7 +430,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", engine.name()))?,
             r,
         ),
-        None => Session::route_base(&f, engine.as_ref(), &opts).map_err(session_error)?,
+        None => {
+            let sp = crate::util::spinner(&format!("routing the base with {}", engine.name()));
+            let r = Session::route_base(&f, engine.as_ref(), &opts).map_err(session_error)?;
+            sp.finish_and_clear();
+            r
+        }
     };
     let base_s = t0.elapsed().as_secs_f64();
     let deployed_base = a.from.as_ref().map(|_| base.clone());
@@ -463,10 +468,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
         // check's one whole walk at the first fault): timed apart from both.
         let t = Instant::now();
         let (mut t1, mut t2) = (t, t);
+        let sp = crate::util::spinner(&format!("{text}: repairing and checking"));
         let step = session.apply_then(*fault, |phase| match phase {
             Phase::Repairing => t1 = Instant::now(),
             Phase::Checking => t2 = Instant::now(),
         });
+        sp.finish_and_clear();
         let prepare_s = (t1 - t).as_secs_f64();
         let dt = (t2 - t1).as_secs_f64();
         let check_s = t2.elapsed().as_secs_f64();
@@ -536,7 +543,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let all_ok = session.checked() && unrouted == 0;
     // Full reconfiguration of the same faults.
     let t = Instant::now();
+    let sp = crate::util::spinner("full reconfiguration beside it: route, compare, check");
     let full = session.full_reconfiguration();
+    sp.finish_and_clear();
     let full_s = t.elapsed().as_secs_f64();
     let full_json = match &full {
         Ok(fr) => json!({

@@ -629,6 +629,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             });
         }
     }
+    let bar = crate::util::progress_bar(jobs.len() as u64, "simulation runs");
     let results: Vec<(Report, f64)> = jobs
         .par_iter()
         .map(|j| {
@@ -637,9 +638,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             let t = Instant::now();
             let r = sim::simulate(&f, j.tables.clone(), c, j.fault.clone())
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
+            bar.inc(1);
             Ok((r, t.elapsed().as_secs_f64()))
         })
         .collect::<Result<_>>()?;
+    bar.finish_and_clear();
     // Outputs.
     let multi_load = loads.len() > 1;
     let multi_scheme = jobs.len() > loads.len();
