@@ -68,5 +68,5 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "lost": lost,
         }))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::out::Status::Clean.into())
 }

@@ -100,5 +100,5 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "summary": s,
         }))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::out::Status::Clean.into())
 }

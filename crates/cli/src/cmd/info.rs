@@ -29,7 +29,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             m.insert("format".into(), format.into());
         }
         crate::out::document(&v)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(crate::out::Status::Clean.into());
     }
     crate::say!("fabric            {}", crate::util::input_name(&a.file));
     crate::say!("format            {format}");
@@ -63,5 +63,5 @@ pub fn run(a: Args) -> Result<ExitCode> {
         ),
     }
     crate::say!("max LID           {:#06x} (LMC {})", s.max_lid, s.lmc);
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::out::Status::Clean.into())
 }

@@ -213,5 +213,5 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
         }
         crate::say!("wrote {}", a.output.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::out::Status::Clean.into())
 }

@@ -206,7 +206,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         crate::out::document(&sj)?;
     }
     say_summary(&summary, Some(p.skipped_disconnected));
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::out::Status::Clean.into())
 }
 
 #[derive(clap::Args, Debug)]
@@ -352,7 +352,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
     } else {
         say_summary(&s, None);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::out::Status::Clean.into())
 }
 
 /// A sweep's (or a merge's) summary for people: the scenarios, RFTR's support, and the means
