@@ -167,17 +167,25 @@ impl Frame {
 }
 
 fn header(out: &mut String, w: f64, h: f64, title: &str) {
+    let size = title_size(w, title);
     let _ = writeln!(
         out,
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">
 <title>{}</title>
 <rect x="0" y="0" width="{w}" height="{h}" fill="white"/>
-<text x="{}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{}</text>"#,
+<text x="{}" y="22" text-anchor="middle" font-size="{size:.1}" font-weight="bold">{}</text>"#,
         escape(title),
         w / 2.0,
         escape(title)
     );
+}
+
+/// The title's font size: 15, smaller for a title that would not fit the width (bold
+/// DejaVu Sans is about 0.65 em per character), never below 9.
+fn title_size(w: f64, title: &str) -> f64 {
+    let chars = title.chars().count().max(1) as f64;
+    (15.0f64).min((w - 20.0) / (0.65 * chars)).max(9.0)
 }
 
 /// Axes, grid, ticks and axis labels; `x_ticks` gives (value, label) pairs.
@@ -213,7 +221,7 @@ fn axes(out: &mut String, fr: &Frame, x_ticks: &[(f64, String)], x_label: &str, 
         r - l,
         b - t,
         (l + r) / 2.0,
-        fr.h - 10.0,
+        b + 40.0,
         escape(x_label),
         16.0,
         (t + b) / 2.0,
@@ -223,7 +231,8 @@ fn axes(out: &mut String, fr: &Frame, x_ticks: &[(f64, String)], x_label: &str, 
 
 /// Legend entries (colour, dashed, name) in the top-right (or bottom-left) corner of the plot
 /// area.
-fn legend(out: &mut String, fr: &Frame, entries: &[(String, bool, String)], bottom_left: bool) {
+/// The legend in the band of height `band` under the axis label: one row per entry.
+fn legend(out: &mut String, fr: &Frame, entries: &[(String, bool, String)], band: f64) {
     if entries.is_empty() {
         return;
     }
@@ -232,13 +241,9 @@ fn legend(out: &mut String, fr: &Frame, entries: &[(String, bool, String)], bott
         .map(|e| e.2.chars().count())
         .max()
         .unwrap_or(0) as f64;
-    let bw = 34.0 + longest * 7.0;
+    let bw = (34.0 + longest * 7.0).min(fr.w - fr.left - 8.0);
     let bh = 8.0 + 18.0 * entries.len() as f64;
-    let (x, y) = if bottom_left {
-        (fr.left + 8.0, fr.h - fr.bottom - bh - 8.0)
-    } else {
-        (fr.w - fr.right - bw - 8.0, fr.top + 8.0)
-    };
+    let (x, y) = (fr.left, fr.h - band);
     let _ = writeln!(
         out,
         r##"<rect x="{x:.1}" y="{y:.1}" width="{bw:.1}" height="{bh:.1}" fill="white" fill-opacity="0.85" stroke="#bbb"/>"##
@@ -279,8 +284,6 @@ pub struct LineChart {
     pub y_range: Option<(f64, f64)>,
     /// Only whole numbers on the x axis (counts such as faults).
     pub integer_x: bool,
-    /// The legend in the bottom-left corner (for curves that stay near the top).
-    pub legend_bottom_left: bool,
     pub width: f64,
     pub height: f64,
 }
@@ -300,7 +303,6 @@ impl LineChart {
             x_range: None,
             y_range: None,
             integer_x: false,
-            legend_bottom_left: false,
             width: 760.0,
             height: 440.0,
         }
@@ -372,13 +374,19 @@ impl LineChart {
                 y0 -= 1.0;
             }
         }
+        // The legend goes under the axis label, one row per series, so it covers no curve.
+        let legend_h = if self.series.is_empty() {
+            0.0
+        } else {
+            12.0 + 18.0 * self.series.len() as f64
+        };
         let fr = Frame {
             w: self.width,
-            h: self.height,
+            h: self.height + legend_h,
             left: 70.0,
             right: 20.0,
             top: 36.0,
-            bottom: 50.0,
+            bottom: 50.0 + legend_h,
             x0,
             x1,
             y0,
@@ -458,7 +466,7 @@ impl LineChart {
                 escape(&m.label)
             );
         }
-        legend(&mut out, &fr, &entries, self.legend_bottom_left);
+        legend(&mut out, &fr, &entries, legend_h);
         out.push_str("</svg>\n");
         out
     }
@@ -611,7 +619,28 @@ impl HBarChart {
             .max()
             .unwrap_or(0) as f64;
         let left = (longest * 6.6 + 16.0).clamp(80.0, self.width * 0.55);
-        let legend_h = if self.legend.is_empty() { 0.0 } else { 24.0 };
+        // The legend: only colours some bar has, in rows that fit the width.
+        let shown: Vec<&(usize, String)> = self
+            .legend
+            .iter()
+            .filter(|(c, _)| self.bars.iter().any(|b| b.2 == *c))
+            .collect();
+        let mut spots: Vec<(f64, usize)> = Vec::with_capacity(shown.len());
+        let (mut lx, mut lrow) = (left, 0usize);
+        for (_, name) in &shown {
+            let wdt = 30.0 + 7.0 * name.chars().count() as f64;
+            if lx > left && lx + wdt > self.width - 8.0 {
+                lx = left;
+                lrow += 1;
+            }
+            spots.push((lx, lrow));
+            lx += wdt;
+        }
+        let legend_h = if shown.is_empty() {
+            0.0
+        } else {
+            24.0 * (lrow + 1) as f64
+        };
         let h = 36.0 + 50.0 + legend_h + row * self.bars.len().max(1) as f64;
         let top = self
             .bars
@@ -680,20 +709,19 @@ impl HBarChart {
             b + 38.0,
             escape(&self.x_label)
         );
-        // The legend: one row under the axis label.
-        let mut x = l;
-        for (c, name) in &self.legend {
+        // The legend, under the axis label.
+        for ((c, name), &(x, row_i)) in shown.iter().zip(&spots) {
+            let y = fr.h - legend_h + 24.0 * row_i as f64;
             let _ = writeln!(
                 out,
                 r#"<rect x="{x:.1}" y="{:.1}" width="12" height="12" fill="{}"/>
 <text x="{:.1}" y="{:.1}">{}</text>"#,
-                fr.h - 22.0,
+                y + 2.0,
                 PALETTE[c % PALETTE.len()],
                 x + 16.0,
-                fr.h - 12.0,
+                y + 12.0,
                 escape(name)
             );
-            x += 30.0 + 7.0 * name.chars().count() as f64;
         }
         out.push_str("</svg>\n");
         out

@@ -352,8 +352,9 @@ fn fault_rejects_bad_specs_and_repairs_good_ones() {
         "-o",
         d.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("only links between two switches"));
+    // An HCA's cable: its end port is cut off (see tests/operator.rs).
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("1 end port(s) cut off"));
     let o = fr(&[
         "fault",
         &example("torus2d_4x4_h2.net"),

@@ -163,13 +163,17 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
     };
     chart = chart.y_range(floor, 100.0 + (100.0 - floor) * 0.03);
     chart.integer_x = true;
-    chart.legend_bottom_left = true;
+    // Curves often coincide (every fabric at 100 % for few faults): each series is nudged
+    // sideways by a little, so that every one's dots stay visible (the x axis counts faults,
+    // whole numbers, so a nudge of a few hundredths cannot be misread).
+    let series_count = labels.len() * 2;
+    let nudge = |k: usize| (k as f64 - (series_count as f64 - 1.0) / 2.0) * 0.035;
     for (i, label) in labels.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let mine: Vec<&Point> = points.values().filter(|p| p.fabric == *label).collect();
         let rftr = mine
             .iter()
-            .map(|p| (p.faults as f64, p.rftr_supported_pct))
+            .map(|p| (p.faults as f64 + nudge(2 * i), p.rftr_supported_pct))
             .collect();
         chart = chart.series(
             Series::line(format!("{label}: RFTR"), rftr)
@@ -178,7 +182,7 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
         );
         let full: Vec<(f64, f64)> = mine
             .iter()
-            .filter_map(|p| Some((p.faults as f64, p.full_supported_pct?)))
+            .filter_map(|p| Some((p.faults as f64 + nudge(2 * i + 1), p.full_supported_pct?)))
             .collect();
         if !full.is_empty() {
             chart = chart.series(

@@ -730,9 +730,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
             let pts = r.series.iter().map(|b| (b.t_us, b.accepted)).collect();
             let name = match &r.fault {
                 Some(fs) => format!(
-                    "{}: dip {:.2}, recovery {:.0} µs, {} lost{}",
+                    "{}: low point {:.0} % of before, recovery {:.0} µs, {} lost{}",
                     j.label,
-                    fs.dip,
+                    fs.dip * 100.0,
                     fs.recovery_us,
                     fs.packets_lost,
                     if r.deadlock { ", DEADLOCK" } else { "" }
@@ -880,8 +880,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             );
             if let Some(fs) = &r.fault {
                 line.push_str(&format!(
-                    " | dip {:.2} recovery {:.0} µs, {} lost, {} LFT blocks",
-                    fs.dip, fs.recovery_us, fs.packets_lost, fs.lft_blocks_sent
+                    " | low point {:.0} % of before, recovery {:.0} µs, {} lost, {} LFT blocks",
+                    fs.dip * 100.0,
+                    fs.recovery_us,
+                    fs.packets_lost,
+                    fs.lft_blocks_sent
                 ));
                 if fs.scheme.is_some() {
                     line.push_str(&format!(", compute {:.1} µs", fs.t_compute_us));
