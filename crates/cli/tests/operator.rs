@@ -265,3 +265,49 @@ fn sweep_samples_say_what_they_cover_and_merge_speaks_plainly() {
     assert!(said.starts_with("50 scenarios: RFTR supported"), "{said}");
     assert!(!said.contains('{'), "{said}");
 }
+
+/// Nodes show as operators know them: on an ibnetdiscover dump, whose node names only repeat
+/// GUIDs (`S-f4521403001165a0`), `trace`, `check`'s witnesses and `stats`' busiest links use
+/// the description (`MF0;ib5:SX6036/U1`, `stage97 mlx4_0`); the JSON keeps the name too.
+#[test]
+fn dumps_show_descriptions_not_guid_names() {
+    let d = tmp("labels");
+    let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/real/tartu_sx6036_fdr_8sw_144hca.ibnd")
+        .display()
+        .to_string();
+    let set = d.join("set");
+    let o = fr(&[
+        "route",
+        &dump,
+        "-R",
+        "minhop",
+        "-o",
+        &set.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lfts = set.join("opensm-lfts.dump").display().to_string();
+    let o = fr(&["trace", &dump, "--lfts", &lfts, "stage97", "ib1"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    assert!(text.contains("src  stage97 mlx4_0"), "{text}");
+    assert!(text.contains("MF0;ib5:SX6036/U1"), "{text}");
+    assert!(!text.contains("S-f452"), "{text}");
+    let o = fr(&["trace", &dump, "--lfts", &lfts, "stage97", "ib1", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["source"]["node"], "stage97 mlx4_0");
+    assert_eq!(v["source"]["name"], "H-24be05ffff985d90");
+    let svg = d.join("svg");
+    let o = fr(&[
+        "stats",
+        &dump,
+        "--lfts",
+        &lfts,
+        "--svg",
+        &svg.display().to_string(),
+    ]);
+    assert!(o.status.success());
+    let chart = std::fs::read_to_string(svg.join("hottest-links.svg")).unwrap();
+    assert!(chart.contains(":SX6036/U1["), "{chart}");
+    assert!(!chart.contains("S-f452"));
+}

@@ -405,6 +405,22 @@ impl Fabric {
             .position(|n| n.name == name)
             .map(|i| NodeId(i as u32))
     }
+    /// How to show node `n` to people: its name, unless the name only repeats its GUID (the
+    /// `S-f452140300e8c4a0` / `H-…` ids of ibnetdiscover dumps) and it has a description
+    /// (`MF0;ib5:SX6036/U1`, `node01 HCA-1`): then the description.
+    pub fn label(&self, n: NodeId) -> &str {
+        let node = self.node(n);
+        let id_only = node.name.split_once('-').is_some_and(|(k, hex)| {
+            matches!(k, "S" | "H" | "R")
+                && hex.len() == 16
+                && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        });
+        if id_only && !node.desc.trim().is_empty() {
+            &node.desc
+        } else {
+            &node.name
+        }
+    }
     /// The nodes whose description gives `short` as a short name ([`short_names`]), compared
     /// without regard to case: what operators call a switch (`ib5` for `MF0;ib5:SX6036/U1`)
     /// or a host (`node01` for `node01 HCA-1`).

@@ -742,11 +742,11 @@ pub fn find_cycles(f: &Fabric, cdg: &Cdg) -> Vec<CycleReport> {
                         let dp = f.port(f.channel_dst(c));
                         let n = f.node(sp.node);
                         WitnessHop {
-                            switch: n.name.clone(),
+                            switch: f.label(sp.node).to_string(),
                             guid: guid_str(n.guid),
                             port: sp.num,
                             vl,
-                            to_switch: f.node(dp.node).name.clone(),
+                            to_switch: f.label(dp.node).to_string(),
                             to_port: dp.num,
                             channel: c,
                             example: None,

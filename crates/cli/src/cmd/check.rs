@@ -746,9 +746,9 @@ fn channel_name(f: &Fabric, ch: fabric::ChannelId) -> String {
     let (a, b) = (f.port(f.channel_src(ch)), f.port(f.channel_dst(ch)));
     format!(
         "{}[{}] -> {}[{}]",
-        f.node(a.node).name,
+        f.label(a.node),
         a.num,
-        f.node(b.node).name,
+        f.label(b.node),
         b.num
     )
 }

@@ -37,7 +37,11 @@ pub struct Args {
 /// One end of the trace.
 #[derive(Clone, Debug, Serialize)]
 struct End {
+    /// How people know the node: its name, or its description where the name only repeats
+    /// the GUID (`fabric::Fabric::label`).
     node: String,
+    /// The node's name as the fabric file gives it.
+    name: String,
     desc: String,
     kind: NodeKind,
     node_guid: String,
@@ -110,7 +114,8 @@ fn end_of(f: &Fabric, p: PortId) -> End {
     let port = f.port(p);
     let node = f.node(port.node);
     End {
-        node: node.name.clone(),
+        node: f.label(port.node).to_string(),
+        name: node.name.clone(),
         desc: node.desc.clone(),
         kind: node.kind,
         node_guid: guid(node.guid),
@@ -123,7 +128,7 @@ fn end_of(f: &Fabric, p: PortId) -> End {
 /// `name port N` for messages.
 fn port_name(f: &Fabric, p: PortId) -> String {
     let port = f.port(p);
-    format!("{} port {}", f.node(port.node).name, port.num)
+    format!("{} port {}", f.label(port.node), port.num)
 }
 
 /// One reading of an SRC/DST text.
@@ -417,13 +422,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let to = f.channel_dst(st.ch);
         let n = f.switches[st.sw as usize];
         hops.push(HopRec {
-            switch: f.node(n).name.clone(),
+            switch: f.label(n).to_string(),
             guid: guid(f.node(n).guid),
             in_port: st.inp,
             out_port: Some(st.out),
             sl,
             vl: Some(fw.vl(st.sw, st.inp, st.out, sl)),
-            to: Some(f.node(f.port(to).node).name.clone()),
+            to: Some(f.label(f.port(to).node).to_string()),
             to_port: Some(f.port(to).num),
         });
         next = st.next_switch();
@@ -494,7 +499,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         cycle: &cycle,
                     },
                 ),
-                switch: Some(f.node(n).name.clone()),
+                switch: Some(f.label(n).to_string()),
                 guid: Some(guid(f.node(n).guid)),
                 in_port: Some(inp),
                 entry,
@@ -507,7 +512,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 if let Some((s, inp)) = at_end {
                     let n = sw_node(s);
                     hops.push(HopRec {
-                        switch: f.node(n).name.clone(),
+                        switch: f.label(n).to_string(),
                         guid: guid(f.node(n).guid),
                         in_port: inp,
                         out_port: Some(0),
@@ -540,7 +545,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 if let (Some(n), Some(inp)) = (at, in_port) {
                     // The switch where it breaks, with the entry that does not lead on.
                     hops.push(HopRec {
-                        switch: f.node(n).name.clone(),
+                        switch: f.label(n).to_string(),
                         guid: guid(f.node(n).guid),
                         in_port: inp,
                         out_port: b.entry,
@@ -565,7 +570,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         cycle: &[],
                     },
                 ),
-                switch: at.map(|n| f.node(n).name.clone()),
+                switch: at.map(|n| f.label(n).to_string()),
                 guid: at.map(|n| guid(f.node(n).guid)),
                 in_port,
                 entry: b.entry,
