@@ -198,6 +198,13 @@ pub fn sw_channel_classes(f: &Fabric, mask: Option<&FaultMask>) -> Vec<(usize, S
             out.push((c, name));
         }
     }
+    // Every switch carries end ports (a torus, a Dragonfly): distances from them say nothing,
+    // so one class, not `across 0`.
+    if !out.is_empty() && out.iter().all(|(_, n)| n == "across 0") {
+        for (_, n) in &mut out {
+            *n = "switch to switch".to_string();
+        }
+    }
     out
 }
 

@@ -837,7 +837,8 @@ fn hops_and_loads_match_lft_stats_definitions() {
     assert_eq!(m.link_load.min, 8);
     assert_eq!(m.link_load.max, 8);
     assert_eq!(m.classes.len(), 1);
-    assert_eq!(m.classes[0].class, "across 0");
+    // Every switch carries hosts: one class, not `across 0`.
+    assert_eq!(m.classes[0].class, "switch to switch");
     assert!((m.sw_hops_avg - 32.0 / 30.0).abs() < 1e-12);
 }
 
