@@ -72,7 +72,7 @@ enum Command {
     /// Verify tables: every pair delivered, no credit loops (exit 0 only then).
     Check(cmd::check::CheckArgs),
     /// Route metrics of given tables: hops, link loads, effective bisection bandwidth.
-    Stats(cmd::check::StatsArgs),
+    Stats(cmd::stats::StatsArgs),
     /// The path of one packet through the tables, hop by hop (switch, GUID, in and out port,
     /// SL, VL), or where and why it is lost (exit 1).
     Trace(cmd::trace::Args),
@@ -113,7 +113,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => cmd::convert::run(a),
         Command::Route(a) => cmd::route::run(a),
         Command::Check(a) => cmd::check::check(a),
-        Command::Stats(a) => cmd::check::stats(a),
+        Command::Stats(a) => cmd::stats::stats(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Fault(a) => cmd::fault::run(a),

@@ -1,5 +1,6 @@
 pub mod check;
 pub mod convert;
+pub mod delta;
 pub mod diff;
 pub mod fault;
 pub mod gen;
@@ -8,5 +9,6 @@ pub mod plot;
 pub mod route;
 pub mod sim;
 pub mod sm;
+pub mod stats;
 pub mod sweep;
 pub mod trace;
