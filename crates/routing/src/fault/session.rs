@@ -103,6 +103,7 @@ pub struct Session<'f> {
     engine: &'f dyn Engine,
     opts: RouteOptions,
     base: Routing,
+    cfg: RftrConfig,
     rftr: Rftr<'f>,
     steps: Vec<Step>,
     mode: CheckMode,
@@ -168,6 +169,7 @@ impl<'f> Session<'f> {
             engine,
             opts,
             base,
+            cfg,
             rftr,
             steps: Vec::new(),
             mode: CheckMode::Full,
@@ -225,6 +227,27 @@ impl<'f> Session<'f> {
         // The incremental check knows nothing of this repair: it starts again if asked.
         self.tracker = None;
         self.rftr.apply(fault)
+    }
+
+    /// Starts RFTR again from the base tables and applies `faults` in order, unchecked (as
+    /// [`Session::apply_unchecked`]): the state the session would be in had only these
+    /// faults happened. RFTR itself only takes elements away; this is how an element that
+    /// comes back (a live subnet manager's cable put back) leaves the sequence: the caller
+    /// passes the faults that remain. With no faults the state is the one
+    /// [`Session::start`] gave, tables and delta included. The recorded steps and the
+    /// incremental check start again. Returns each fault's report.
+    pub fn restart_with(&mut self, faults: &[Fault]) -> Result<Vec<FaultReport>, SessionError> {
+        let rule =
+            self.engine
+                .rftr_base(self.f, &self.opts)
+                .map_err(|error| SessionError::Engine {
+                    engine: self.engine.name(),
+                    error,
+                })?;
+        self.rftr = Rftr::new(self.f, &self.base, rule, self.cfg)?;
+        self.steps.clear();
+        self.tracker = None;
+        Ok(faults.iter().map(|&x| self.rftr.apply(x)).collect())
     }
 
     /// Runs the engine again on the fabric with every fault so far (`Err` when it cannot
@@ -335,5 +358,38 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    /// Restarting with the faults that remain gives the state of a session that saw only
+    /// those; with none, the state `start` gave.
+    #[test]
+    fn restart_with_the_remaining_faults() {
+        let f = super::super::test_fabric("torus 4x4 hcas=2 lmc=2");
+        let engine = by_name("updn").unwrap();
+        let links = super::super::sweep::switch_links(&f);
+        let start = || {
+            Session::start(
+                &f,
+                engine.as_ref(),
+                &RouteOptions::default(),
+                RftrConfig::default(),
+            )
+            .unwrap()
+        };
+        let fresh = start();
+        let mut s = start();
+        s.apply_unchecked(Fault::Link(links[0]));
+        s.apply_unchecked(Fault::Link(links[5]));
+        let mut only = start();
+        only.apply_unchecked(Fault::Link(links[5]));
+        let reps = s.restart_with(&[Fault::Link(links[5])]).unwrap();
+        assert_eq!(reps.len(), 1);
+        assert_eq!(s.rftr().routing.lft, only.rftr().routing.lft);
+        assert_eq!(s.rftr().selected_pairs(), only.rftr().selected_pairs());
+        assert!(s.rftr().mask.link_dead(links[5]) && !s.rftr().mask.link_dead(links[0]));
+        s.restart_with(&[]).unwrap();
+        assert_eq!(s.rftr().routing.lft, fresh.rftr().routing.lft);
+        assert_eq!(s.rftr().delta.lft_entries(), 0);
+        assert!(s.rftr().mask.is_empty());
     }
 }
