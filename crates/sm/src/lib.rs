@@ -22,11 +22,13 @@ pub mod discover;
 pub mod fake;
 pub mod live;
 pub mod pipe;
+pub mod repair;
 pub mod sa;
 
 pub use discover::{discover, Discovery};
 pub use live::{Event, Live, Repair, SmConfig};
 pub use pipe::{Incoming, Pipe, PipeConfig, PipeStats, Req, ReqError};
+pub use repair::fault_name;
 pub use sa::{Sa, SaStats};
 
 use routing::fault::Session;

@@ -9,10 +9,9 @@ use mad::attr::{self, port_state, Notice, PortInfo, SwitchInfo, LFT_BLOCK};
 use mad::{attr_id, Method, Route, Smp, Transport};
 use routing::cdg;
 use routing::engines::{Engine, RouteOptions};
-use routing::fault::verify::{check_state, Snapshot};
+use routing::fault::verify::Snapshot;
 use routing::fault::{Fault, RftrConfig};
 use routing::forward::{Control, Forward, Hop, Plane, WalkEnd};
-use routing::tables::PathSl;
 use routing::tables::NUM_SLS;
 use routing::Routing;
 use serde::Serialize;
@@ -79,9 +78,47 @@ pub enum Event {
         /// Links found down that the SM had as up.
         links_down: usize,
     },
-    /// Failed links found physically up again. They are not taken in: the SM keeps them
-    /// failed (RFTR only removes links), until it is restarted.
+    /// Failed links found physically up again that are not taken in: cables of a failed
+    /// switch (the switch stays failed until the SM is restarted), or cables whose return
+    /// was refused (`LinkRestored` with `taken_in: false` came first). Reported once.
     LinkUp { links: Vec<String> },
+    /// Failed cables found physically up again and taken back in: ports ARMED and ACTIVE,
+    /// the tables returned to what they are without these faults, only changed blocks
+    /// pushed and confirmed.
+    LinkRestored {
+        repair: Repair,
+        links: Vec<String>,
+        /// Over RFTR: false when the union of the dependencies before and after the return
+        /// had a cycle; nothing was pushed and the cables stay failed in the SM's model.
+        taken_in: bool,
+        /// Trap received (or sweep started) → last changed block confirmed.
+        seconds: f64,
+        /// The ports' PortInfo and their ARMED and ACTIVE steps.
+        activate_seconds: f64,
+        /// The tables to return to and the union check before the push.
+        compute_seconds: f64,
+        lft_blocks: u64,
+        sl2vl_entries: u64,
+        smps: u64,
+        failed_smps: u64,
+        unsent: u64,
+        /// Distinct LFT blocks that differ between the tables before and after.
+        blocks_changed: u64,
+        /// Over RFTR: (source, destination) pairs whose (DLID, SL) changed — the pairs that
+        /// moved back — and pairs still off their base (DLID, SL) afterwards (0 once no
+        /// fault remains).
+        returned_pairs: u64,
+        pairs_off_base: u64,
+        /// Faults the SM still holds.
+        faults_left: usize,
+        uncovered_phantoms: u64,
+        /// Over RFTR: the union of the old walks and the new ones is acyclic (checked before
+        /// anything was pushed).
+        union_deadlock_free: bool,
+        /// The tables now in the switches, walked and checked.
+        deadlock_free: bool,
+        unreachable_pairs: u64,
+    },
     /// Failed links repaired and the changed tables confirmed by every switch.
     Repaired {
         repair: Repair,
@@ -118,44 +155,52 @@ pub enum Event {
     },
 }
 
-enum Rep<'f> {
+pub(crate) enum Rep<'f> {
     Rftr(Box<Session<'f>>),
     Full(Box<FullState<'f>>),
 }
 
-struct FullState<'f> {
-    engine: &'f dyn Engine,
-    opts: RouteOptions,
-    routing: Routing,
+pub(crate) struct FullState<'f> {
+    pub(crate) engine: &'f dyn Engine,
+    pub(crate) opts: RouteOptions,
+    pub(crate) routing: Routing,
 }
 
 /// The SM over one discovered fabric.
 pub struct Live<'f, T: Transport> {
-    f: &'f Fabric,
+    pub(crate) f: &'f Fabric,
     pub pipe: Pipe<T>,
-    cfg: SmConfig,
-    sm_port: PortId,
-    sm_lid: u16,
-    port_info: Vec<PortInfo>,
-    switch_info: Vec<SwitchInfo>,
-    mask: FaultMask,
+    pub(crate) cfg: SmConfig,
+    pub(crate) sm_port: PortId,
+    pub(crate) sm_lid: u16,
+    pub(crate) port_info: Vec<PortInfo>,
+    pub(crate) switch_info: Vec<SwitchInfo>,
+    pub(crate) mask: FaultMask,
     /// The forwarding view under `mask` (the trap's way back is walked through it).
-    plane: Plane,
+    pub(crate) plane: Plane,
     /// Directed routes to every node over live links, kept with `mask`.
-    routes: Vec<Option<Vec<u8>>>,
-    rep: Rep<'f>,
+    pub(crate) routes: Vec<Option<Vec<u8>>>,
+    pub(crate) rep: Rep<'f>,
     /// What the switches hold now (complete tables, LMC LIDs included).
-    current: Routing,
-    next_sweep: Option<Duration>,
+    pub(crate) current: Routing,
+    pub(crate) next_sweep: Option<Duration>,
     /// Traps waiting behind the one being handled (issuer switch, arrival time).
-    pending: VecDeque<(NodeId, Duration)>,
+    pub(crate) pending: VecDeque<(NodeId, Duration)>,
     /// Over RFTR: what is in use now, taken after the last repair for the next one's check.
-    snapshot: Option<Snapshot>,
-    /// Failed links found physically up again (not taken in), and those not yet reported.
-    revived: Vec<LinkId>,
-    revived_unreported: Vec<LinkId>,
+    pub(crate) snapshot: Option<Snapshot>,
+    /// The faults applied so far, in order (links and switches).
+    pub(crate) faults: Vec<Fault>,
+    /// Failed links found physically up again and not taken in (a cable of a failed switch,
+    /// or one whose return was refused), and those not yet reported.
+    pub(crate) revived: Vec<LinkId>,
+    pub(crate) revived_unreported: Vec<LinkId>,
+    /// Failed links found physically up again, to be taken in (`Live::restore`).
+    pub(crate) revived_new: Vec<LinkId>,
+    /// Cables up again whose return was refused (the union check found a cycle): tried
+    /// again with the next cable that comes back.
+    pub(crate) deferred: Vec<LinkId>,
     /// The subnet administrator on the SM's port.
-    sa: Sa,
+    pub(crate) sa: Sa,
 }
 
 impl<T: Transport> std::fmt::Debug for Live<'_, T> {
@@ -169,13 +214,13 @@ impl<T: Transport> std::fmt::Debug for Live<'_, T> {
 
 /// Counts of one push.
 #[derive(Clone, Copy, Debug, Default)]
-struct Pushed {
-    lft_blocks: u64,
-    sl2vl_entries: u64,
-    failed: u64,
+pub(crate) struct Pushed {
+    pub(crate) lft_blocks: u64,
+    pub(crate) sl2vl_entries: u64,
+    pub(crate) failed: u64,
     /// Blocks and rows that differ but are not in the switches: no live route to them
     /// (a switch cut off from the SM) or no good answer.
-    unsent: u64,
+    pub(crate) unsent: u64,
 }
 
 /// What one request of a push writes.
@@ -233,7 +278,10 @@ impl<'f, T: Transport> Live<'f, T> {
             next_sweep,
             pending: VecDeque::new(),
             snapshot: None,
+            faults: Vec::new(),
             revived: Vec::new(),
+            revived_new: Vec::new(),
+            deferred: Vec::new(),
             revived_unreported: Vec::new(),
             sa: Sa::new(f, d.node_info.clone()),
         };
@@ -315,7 +363,7 @@ impl<'f, T: Transport> Live<'f, T> {
     /// for the (source, LID) pairs no source uses (as `fabroute fault` writes them).
     /// Also returns the phantom pairs the completion could not cover (`Completion::uncovered`:
     /// pairs no source uses, left without a route; the checker counts them as undelivered).
-    fn complete(&self) -> (Routing, u64) {
+    pub(crate) fn complete(&self) -> (Routing, u64) {
         match &self.rep {
             Rep::Rftr(s) => {
                 // what `fabroute fault` writes, so no route added while pairs a live path
@@ -332,7 +380,7 @@ impl<'f, T: Transport> Live<'f, T> {
     }
 
     /// The directed route to end port `p` (landing on that port).
-    fn port_route(&self, p: PortId) -> Option<Vec<u8>> {
+    pub(crate) fn port_route(&self, p: PortId) -> Option<Vec<u8>> {
         if p == self.sm_port {
             return Some(vec![]);
         }
@@ -344,7 +392,7 @@ impl<'f, T: Transport> Live<'f, T> {
     }
 
     /// Marks link `l` failed in the mask, the forwarding view and the directed routes.
-    fn mark_dead(&mut self, l: LinkId) {
+    pub(crate) fn mark_dead(&mut self, l: LinkId) {
         if self.mask.link_dead(l) {
             return;
         }
@@ -415,7 +463,11 @@ impl<'f, T: Transport> Live<'f, T> {
     }
 
     /// Keeps the PortInfo that the Set responses for `ports` return; counts failures.
-    fn absorb_port_info(&mut self, ports: &[PortId], got: &[Result<Smp, ReqError>]) -> u64 {
+    pub(crate) fn absorb_port_info(
+        &mut self,
+        ports: &[PortId],
+        got: &[Result<Smp, ReqError>],
+    ) -> u64 {
         let mut failed = 0;
         for (&p, g) in ports.iter().zip(got) {
             match g {
@@ -428,7 +480,7 @@ impl<'f, T: Transport> Live<'f, T> {
 
     /// Ports ARMED, then ACTIVE (ibsim and the spec allow one step at a time, with the peer
     /// within one step).
-    fn activate(&mut self) -> Result<u64, SmError> {
+    pub(crate) fn activate(&mut self) -> Result<u64, SmError> {
         let mut failed = 0;
         for (from, to) in [
             (port_state::INIT, port_state::ARMED),
@@ -466,7 +518,7 @@ impl<'f, T: Transport> Live<'f, T> {
 
     /// SwitchInfo Set on `only` (or every switch): LinearFDBTop = the highest LID, and
     /// PortStateChange cleared.
-    fn set_switch_info(&mut self, only: Option<&[NodeId]>) -> Result<u64, SmError> {
+    pub(crate) fn set_switch_info(&mut self, only: Option<&[NodeId]>) -> Result<u64, SmError> {
         let f = self.f;
         let list: Vec<NodeId> = only.map_or_else(|| f.switches.clone(), |s| s.to_vec());
         let mut reqs = Vec::new();
@@ -495,7 +547,7 @@ impl<'f, T: Transport> Live<'f, T> {
     /// Sends the LFT blocks and SL2VL rows of `new` that differ from what the switches
     /// hold (everything when `first`), by directed route over live links, and waits for
     /// every answer.
-    fn push(&mut self, new: &mut Routing, first: bool) -> Result<Pushed, SmError> {
+    pub(crate) fn push(&mut self, new: &mut Routing, first: bool) -> Result<Pushed, SmError> {
         let f = self.f;
         let mut reqs = Vec::new();
         // What each request writes, and what could not be sent (no live route).
@@ -598,35 +650,6 @@ impl<'f, T: Transport> Live<'f, T> {
         Ok(pushed)
     }
 
-    /// Reads the PortInfo of every port of switch `n` by `route`; returns the links the SM
-    /// had as live that are now down.
-    fn read_ports(&mut self, n: NodeId, route: Vec<u8>) -> Result<Vec<(u8, LinkId)>, SmError> {
-        let f = self.f;
-        let reqs: Vec<Req> = (1..=f.node(n).nports)
-            .map(|p| Req::get(Route::Direct(route.clone()), attr_id::PORT_INFO, p as u32))
-            .collect();
-        let got = self.pipe.run(&reqs)?;
-        let mut down = Vec::new();
-        for (i, g) in got.into_iter().enumerate() {
-            let num = i as u8 + 1;
-            let p = f.port_id(n, num);
-            let Ok(s) = g else { continue };
-            let pi = PortInfo(s.data);
-            self.port_info[p.idx()] = pi;
-            if let Some(l) = f.port(p).link {
-                let dead = self.mask.link_dead(l);
-                if !dead && (!pi.link_up() || pi.port_state() == port_state::DOWN) {
-                    down.push((num, l));
-                }
-                if dead && pi.link_up() && !self.revived.contains(&l) {
-                    self.revived.push(l);
-                    self.revived_unreported.push(l);
-                }
-            }
-        }
-        Ok(down)
-    }
-
     /// The switch a trap 128 (link state change) comes from, by its issuer LID.
     fn trap_switch(&self, s: &Smp) -> Option<NodeId> {
         let notice = Notice::decode(&s.data);
@@ -673,7 +696,11 @@ impl<'f, T: Transport> Live<'f, T> {
             });
             if !down.is_empty() {
                 let links: Vec<LinkId> = down.iter().map(|d| d.1).collect();
-                events.push(self.repair(&links, at)?);
+                let faults = self.group_faults(links, &[n])?;
+                events.push(self.repair(&faults, at)?);
+            }
+            if !self.revived_new.is_empty() {
+                events.extend(self.restore(at)?);
             }
             self.set_switch_info(Some(&[n]))?;
             // Traps that arrived meanwhile wait their turn.
@@ -705,182 +732,6 @@ impl<'f, T: Transport> Live<'f, T> {
         }
         Ok(events)
     }
-
-    /// Reads SwitchInfo of every reachable switch; the ports of those with
-    /// PortStateChange set; repairs what went down.
-    pub fn light_sweep(&mut self) -> Result<Vec<Event>, SmError> {
-        let t0 = self.pipe.now();
-        let f = self.f;
-        let mut todo: Vec<NodeId> = f.switches.clone();
-        let mut read = 0;
-        let mut changed = Vec::new();
-        let mut links = Vec::new();
-        // A switch whose route crosses a cable found dead in this sweep does not answer;
-        // it is read again over routes that avoid what was found (a few rounds at most).
-        for _round in 0..4 {
-            let mut reqs = Vec::new();
-            let mut who = Vec::new();
-            for &n in &todo {
-                if let Some(r) = self.routes[n.idx()].clone() {
-                    reqs.push(Req::get(Route::Direct(r.clone()), attr_id::SWITCH_INFO, 0));
-                    who.push((n, r));
-                }
-            }
-            let got = self.pipe.run(&reqs)?;
-            let mut again = Vec::new();
-            let mut found = false;
-            for ((n, r), g) in who.into_iter().zip(got) {
-                match g {
-                    Ok(s) => {
-                        read += 1;
-                        if SwitchInfo(s.data).port_state_change() == 1 {
-                            changed.push(n);
-                            for (_, l) in self.read_ports(n, r)? {
-                                if !links.contains(&l) {
-                                    links.push(l);
-                                    // Known dead at once, so later routes avoid it.
-                                    self.mark_dead(l);
-                                    found = true;
-                                }
-                            }
-                        }
-                    }
-                    Err(_) => again.push(n),
-                }
-            }
-            if again.is_empty() || !found {
-                break;
-            }
-            todo = again;
-        }
-        let mut events = vec![Event::Sweep {
-            switches_read: read,
-            changed: changed.iter().map(|&n| f.node(n).name.clone()).collect(),
-            links_down: links.len(),
-        }];
-        if !links.is_empty() {
-            events.push(self.repair(&links, t0)?);
-        }
-        if !changed.is_empty() {
-            self.set_switch_info(Some(&changed))?;
-        }
-        Ok(events)
-    }
-
-    /// Applies failed links, repairs, pushes the difference and waits for it.
-    ///
-    /// Over RFTR in two phases: first RFTR's own entries (the new paths of the affected
-    /// pairs, `Rftr::delta`) over what the switches hold, confirmed by every switch — from
-    /// then on every source's path delivers, and this is the repair time; then the
-    /// completion for checkers that walk every (source, LID) (entries and SLs for pairs no
-    /// source uses, `Rftr::complete_for_checkers`), which carries no traffic.
-    fn repair(&mut self, links: &[LinkId], since: Duration) -> Result<Event, SmError> {
-        let sent0 = self.pipe.stats.sent;
-        let t_compute = self.pipe.now();
-        let f = self.f;
-        for &l in links {
-            self.mark_dead(l);
-        }
-        let (mut affected, mut repaired, mut unsupported, mut union_ok) = (0, 0, 0, true);
-        let mut before = None;
-        let mut first = match &mut self.rep {
-            Rep::Rftr(s) => {
-                before = Some(
-                    self.snapshot
-                        .take()
-                        .unwrap_or_else(|| Snapshot::of(s.rftr())),
-                );
-                for &l in links {
-                    let rep = s.apply_unchecked(Fault::Link(l));
-                    affected += rep.affected_pairs;
-                    repaired += rep.repaired_pairs;
-                    unsupported += rep.unsupported_pairs;
-                }
-                // RFTR's entries (all of them so far: earlier ones are in place already)
-                // over what the switches hold.
-                let r = s.rftr();
-                let mut t = self.current.clone();
-                for (&(sw, lid), &(_, new)) in &r.delta.lft {
-                    t.lft_of_mut(sw as usize)[lid as usize] = new;
-                }
-                for (&(sw, i, o, sl), &(_, new)) in &r.delta.sl2vl {
-                    t.sl2vl.set(f.switches[sw as usize], i, o, sl, new);
-                }
-                if let PathSl::PerPair { stride, sl } = &mut t.path_sl {
-                    for (&(src, _), &(dlid, psl)) in &r.delta.sources {
-                        sl[src as usize * *stride + dlid as usize] = psl;
-                    }
-                }
-                t
-            }
-            Rep::Full(st) => {
-                st.routing = st
-                    .engine
-                    .route(f, &self.mask, &st.opts)
-                    .map_err(|e| SmError::Routing(e.to_string()))?;
-                self.complete().0
-            }
-        };
-        let compute = self.pipe.now() - t_compute;
-        let pushed = self.push(&mut first, false)?;
-        let old = std::mem::replace(&mut self.current, first);
-        let seconds = (self.pipe.now() - since).as_secs_f64();
-        let smps = self.pipe.stats.sent - sent0;
-        // The completion for checkers (RFTR only).
-        let t_completion = self.pipe.now();
-        let mut completion = Pushed::default();
-        let mut uncovered = 0;
-        if let Rep::Rftr(_) = self.rep {
-            let (mut full, u) = self.complete();
-            uncovered = u;
-            completion = self.push(&mut full, false)?;
-            self.current = full;
-        }
-        let completion_seconds = (self.pipe.now() - t_completion).as_secs_f64();
-        let blocks_changed = changed_blocks(f, &old, &self.current);
-        // Verified after the push, outside the timed repair: the tables now in the switches
-        // walked and checked, and over RFTR the union of the old walks' surviving prefixes
-        // and the new ones (what packets in flight during the migration can meet).
-        let report = cdg::check(f, &self.current, Some(&self.mask));
-        if let (Rep::Rftr(s), Some(b)) = (&self.rep, &before) {
-            union_ok = check_state(s.rftr(), Some(b)).deadlock_free;
-            // What is in use now, for the next fault's check (taken here, outside the timed
-            // repair).
-            self.snapshot = Some(Snapshot::of(s.rftr()));
-        }
-        if let Rep::Full(_) = &self.rep {
-            unsupported = report.unreachable_pairs.count;
-        }
-        let source_updates = match &self.rep {
-            Rep::Rftr(s) => s.rftr().delta.sources.len(),
-            Rep::Full(_) => 0,
-        };
-        Ok(Event::Repaired {
-            repair: self.cfg.repair,
-            faults: links
-                .iter()
-                .map(|&l| routing::fault::sweep::link_name(f, l))
-                .collect(),
-            seconds,
-            compute_seconds: compute.as_secs_f64(),
-            lft_blocks: pushed.lft_blocks,
-            sl2vl_entries: pushed.sl2vl_entries,
-            smps,
-            failed_smps: pushed.failed + completion.failed,
-            unsent: pushed.unsent + completion.unsent,
-            uncovered_phantoms: uncovered,
-            completion_seconds,
-            completion_lft_blocks: completion.lft_blocks,
-            completion_sl2vl_entries: completion.sl2vl_entries,
-            blocks_changed,
-            affected_pairs: affected,
-            repaired_pairs: repaired,
-            unsupported_pairs: unsupported,
-            source_updates,
-            deadlock_free: report.deadlock_free && union_ok,
-            unreachable_pairs: report.unreachable_pairs.count,
-        })
-    }
 }
 
 /// The port at the other end of `p`'s cable, when the cable is not failed in `mask`.
@@ -894,7 +745,7 @@ fn live_peer(f: &Fabric, mask: &FaultMask, p: PortId) -> Option<PortId> {
 
 /// Directed routes from the SM's port to every node over the links live in `mask`
 /// (switches breadth first in port order; an end node by its first live port).
-fn node_routes(f: &Fabric, mask: &FaultMask, sm_port: PortId) -> Vec<Option<Vec<u8>>> {
+pub(crate) fn node_routes(f: &Fabric, mask: &FaultMask, sm_port: PortId) -> Vec<Option<Vec<u8>>> {
     let mut r: Vec<Option<Vec<u8>>> = vec![None; f.nodes.len()];
     r[f.port(sm_port).node.idx()] = Some(vec![]);
     let mut q = VecDeque::new();
@@ -924,20 +775,4 @@ fn node_routes(f: &Fabric, mask: &FaultMask, sm_port: PortId) -> Vec<Option<Vec<
         }
     }
     r
-}
-
-/// Distinct 64-LID blocks whose entries differ between two tables of one fabric.
-fn changed_blocks(f: &Fabric, a: &Routing, b: &Routing) -> u64 {
-    let stride = a.stride();
-    let mut n = 0;
-    for s in 0..f.num_switches() {
-        let (x, y) = (a.lft_of(s), b.lft_of(s));
-        n += (0..stride.div_ceil(LFT_BLOCK))
-            .filter(|&k| {
-                let r = k * LFT_BLOCK..((k + 1) * LFT_BLOCK).min(stride);
-                x[r.clone()] != y[r]
-            })
-            .count() as u64;
-    }
-    n
 }

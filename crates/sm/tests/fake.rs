@@ -348,67 +348,6 @@ fn lost_smps_are_sent_again() {
     assert!(live.pipe.transport().stats.dropped > 0);
 }
 
-/// A cable put back after its failure is reported (`link_up`), and left failed: the tables
-/// stay as the repair left them.
-#[test]
-fn a_cable_put_back_is_reported_and_left_failed() {
-    let phys = fabric("torus 4x4 hcas=1");
-    let fake = FakeFabric::new(&phys, phys.end_ports[0]);
-    let mut pipe = Pipe::new(fake, PipeConfig::default());
-    let d = discover(&mut pipe, 2).unwrap();
-    let e = by_name("updn").unwrap();
-    let (mut live, _) = Live::bring_up(
-        &d,
-        pipe,
-        e.as_ref(),
-        config(e.as_ref(), &d.fabric, Repair::Rftr),
-    )
-    .unwrap();
-    let pl = (0..phys.links.len() as u32)
-        .map(LinkId)
-        .find(|&l| {
-            phys.is_switch(phys.port(phys.link(l).a).node)
-                && phys.is_switch(phys.port(phys.link(l).b).node)
-        })
-        .unwrap();
-    live.pipe.transport_mut().unlink(pl);
-    let mut events = Vec::new();
-    for _ in 0..4 {
-        events.extend(live.step(Duration::from_millis(5)).unwrap());
-    }
-    assert!(
-        events.iter().any(|e| matches!(e, Event::Repaired { .. })),
-        "{events:?}"
-    );
-    let tables = live.tables().lft.clone();
-    live.pipe.transport_mut().relink(pl);
-    let mut events = Vec::new();
-    for _ in 0..4 {
-        events.extend(live.step(Duration::from_millis(5)).unwrap());
-    }
-    let ups: Vec<_> = events
-        .iter()
-        .filter(|e| matches!(e, Event::LinkUp { .. }))
-        .collect();
-    assert_eq!(ups.len(), 1, "reported once: {events:?}");
-    let Event::LinkUp { links } = ups[0] else {
-        unreachable!()
-    };
-    assert_eq!(
-        links,
-        &[routing::fault::sweep::link_name(
-            &d.fabric,
-            same_link(&phys, &d.fabric, pl)
-        )]
-    );
-    assert!(
-        !events.iter().any(|e| matches!(e, Event::Repaired { .. })),
-        "{events:?}"
-    );
-    assert_eq!(live.tables().lft, tables);
-    assert_eq!(live.mask().dead_links().count(), 1);
-}
-
 #[test]
 fn a_lost_trap_is_caught_by_the_light_sweep() {
     let phys = fabric("torus 3x3 hcas=1");

@@ -45,8 +45,8 @@ pub struct Args {
     /// Write every event as one JSON line to this file.
     #[arg(long)]
     pub events: Option<PathBuf>,
-    /// Stop after this event: `subnet_up`, `trap`, `sweep`, `link_up`, `repaired`, or `repaired:N`
-    /// (the N-th repair). Without it the SM runs until `--max-seconds` or is killed.
+    /// Stop after this event: `subnet_up`, `trap`, `sweep`, `link_up`, `repaired`,
+    /// `link_restored`, or `EVENT:N` (the N-th such event, e.g. `repaired:2`). Without it the SM runs until `--max-seconds` or is killed.
     #[arg(long)]
     pub exit_after: Option<String>,
     /// Stop after this many seconds whatever happened (0 = no limit).
@@ -95,9 +95,18 @@ fn parse_exit_after(s: &str) -> Result<ExitAfter> {
         ),
         None => (s, 1),
     };
-    if !["subnet_up", "trap", "sweep", "repaired"].contains(&event) {
+    if ![
+        "subnet_up",
+        "trap",
+        "sweep",
+        "link_up",
+        "repaired",
+        "link_restored",
+    ]
+    .contains(&event)
+    {
         crate::usage_bail!(
-            "--exit-after {s}: expected subnet_up, trap, sweep, repaired or repaired:N"
+            "--exit-after {s}: expected subnet_up, trap, sweep, link_up, repaired, link_restored, or one of them with :N"
         );
     }
     Ok(ExitAfter {
@@ -113,6 +122,7 @@ fn event_name(e: &Event) -> &'static str {
         Event::Sweep { .. } => "sweep",
         Event::LinkUp { .. } => "link_up",
         Event::Repaired { .. } => "repaired",
+        Event::LinkRestored { .. } => "link_restored",
     }
 }
 
@@ -151,9 +161,41 @@ fn describe(e: &Event) -> String {
             changed.len()
         ),
         Event::LinkUp { links } => format!(
-            "link(s) {} physically up again: not taken in, they stay failed until fabroute sm is restarted",
+            "link(s) {} physically up again: not taken in (a failed switch's, or a return refused), they stay failed until fabroute sm is restarted",
             links.join(", ")
         ),
+        Event::LinkRestored {
+            links,
+            taken_in,
+            seconds,
+            activate_seconds,
+            lft_blocks,
+            sl2vl_entries,
+            smps,
+            failed_smps,
+            returned_pairs,
+            pairs_off_base,
+            faults_left,
+            deadlock_free,
+            unreachable_pairs,
+            repair,
+            ..
+        } => {
+            if *taken_in {
+                format!(
+                    "link(s) {} back ({repair:?}) in {:.3} ms (ports ACTIVE in {:.3} ms): {lft_blocks} LFT blocks and {sl2vl_entries} SL2VL rows pushed in {smps} SMPs ({failed_smps} failed); {returned_pairs} pairs moved back, {pairs_off_base} still off their base path, {faults_left} fault(s) left; {}, {unreachable_pairs} pairs undelivered",
+                    links.join(", "),
+                    seconds * 1e3,
+                    activate_seconds * 1e3,
+                    if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
+                )
+            } else {
+                format!(
+                    "link(s) {} physically up again, ports ACTIVE, but not taken in: the return would close a credit loop with the paths in use; they stay failed",
+                    links.join(", ")
+                )
+            }
+        }
         Event::Repaired {
             repair,
             faults,
@@ -206,6 +248,12 @@ fn clean(e: &Event) -> bool {
             unsupported_pairs,
             ..
         } => *failed_smps == 0 && *deadlock_free && *unsupported_pairs == 0,
+        Event::LinkRestored {
+            failed_smps,
+            deadlock_free,
+            union_deadlock_free,
+            ..
+        } => *failed_smps == 0 && *deadlock_free && *union_deadlock_free,
         _ => true,
     }
 }
@@ -248,6 +296,11 @@ fn write_dir<T: mad::Transport>(
         "switches": f.num_switches(),
         "end_ports": f.end_ports.len(),
         "dead_links": dead,
+        "dead_switches": live
+            .mask()
+            .dead_nodes()
+            .map(|n| f.node(n).name.clone())
+            .collect::<Vec<_>>(),
         "files": files,
     });
     out.write(
@@ -360,7 +413,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         say!("{}", describe(e));
         all_clean &= clean(e);
         // The tables first, so that whoever reads the event finds them in place.
-        if matches!(e, Event::SubnetUp { .. } | Event::Repaired { .. }) {
+        if matches!(
+            e,
+            Event::SubnetUp { .. } | Event::Repaired { .. } | Event::LinkRestored { .. }
+        ) {
             if let Some(o) = &a.output {
                 write_dir(o, live, &a.engine)?;
             }
