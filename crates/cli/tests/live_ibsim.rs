@@ -726,3 +726,153 @@ fn sm_without_ibsim_is_a_clear_error() {
     assert!(t.elapsed() < Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A cable pulled and put back (`ReLink`): `link_restored` takes it in, the tables return
+/// to those of subnet up (every pair on its base path again), the blocks pushed are what
+/// `fabroute diff` finds, and the read-back tables pass `fabroute check`. Then a whole
+/// switch removed (`Unlink "S"`: every cable) is one `repaired` event for `switch:S`.
+#[test]
+fn cable_back_then_switch_removed() {
+    if !tools_present() {
+        return;
+    }
+    let name = "relink";
+    let dir = std::env::temp_dir().join(format!("fabroute-live-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let netf = dir.join("fabric.net");
+    let (ok, text) = run(Command::new(bin())
+        .args(["gen", "torus", "4x4", "hcas=2", "-o"])
+        .arg(&netf));
+    assert!(ok, "{text}");
+    let net = parse_net(&read(&netf));
+    let sock = format!("frlive{}{name}", std::process::id());
+    let sim_log = dir.join("ibsim.log");
+    let mut ibsim = Proc(
+        Command::new("ibsim")
+            .arg("-s")
+            .args(&net.sizes)
+            .arg(&netf)
+            .env("IBSIM_SOCKNAME", &sock)
+            .current_dir(&dir)
+            .stdin(Stdio::piped())
+            .stdout(std::fs::File::create(&sim_log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ibsim starts"),
+    );
+    wait_for("ibsim", Duration::from_secs(20), || {
+        read(&sim_log).contains("simulator ready")
+    });
+    let ev = dir.join("events.jsonl");
+    let out = dir.join("tables");
+    let _sm = Proc(
+        sim_client(bin(), &dir, &sock, &net.hcas[0])
+            .args(["sm", "-R", "updn", "--sweep-interval", "1"])
+            .args(["--max-seconds", "120"])
+            .arg("--events")
+            .arg(&ev)
+            .arg("-o")
+            .arg(&out)
+            .stdout(std::fs::File::create(dir.join("sm.log")).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("subnet up", Duration::from_secs(60), || {
+        count(&ev, "subnet_up") == 1
+    });
+    copy_dir(&out, &dir.join("t0"));
+    let mut stdin = ibsim.0.stdin.take().unwrap();
+    let mut console = |cmd: String| {
+        writeln!(stdin, "{cmd}").unwrap();
+        stdin.flush().unwrap();
+    };
+    let diff = |a: &str, b: &str| -> serde_json::Value {
+        let (_, text) = run(Command::new(bin())
+            .args(["--json", "diff", "--fabric"])
+            .arg(dir.join("t0/opensm-subnet.lst"))
+            .arg(dir.join(a))
+            .arg(dir.join(b)));
+        serde_json::from_str(&text[..text.rfind('}').unwrap() + 1]).unwrap()
+    };
+
+    // A cable down, repaired; then back.
+    let (sw, port) = net.cables[net.cables.len() / 3].clone();
+    console(format!("Unlink \"{sw}\"[{port}]"));
+    wait_for("repair", Duration::from_secs(30), || {
+        count(&ev, "repaired") >= 1
+    });
+    copy_dir(&out, &dir.join("t1"));
+    let t_relink = Instant::now();
+    console(format!("ReLink \"{sw}\"[{port}]"));
+    wait_for("link_restored", Duration::from_secs(30), || {
+        count(&ev, "link_restored") >= 1
+    });
+    let wall = t_relink.elapsed();
+    // Tables are rewritten before the event is logged.
+    copy_dir(&out, &dir.join("t2"));
+    let back = events(&ev)
+        .into_iter()
+        .find(|e| e["event"] == "link_restored")
+        .unwrap();
+    assert_eq!(back["taken_in"], true, "{back}");
+    assert_eq!(back["union_deadlock_free"], true, "{back}");
+    assert_eq!(back["deadlock_free"], true, "{back}");
+    assert_eq!(back["failed_smps"], 0, "{back}");
+    assert_eq!(back["faults_left"], 0, "{back}");
+    assert_eq!(back["pairs_off_base"], 0, "{back}");
+    assert!(back["returned_pairs"].as_u64().unwrap() > 0, "{back}");
+    // Back to subnet up's tables; the blocks pushed are what differs.
+    let d = diff("t0", "t2");
+    assert_eq!(d["totals"]["lft_entries"], 0, "{d}");
+    let d = diff("t1", "t2");
+    assert_eq!(d["totals"]["lft_blocks"], back["lft_blocks"], "{back}\n{d}");
+    assert_eq!(d["totals"]["lft_blocks"], back["blocks_changed"], "{back}");
+    // Nothing in the summary is failed any more; the switches hold it and it checks.
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("t2/summary.json"))).unwrap();
+    assert_eq!(summary["dead_links"], serde_json::json!([]), "{summary}");
+    verify(&dir, &sock, &net, 2, name);
+    eprintln!(
+        "{name}: ReLink \"{sw}\"[{port}] taken in in {} s ({} blocks, {} pairs moved back; {:?} wall from the console to the event)",
+        back["seconds"], back["lft_blocks"], back["returned_pairs"], wall
+    );
+
+    // A whole switch removed: one repair, named `switch:`, and no other after two sweeps.
+    let victim = "S_2_2";
+    console(format!("Unlink \"{victim}\""));
+    wait_for("switch repair", Duration::from_secs(30), || {
+        count(&ev, "repaired") >= 2
+    });
+    std::thread::sleep(Duration::from_millis(2500));
+    let reps: Vec<serde_json::Value> = events(&ev)
+        .into_iter()
+        .filter(|e| e["event"] == "repaired")
+        .collect();
+    assert_eq!(reps.len(), 2, "one repair for the switch: {reps:?}");
+    let rep = &reps[1];
+    assert_eq!(
+        rep["faults"],
+        serde_json::json!([format!("switch:{victim}")]),
+        "{rep}"
+    );
+    assert_eq!(rep["deadlock_free"], true, "{rep}");
+    assert_eq!(rep["failed_smps"], 0, "{rep}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&out.join("summary.json"))).unwrap();
+    assert_eq!(
+        summary["dead_switches"],
+        serde_json::json!([victim]),
+        "{summary}"
+    );
+    eprintln!(
+        "{name}: Unlink \"{victim}\" repaired as one switch fault in {} s ({} blocks, {} pairs affected, {} unsupported)",
+        rep["seconds"], rep["lft_blocks"], rep["affected_pairs"], rep["unsupported_pairs"]
+    );
+    if std::env::var_os("FABROUTE_KEEP").is_some() {
+        eprintln!("{}", read(&ev));
+    }
+    drop(stdin);
+    let _ = std::fs::remove_dir_all(&dir);
+}

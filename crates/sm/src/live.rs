@@ -104,9 +104,9 @@ pub enum Event {
         unsent: u64,
         /// Distinct LFT blocks that differ between the tables before and after.
         blocks_changed: u64,
-        /// Over RFTR: (source, destination) pairs whose (DLID, SL) changed — the pairs that
-        /// moved back — and pairs still off their base (DLID, SL) afterwards (0 once no
-        /// fault remains).
+        /// Over RFTR: (source, destination) pairs whose path or (DLID, SL) changed — the
+        /// pairs that moved back — and pairs still off their base (DLID, SL) afterwards (0
+        /// once no fault remains).
         returned_pairs: u64,
         pairs_off_base: u64,
         /// Faults the SM still holds.

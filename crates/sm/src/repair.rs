@@ -12,6 +12,7 @@ use routing::cdg;
 use routing::fault::sweep::link_name;
 use routing::fault::verify::{check_state, check_tables, Snapshot};
 use routing::fault::Fault;
+use routing::forward::{Control, Forward, Plane};
 use routing::tables::PathSl;
 use routing::Routing;
 use std::collections::HashMap;
@@ -298,7 +299,7 @@ impl<'f, T: Transport> Live<'f, T> {
     /// Sets the mask, the forwarding view and the directed routes from `self.faults`.
     fn rebuild_model(&mut self) {
         self.mask = mask_of(self.f, &self.faults);
-        self.plane = routing::forward::Plane::new(self.f, Some(&self.mask));
+        self.plane = Plane::new(self.f, Some(&self.mask));
         self.routes = node_routes(self.f, &self.mask, self.sm_port);
     }
 
@@ -544,7 +545,7 @@ impl<'f, T: Transport> Live<'f, T> {
             }
         }
         if !union_ok {
-            self.faults = old_faults;
+            self.faults = old_faults.clone();
             self.rebuild_model();
         }
         let (mut target, uncovered) = self.complete();
@@ -566,9 +567,31 @@ impl<'f, T: Transport> Live<'f, T> {
                 .iter()
                 .map(|&(src, dst, dlid)| ((src, dst), (dlid, sl(&b.routing, src, dlid))))
                 .collect();
+            // Walked through the tables before (under the mask before: the cable was dead)
+            // and now.
+            let old_plane = Plane::new(f, Some(&mask_of(f, &old_faults)));
+            let (fw_old, fw_new) = (
+                Forward::new(f, &old_plane, &b.routing),
+                Forward::new(f, &self.plane, &r.routing),
+            );
+            let path = |fw: &Forward, src: u32, dst: u32, dlid: Lid| {
+                let mut ch = Vec::new();
+                fw.walk_pair(src, dlid, f.end_ports[dst as usize], |st| {
+                    ch.push(st.ch);
+                    Control::Continue
+                });
+                ch
+            };
             for (src, dst, dlid) in r.selected_pairs() {
                 let now = (dlid, sl(&r.routing, src, dlid));
-                if was.get(&(src, dst)) != Some(&now) {
+                let moved = match was.get(&(src, dst)) {
+                    Some(&(old_dlid, old_sl)) => {
+                        (old_dlid, old_sl) != now
+                            || path(&fw_old, src, dst, old_dlid) != path(&fw_new, src, dst, dlid)
+                    }
+                    None => true,
+                };
+                if moved {
                     returned += 1;
                 }
                 let base_lid = f.port(f.end_ports[dst as usize]).lid;
