@@ -14,6 +14,16 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// `fabroute route` of the shipped 4x4 torus with `engine`, the IPoIB group and `extra`
+/// options, into `out`.
+fn route_torus(engine: &str, out: &Path, extra: &[&str]) -> std::process::Output {
+    let (net, o) = (example("torus2d_4x4_h2.net"), s(out));
+    let mut args = vec!["route", net.as_str(), "-R", engine, "--mcast", "ipoib"];
+    args.extend(extra);
+    args.extend(["-o", o.as_str()]);
+    fr(&args)
+}
+
 fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
 }
@@ -59,16 +69,7 @@ fn ibdmchk(dir: &Path, with_sls: bool) -> Option<String> {
 fn ipoib_on_updn_delivers_once_without_credit_loops_and_ibdmchk_agrees() {
     let d = tmp("mcast-updn");
     let set = d.join("set");
-    let o = fr(&[
-        "route",
-        &example("torus2d_4x4_h2.net"),
-        "-R",
-        "updn",
-        "--mcast",
-        "ipoib",
-        "-o",
-        &s(&set),
-    ]);
+    let o = route_torus("updn", &set, &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{err}");
@@ -109,16 +110,7 @@ fn ipoib_on_updn_delivers_once_without_credit_loops_and_ibdmchk_agrees() {
 fn ipoib_on_lash_takes_an_sl_of_its_own() {
     let d = tmp("mcast-lash");
     let set = d.join("set");
-    let o = fr(&[
-        "route",
-        &example("torus2d_4x4_h2.net"),
-        "-R",
-        "lash",
-        "--mcast",
-        "ipoib",
-        "-o",
-        &s(&set),
-    ]);
+    let o = route_torus("lash", &set, &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let m = &summary(&set)["multicast"];
@@ -241,18 +233,7 @@ fn fault_mends_the_trees_a_fault_cuts() {
     // `diff` against `route`'s set (same LIDs at LMC 2, the same base trees) lists exactly the
     // MFT entries and blocks the mending changed.
     let set = d.join("route");
-    let o = fr(&[
-        "route",
-        &example("torus2d_4x4_h2.net"),
-        "-R",
-        "updn",
-        "--lmc",
-        "2",
-        "--mcast",
-        "ipoib",
-        "-o",
-        &s(&set),
-    ]);
+    let o = route_torus("updn", &set, &["--lmc", "2"]);
     assert!(o.status.success());
     let o = fr(&["diff", &s(&set), &s(&out), "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
