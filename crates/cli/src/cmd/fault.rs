@@ -175,49 +175,53 @@ pub fn base_engine_help() -> String {
 /// name (`ib5` for `MF0;ib5:SX6036/U1`, [`fabric::short_names`]): names change
 /// between formats (`convert` to ibnetdiscover names nodes by GUID), descriptions do not.
 pub fn find_switch(f: &Fabric, s: &str) -> Result<NodeId> {
-    let by_guid = s
-        .strip_prefix("0x")
-        .and_then(|h| u64::from_str_radix(h, 16).ok())
-        .and_then(|g| f.node_by_guid(g));
-    let n = match by_guid.or_else(|| f.node_by_name(s)) {
-        Some(n) => n,
-        None => {
-            let described: Vec<NodeId> = f
-                .switches
-                .iter()
-                .copied()
-                .filter(|&n| !f.node(n).desc.is_empty() && f.node(n).desc == s)
-                .collect();
-            let short: Vec<NodeId> = f
-                .nodes_by_short_name(s)
-                .into_iter()
-                .filter(|&n| f.is_switch(n))
-                .collect();
-            match (described.as_slice(), short.as_slice()) {
-                ([n], _) | ([], [n]) => *n,
-                ([], []) => bail!(
-                    "no node named {s:?} (or with that GUID, switch description or short name such as `ib5` for `MF0;ib5:SX6036/U1`) in the fabric"
-                ),
-                ([], many) => bail!(
-                    "{} switches have the short name {s:?} in their description ({}): name one by its name or GUID",
-                    many.len(),
-                    many.iter()
-                        .take(4)
-                        .map(|&n| format!("{:?}", f.node(n).desc))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                (many, _) => bail!(
-                    "{} switches have the description {s:?}: name one by its name or GUID",
-                    many.len()
-                ),
-            }
-        }
-    };
+    let n = find_node(f, s, NodeKind::Switch, ("switch", "switches"))?;
     if f.node(n).kind != NodeKind::Switch {
         bail!("{s:?} is not a switch");
     }
     Ok(n)
+}
+
+/// A node by GUID or name (any kind), else by description or its short name among the nodes
+/// of `kind` (routers counted with CAs as end nodes) when exactly one has it; `what` names
+/// that kind in the errors (singular, plural).
+fn find_node(f: &Fabric, s: &str, kind: NodeKind, (what, whats): (&str, &str)) -> Result<NodeId> {
+    let by_guid = s
+        .strip_prefix("0x")
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .and_then(|g| f.node_by_guid(g));
+    if let Some(n) = by_guid.or_else(|| f.node_by_name(s)) {
+        return Ok(n);
+    }
+    let of_kind = |n: &NodeId| f.node(*n).kind.is_end() == kind.is_end();
+    let described: Vec<NodeId> = (0..f.nodes.len() as u32)
+        .map(NodeId)
+        .filter(|n| of_kind(n) && !f.node(*n).desc.is_empty() && f.node(*n).desc == s)
+        .collect();
+    let short: Vec<NodeId> = f
+        .nodes_by_short_name(s)
+        .into_iter()
+        .filter(of_kind)
+        .collect();
+    match (described.as_slice(), short.as_slice()) {
+        ([n], _) | ([], [n]) => Ok(*n),
+        ([], []) => bail!(
+            "no node named {s:?} (or with that GUID, {what} description or short name such as `ib5` for `MF0;ib5:SX6036/U1`) in the fabric"
+        ),
+        ([], many) => bail!(
+            "{} {whats} have the short name {s:?} in their description ({}): name one by its name or GUID",
+            many.len(),
+            many.iter()
+                .take(4)
+                .map(|&n| format!("{:?}", f.node(n).desc))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (many, _) => bail!(
+            "{} {whats} have the description {s:?}: name one by its name or GUID",
+            many.len()
+        ),
+    }
 }
 
 /// Parses a sequence of `--fail` specs. The same link or switch twice (a link may be named
@@ -251,30 +255,6 @@ pub fn parse_faults(f: &Fabric, specs: &[String]) -> Result<Vec<Fault>> {
     Ok(out)
 }
 
-/// An end node (CA, router) by name, description or its short name, when exactly one fits.
-fn find_end_node(f: &Fabric, s: &str) -> Option<NodeId> {
-    let is_end = |n: &NodeId| f.node(*n).kind.is_end();
-    if let Some(n) = f.node_by_name(s).filter(is_end) {
-        return Some(n);
-    }
-    let by_desc: Vec<NodeId> = (0..f.nodes.len() as u32)
-        .map(NodeId)
-        .filter(|n| is_end(n) && f.node(*n).desc == s)
-        .collect();
-    if let [n] = by_desc[..] {
-        return Some(n);
-    }
-    match f
-        .nodes_by_short_name(s)
-        .into_iter()
-        .filter(is_end)
-        .collect::<Vec<_>>()[..]
-    {
-        [n] => Some(n),
-        _ => None,
-    }
-}
-
 /// Parses `link:SW/PORT` (SW a switch, or an end node for its own cable) or `switch:SW`.
 pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
     if let Some(rest) = spec.strip_prefix("link:") {
@@ -284,9 +264,9 @@ pub fn parse_fault(f: &Fabric, spec: &str) -> Result<Fault> {
         // A switch, or an end node (its HCA cable: the end port is cut off).
         let n = match find_switch(f, sw) {
             Ok(n) => n,
-            Err(e) => match find_end_node(f, sw) {
-                Some(n) => n,
-                None => return Err(e),
+            Err(e) => match find_node(f, sw, NodeKind::Ca, ("end node", "end nodes")) {
+                Ok(n) if f.node(n).kind.is_end() => n,
+                _ => return Err(e),
             },
         };
         let port: u8 = port

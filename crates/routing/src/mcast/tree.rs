@@ -91,27 +91,23 @@ impl McastRouting {
 /// Distance rows to candidate roots: `(root, distance of every switch to it)`.
 struct Rows {
     roots: Vec<usize>,
-    /// `roots.len() * n` distances (INF: no way).
+    /// Distance rows of `n` entries (INF: no way); root `i`'s is row `row_of[i]`.
     dist: Vec<u16>,
+    row_of: Vec<usize>,
 }
 
 impl Rows {
     fn row(&self, i: usize, n: usize) -> &[u16] {
-        &self.dist[i * n..(i + 1) * n]
+        let r = self.row_of[i];
+        &self.dist[r * n..(r + 1) * n]
     }
-    /// Shortest distances: every live switch a candidate.
+    /// Shortest distances: every live switch a candidate, its row of the hop matrix.
     fn shortest(t: &Topo) -> Rows {
+        let roots: Vec<usize> = (0..t.n).filter(|&s| t.alive[s]).collect();
         Rows {
-            roots: (0..t.n).filter(|&s| t.alive[s]).collect(),
-            dist: {
-                // Keep only live rows, in the order of `roots`.
-                let hop = hop_matrix(t);
-                let n = t.n;
-                (0..n)
-                    .filter(|&s| t.alive[s])
-                    .flat_map(|s| hop[s * n..(s + 1) * n].to_vec())
-                    .collect()
-            },
+            row_of: roots.clone(),
+            roots,
+            dist: hop_matrix(t),
         }
     }
     /// Up-channel distances to the tops of the ranking.
@@ -143,7 +139,11 @@ impl Rows {
                 }
             }
         }
-        Rows { roots, dist }
+        Rows {
+            row_of: (0..roots.len()).collect(),
+            roots,
+            dist,
+        }
     }
 }
 

@@ -307,9 +307,8 @@ pub fn read_fdbs(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
                         "expected `dump_ucast_routes: Switch 0x<switch node GUID>`",
                     )
                 })?;
-            cur = Some(match f.node_by_guid(g) {
-                Some(n) if f.is_switch(n) => {
-                    let s = f.switch_index[n.idx()] as usize;
+            cur = Some(
+                super::switch_of_guid(f, g, file, ln, &mut warnings).inspect(|&s| {
                     if seen[s] != 0 {
                         warnings.push(format!(
                             "{file}:{ln}: switch 0x{g:016x} was already listed at line {}; its table is replaced",
@@ -318,22 +317,8 @@ pub fn read_fdbs(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
                     }
                     seen[s] = ln;
                     r.lft_of_mut(s).fill(NO_PORT);
-                    Some(s)
-                }
-                Some(n) => {
-                    warnings.push(format!(
-                        "{file}:{ln}: GUID 0x{g:016x} is {:?}, not a switch; its entries are skipped",
-                        f.node(n).name
-                    ));
-                    None
-                }
-                None => {
-                    warnings.push(format!(
-                        "{file}:{ln}: switch GUID 0x{g:016x} is not in the fabric; its entries are skipped"
-                    ));
-                    None
-                }
-            });
+                }),
+            );
             continue;
         }
         let s = match cur {

@@ -69,15 +69,7 @@ pub fn read_mcfdbs(
                 .filter(|(_, rest)| rest.trim().is_empty())
                 .map(|(g, _)| g)
                 .ok_or_else(|| perr(file, ln, "expected `Switch 0x<switch node GUID>`"))?;
-            cur = Some(match f.node_by_guid(g) {
-                Some(n) if f.is_switch(n) => Some(f.switch_index[n.idx()]),
-                _ => {
-                    warnings.push(format!(
-                        "{file}:{ln}: switch GUID 0x{g:016x} is not a switch of the fabric; its entries are skipped"
-                    ));
-                    None
-                }
-            });
+            cur = Some(super::switch_of_guid(f, g, file, ln, &mut warnings).map(|s| s as u32));
             continue;
         }
         let s = match cur {

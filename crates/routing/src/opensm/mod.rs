@@ -183,6 +183,33 @@ pub(crate) fn require_text(bytes: &[u8], file: &str, what: &str) -> Result<(), P
     Ok(())
 }
 
+/// The switch index of node GUID `g` named by a table file's switch header at `file:ln`, or
+/// `None` with a warning (not in the fabric, or not a switch: the caller skips its entries).
+pub(crate) fn switch_of_guid(
+    f: &Fabric,
+    g: u64,
+    file: &str,
+    ln: usize,
+    warnings: &mut Vec<String>,
+) -> Option<usize> {
+    match f.node_by_guid(g) {
+        Some(n) if f.is_switch(n) => Some(f.switch_index[n.idx()] as usize),
+        Some(n) => {
+            warnings.push(format!(
+                "{file}:{ln}: GUID 0x{g:016x} is {:?}, not a switch; its entries are skipped",
+                f.node(n).name
+            ));
+            None
+        }
+        None => {
+            warnings.push(format!(
+                "{file}:{ln}: switch GUID 0x{g:016x} is not in the fabric; its entries are skipped"
+            ));
+            None
+        }
+    }
+}
+
 pub(crate) fn perr(file: &str, line: usize, msg: impl Into<String>) -> ParseError {
     ParseError::new(file, line, msg)
 }
