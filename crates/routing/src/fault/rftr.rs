@@ -59,7 +59,7 @@ pub use complete::{Completion, Programmed};
 
 use super::delta::Delta;
 use super::paths::{roomy, PathId, PathStore, NONE};
-use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
+use crate::forward::{Hop, Plane};
 use crate::tables::{PathSl, Routing, NUM_SLS};
 use crate::turn::{AllTurns, Base, TurnRule, MAX_CLASSES};
 use crate::vl::{Layers, Need, SlColouring};
@@ -67,6 +67,73 @@ use fabric::{ChannelId, Fabric, FaultMask, Lid, LinkId, NodeId, NodeKind, NO_POR
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::sync::Arc;
+
+/// Hop count standing for "255 or more, or unreachable" in `Rftr::sdist`.
+const FAR: u8 = u8::MAX;
+/// Above this many switches the distance matrix (one byte per pair) is not kept.
+const SDIST_MAX_SWITCHES: usize = 8192;
+
+/// Hops between every two switches over the fault-free fabric's inter-switch links, by one
+/// breadth-first search per switch (empty above `SDIST_MAX_SWITCHES`).
+fn static_distances(f: &Fabric, ch_dst_sw: &[u32]) -> Vec<u8> {
+    let ns = f.num_switches();
+    if ns > SDIST_MAX_SWITCHES {
+        return Vec::new();
+    }
+    let mut d = written(ns * ns, FAR);
+    let mut queue: Vec<u32> = Vec::with_capacity(ns);
+    for t in 0..ns {
+        let row = &mut d[t * ns..(t + 1) * ns];
+        row[t] = 0;
+        queue.clear();
+        queue.push(t as u32);
+        let mut at = 0;
+        while at < queue.len() {
+            let u = queue[at] as usize;
+            at += 1;
+            if row[u] >= FAR - 1 {
+                continue;
+            }
+            for &c in f.switch_links(u) {
+                let v = ch_dst_sw[c.idx()];
+                if v != NONE && row[v as usize] == FAR {
+                    row[v as usize] = row[u] + 1;
+                    queue.push(v);
+                }
+            }
+        }
+    }
+    d
+}
+
+/// The LFTs of `r` LID-major (see `Rftr::by_lid`), every page written.
+fn lid_major(r: &Routing, ns: usize) -> Vec<u8> {
+    let stride = r.stride();
+    let mut t = written(stride * ns, NO_PORT);
+    // In blocks of LIDs, so that both sides stay in cache.
+    const B: usize = 64;
+    for lo in (0..stride).step_by(B) {
+        let hi = (lo + B).min(stride);
+        for s in 0..ns {
+            for (lid, &port) in r.lft_of(s)[lo..hi].iter().enumerate() {
+                t[(lo + lid) * ns + s] = port;
+            }
+        }
+    }
+    t
+}
+
+/// Moves the elements satisfying `keep` to the front (order not kept); returns their count.
+fn partition_front<T>(v: &mut [T], mut keep: impl FnMut(&T) -> bool) -> usize {
+    let mut n = 0;
+    for i in 0..v.len() {
+        if keep(&v[i]) {
+            v.swap(n, i);
+            n += 1;
+        }
+    }
+    n
+}
 
 /// Marker in the selection table: source and destination share a switch.
 const SAME: u32 = NONE - 1;
@@ -179,6 +246,10 @@ pub struct Rftr<'f> {
     cfg: RftrConfig,
     pub mask: FaultMask,
     pub routing: Routing,
+    /// `routing`'s LFTs LID-major, `by_lid[lid * num_switches + sw]`, kept equal to them: a
+    /// suffix table follows one LID from every switch, which reads one contiguous column
+    /// here and a cache line per switch in the switch-major tables.
+    by_lid: Vec<u8>,
     paths: PathStore,
     /// Per switch index: source slot (switches with end ports) or NONE.
     slot_of: Vec<u32>,
@@ -215,19 +286,31 @@ pub struct Rftr<'f> {
     /// it), and the channels failed so far (for the stored paths).
     plane: Plane,
     ch_dead: Vec<bool>,
-    // Caches valid during one `apply` (dead hops do not change inside it): best prefixes per
-    // source switch (per join switch and class: `fast_pre`; per input channel: `pre_cache`,
-    // built only when the best candidate fails), and suffix tables per (end, LID offset).
-    fast_pre: FxHashMap<u32, Vec<u64>>,
-    /// Per switch: the trie of the prefixes of its stored paths.
+    /// Per source switch (empty for switches without end ports): its best prefixes per join
+    /// switch and suffix class (`fast_prefixes`), computed once at the start and kept up to
+    /// date: a commit adds its path, a fault recomputes only the rows whose best prefix it
+    /// killed (`drop_dead_prefixes`).
+    pre_tab: Vec<Vec<u64>>,
+    /// Per source switch: the trie of the prefixes of its stored paths (empty for switches
+    /// without end ports, which source no pair).
     tries: Vec<PrefixTrie>,
+    // Caches valid during one `apply` (dead hops do not change inside it): best prefixes per
+    // input channel (`pre_cache`, built only when the best candidate fails), and suffix
+    // tables per (end, LID offset).
     pre_cache: FxHashMap<u32, PrefixMap>,
     suf_cache: FxHashMap<(u32, u32), SuffixTable>,
     /// The caches' buffers from earlier faults, reused: a fresh allocation per table would
     /// make the allocator map (and the kernel clear) new pages inside every repair.
-    pre_pool: Vec<Vec<u64>>,
     suf_pool: Vec<SuffixTable>,
     alive_buf: Vec<bool>,
+    /// Hops between every two switches of the fault-free fabric, `sdist[a * ns + b]`
+    /// (`FAR`: 255 or more; empty above `SDIST_MAX_SWITCHES` switches). A lower bound on
+    /// every path under faults, so a candidate as short as it is a shortest one: the keep
+    /// check needs no search, and the candidate scan only looks at switches on a shortest
+    /// route (`best_candidate`).
+    sdist: Arc<Vec<u8>>,
+    /// Scratch: the switches of the candidate scan.
+    dag: Vec<u32>,
     /// Per destination switch: hops from every switch over live links (valid during one
     /// `apply`), and their buffers for reuse.
     dist: FxHashMap<u32, Vec<u32>>,
@@ -272,6 +355,13 @@ struct Fresh {
 /// `n` copies of `v`, every page written now: `vec![0; n]` takes fresh zero pages that the
 /// kernel maps (and clears) only at the first write, which would then land inside a timed
 /// repair.
+fn written_u64(n: usize, v: u64) -> Vec<u64> {
+    let mut out = Vec::with_capacity(n);
+    out.resize(n, v);
+    out
+}
+
+/// The same for bytes.
 fn written(n: usize, v: u8) -> Vec<u8> {
     let mut out = Vec::with_capacity(n);
     out.resize(n, v);
@@ -333,6 +423,12 @@ struct PrefixTrie {
     depth: Vec<u32>,
     vl: Vec<u8>,
     minpath: Vec<u32>,
+    /// The first `indexed` nodes grouped by the switch they end at: those ending at switch
+    /// `c` are `at[at_start[c]..at_start[c + 1]]`. Nodes added later (by repairs) are few
+    /// and looked at one by one.
+    at_start: Vec<u32>,
+    at: Vec<u32>,
+    indexed: u32,
 }
 
 /// Copies keep room to grow (see `PathStore`'s `Clone`).
@@ -344,6 +440,9 @@ impl Clone for PrefixTrie {
             depth: roomy(&self.depth),
             vl: roomy(&self.vl),
             minpath: roomy(&self.minpath),
+            at_start: self.at_start.clone(),
+            at: self.at.clone(),
+            indexed: self.indexed,
         }
     }
 }
@@ -357,6 +456,38 @@ impl PrefixTrie {
         self.minpath.push(path);
         (self.ch.len() - 1) as u32
     }
+    /// Groups the nodes so far by the switch they end at (`ch_dst_sw`: a channel's far switch).
+    fn index_ends(&mut self, ch_dst_sw: &[u32], ns: usize) {
+        let mut start = vec![0u32; ns + 1];
+        for &c in &self.ch {
+            start[ch_dst_sw[c as usize] as usize + 1] += 1;
+        }
+        for i in 0..ns {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut at = vec![0u32; self.ch.len()];
+        for (n, &c) in self.ch.iter().enumerate() {
+            let k = &mut fill[ch_dst_sw[c as usize] as usize];
+            at[*k as usize] = n as u32;
+            *k += 1;
+        }
+        self.at_start = start;
+        self.at = at;
+        self.indexed = self.ch.len() as u32;
+    }
+
+    /// The nodes ending at switch `c`.
+    fn ending_at<'a>(&'a self, c: usize, ch_dst_sw: &'a [u32]) -> impl Iterator<Item = u32> + 'a {
+        let grouped = match self.at_start.get(c..c + 2) {
+            Some(r) => &self.at[r[0] as usize..r[1] as usize],
+            None => &[],
+        };
+        let later = (self.indexed..self.ch.len() as u32)
+            .filter(move |&n| ch_dst_sw[self.ch[n as usize] as usize] as usize == c);
+        grouped.iter().copied().chain(later)
+    }
+
     /// Appends a path as a fresh chain (paths added by repairs are few).
     fn add_chain(&mut self, hops: &[ChannelId], vls: &[u8], path: u32) {
         let mut parent = NONE;
@@ -572,6 +703,7 @@ impl<'f> Rftr<'f> {
             rule,
             cfg,
             mask: FaultMask::none(f),
+            by_lid: lid_major(&routing, ns),
             routing,
             paths: PathStore::new(ns, ne, f.links.len() * 2),
             slot_of,
@@ -593,13 +725,14 @@ impl<'f> Rftr<'f> {
             ch_dst_sw,
             plane: Plane::new(f, None),
             ch_dead: vec![false; nch],
-            fast_pre: FxHashMap::default(),
+            pre_tab: Vec::new(),
             tries: Vec::new(),
             pre_cache: FxHashMap::default(),
             suf_cache: FxHashMap::default(),
-            pre_pool: Vec::new(),
             suf_pool: Vec::new(),
             alive_buf: Vec::new(),
+            sdist: Arc::new(Vec::new()),
+            dag: Vec::new(),
             dist: FxHashMap::default(),
             dist_pool: Vec::new(),
             bfs_queue: Vec::new(),
@@ -663,6 +796,7 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
+        me.sdist = Arc::new(static_distances(f, &me.ch_dst_sw));
         me.build_tries();
         me.paths.reserve_headroom();
         me.warm_pools();
@@ -677,6 +811,10 @@ impl<'f> Rftr<'f> {
         let mut chain: Vec<u32> = Vec::new();
         for s in 0..ns {
             let mut t = PrefixTrie::default();
+            if self.slot_of[s] == NONE {
+                tries.push(t);
+                continue;
+            }
             let mut ids = self.paths.by_src[s].clone();
             ids.sort_by(|&a, &b| {
                 self.paths
@@ -702,20 +840,85 @@ impl<'f> Rftr<'f> {
                 }
                 prev = hops;
             }
+            t.index_ends(&self.ch_dst_sw, ns);
             tries.push(t);
         }
         self.tries = tries;
+        self.pre_tab = (0..ns as u32)
+            .map(|s| {
+                if self.slot_of[s as usize] == NONE {
+                    Vec::new()
+                } else {
+                    self.fast_prefixes(s)
+                }
+            })
+            .collect();
     }
 
-    /// Fills the caches' pools with written buffers for a typical repair (a few hundred
-    /// sources and destinations, bounded by the fabric), so that the first repair finds its
-    /// memory mapped instead of faulting fresh pages in.
+    /// After a fault killed the paths `hit`: recomputes, in every source's prefix table, the
+    /// rows whose best prefix ran over a dead hop. Only rows of switches behind a dead hop of
+    /// a hit path can hold one (the best prefix of a row is the start of its `minpath`, which
+    /// then uses the dead channel), and a row keeps its value when its best survives.
+    fn drop_dead_prefixes(&mut self, hit: &[PathId]) {
+        let m1 = self.ncls + 1;
+        for &p in hit {
+            let s = self.paths.src[p as usize] as usize;
+            if self.pre_tab[s].is_empty() {
+                continue;
+            }
+            let lo = self.paths.dead_lo[p as usize] as usize;
+            let (a, b) = (
+                self.paths.start[p as usize] as usize,
+                self.paths.start[p as usize + 1] as usize,
+            );
+            for j in a + lo..b {
+                let c = self.ch_dst_sw[self.paths.hops[j].idx()] as usize;
+                let row = &self.pre_tab[s][c * m1..(c + 1) * m1];
+                if row.iter().any(|&k| !self.prefix_live(k)) {
+                    self.refresh_prefix_row(s, c);
+                }
+            }
+        }
+    }
+
+    /// Whether packed prefix key `k` (a table entry) still runs over live hops only.
+    #[inline]
+    fn prefix_live(&self, k: u64) -> bool {
+        let p = k as u32;
+        if k >= NO_PREFIX || p == NONE {
+            return true;
+        }
+        let depth = ((k >> 32) & 0xFFFF) as u32;
+        let lo = self.paths.dead_lo[p as usize];
+        lo == NONE || lo >= depth
+    }
+
+    /// Recomputes row `c` of source `s`'s prefix table from the live trie nodes ending at `c`.
+    fn refresh_prefix_row(&mut self, s: usize, c: usize) {
+        let m1 = self.ncls + 1;
+        let mut t = std::mem::take(&mut self.pre_tab[s]);
+        let init = if c == s { NONE as u64 } else { NO_PREFIX };
+        t[c * m1..(c + 1) * m1].fill(init);
+        let tr = &self.tries[s];
+        for n in tr.ending_at(c, &self.ch_dst_sw) {
+            let n = n as usize;
+            let p = tr.minpath[n];
+            let lo = self.paths.dead_lo[p as usize];
+            if lo != NONE && lo < tr.depth[n] {
+                continue;
+            }
+            let key = (tr.vl[n] as u64) << 48 | (tr.depth[n] as u64) << 32 | p as u64;
+            self.relax_prefix(&mut t, tr.ch[n] as usize, key);
+        }
+        self.pre_tab[s] = t;
+    }
+
+    /// Fills the suffix tables' pool with written buffers for a typical repair (up to a
+    /// thousand destinations), so that the first repair finds its memory mapped instead of
+    /// faulting fresh pages in. (Prefix tables are kept, not pooled: `pre_tab`.)
     fn warm_pools(&mut self) {
         let ns = self.f.num_switches();
-        let sources = self.slot_switch.len().min(256);
         let dests = self.f.end_ports.len().min(1024);
-        let m1 = self.ncls + 1;
-        self.pre_pool = (0..sources).map(|_| vec![NO_PREFIX; ns * m1]).collect();
         self.suf_pool = (0..dests)
             .map(|_| SuffixTable {
                 opt: vec![None; ns],
@@ -755,29 +958,35 @@ impl<'f> Rftr<'f> {
         self.pen[self.ch_class[a.idx()] as usize * self.ncls + self.ch_class[b.idx()] as usize] != 0
     }
 
+    /// The LFT entry of switch index `sw` for `lid` (`NO_PORT` when none), from `by_lid`.
+    #[inline]
+    fn entry(&self, sw: u32, lid: Lid) -> u8 {
+        let ns = self.f.num_switches();
+        self.by_lid
+            .get(lid as usize * ns + sw as usize)
+            .copied()
+            .unwrap_or(NO_PORT)
+    }
+
     /// Walks LFTs from switch `s` toward `lid` (owned by end `e`), appending the hops to
-    /// `buf`; true when it reaches the end port over live channels without a loop.
+    /// `buf`; true when it reaches the end port over live channels without a loop (a walk
+    /// longer than the number of switches has one).
     fn walk(&self, s: u32, e: u32, lid: Lid, buf: &mut Vec<ChannelId>) -> bool {
-        let f = self.f;
         let t = self.end_sw[e as usize];
-        let target = f.end_ports[e as usize];
-        let fw = Forward::new(f, &self.plane, &self.routing);
-        if s == t {
-            return fw.entry(t, lid) == self.end_swport[e as usize];
-        }
-        let mut arrived = false;
-        let end = fw.walk_from(&fw.column(lid), s, 0, target, |step| {
-            let Hop::Switch { sw, .. } = step.to else {
-                return Control::Stop;
-            };
-            buf.push(step.ch);
+        let arrives = self.entry(t, lid) == self.end_swport[e as usize];
+        let mut sw = s;
+        for _ in 0..self.f.num_switches() {
             if sw == t {
-                arrived = fw.entry(t, lid) == self.end_swport[e as usize];
-                return Control::Stop;
+                return arrives;
             }
-            Control::Continue
-        });
-        end == WalkEnd::Stopped && arrived
+            let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, self.entry(sw, lid))
+            else {
+                return false;
+            };
+            buf.push(ch);
+            sw = next;
+        }
+        false
     }
 
     /// Marks the fault's channels dead, drops the pairs of end ports on a failed switch, and
@@ -825,7 +1034,6 @@ impl<'f> Rftr<'f> {
             self.ch_dead[c.idx()] = true;
             self.plane.fail_channel(f, c);
         }
-        self.pre_pool.extend(self.fast_pre.drain().map(|(_, t)| t));
         self.pre_cache.clear();
         self.suf_pool.extend(self.suf_cache.drain().map(|(_, t)| t));
         self.dist_pool.extend(self.dist.drain().map(|(_, d)| d));
@@ -866,6 +1074,7 @@ impl<'f> Rftr<'f> {
         }
         hit.sort_unstable();
         hit.dedup();
+        self.drop_dead_prefixes(&hit);
         // Destination by destination; within one, nearest the failure first (hops before the
         // first dead hop of the broken path), so that rewritten dead base-LID entries serve
         // the pairs behind them.
@@ -939,6 +1148,11 @@ impl<'f> Rftr<'f> {
                 &vls,
             );
             self.tries[s as usize].add_chain(&hops, &vls, id);
+            let mut t = std::mem::take(&mut self.pre_tab[s as usize]);
+            if !t.is_empty() {
+                self.add_fast_prefixes(id, &mut t);
+            }
+            self.pre_tab[s as usize] = t;
         }
     }
 
@@ -1084,9 +1298,7 @@ impl<'f> Rftr<'f> {
     /// destination's own switch). The empty prefix at `s` itself is (0, 0, NONE).
     fn fast_prefixes(&mut self, s: u32) -> Vec<u64> {
         let m1 = self.ncls + 1;
-        let mut t = self.pre_pool.pop().unwrap_or_default();
-        t.clear();
-        t.resize(self.f.num_switches() * m1, NO_PREFIX);
+        let mut t = written_u64(self.f.num_switches() * m1, NO_PREFIX);
         t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
         let mut alive = std::mem::take(&mut self.alive_buf);
         let tr = &self.tries[s as usize];
@@ -1156,11 +1368,12 @@ impl<'f> Rftr<'f> {
         starts: impl Iterator<Item = u32>,
     ) {
         let f = self.f;
-        let lid = f.port(f.end_ports[e as usize]).lid + off as Lid;
+        let ns = f.num_switches();
+        let lid = (f.port(f.end_ports[e as usize]).lid + off as Lid) as usize;
         let t = self.end_sw[e as usize];
-        let target = f.end_ports[e as usize];
-        let fw = Forward::new(f, &self.plane, &self.routing);
-        let col = fw.column(lid);
+        let col: &[u8] = self.by_lid.get(lid * ns..(lid + 1) * ns).unwrap_or(&[]);
+        let entry = |sw: u32| col.get(sw as usize).copied().unwrap_or(NO_PORT);
+        let arrives = entry(t) == self.end_swport[e as usize];
         let mut stack: Vec<(u32, ChannelId)> = Vec::new();
         for s0 in starts {
             if state[s0 as usize] != 0 || s0 == t {
@@ -1169,32 +1382,31 @@ impl<'f> Rftr<'f> {
             stack.clear();
             state[s0 as usize] = 1;
             // What follows the last stacked hop: (hops, transitions, first channel) from the
-            // switch it leads to, or None when that switch's walk does not arrive.
+            // switch it leads to, or None when that switch's walk does not arrive. The walk
+            // follows the LFT entries over live channels until the destination's switch, a
+            // switch already known, a loop, or a hop to nowhere or to an end port.
             let mut tail: Option<(u32, u8, Option<ChannelId>)> = None;
-            fw.walk_from(&col, s0, 0, target, |step| {
-                let Hop::Switch { sw: next, .. } = step.to else {
-                    // An end port before the destination's switch: no arrival.
-                    return Control::Stop;
-                };
-                stack.push((step.sw, step.ch));
+            let mut sw = s0;
+            while let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw)) {
+                stack.push((sw, ch));
                 if next == t {
-                    if fw.entry(t, lid) == self.end_swport[e as usize] {
+                    if arrives {
                         tail = Some((0, 0, None));
                     }
-                    return Control::Stop;
+                    break;
                 }
                 match state[next as usize] {
                     2 => {
                         tail = st.opt[next as usize].map(|(h, tr, c)| (h, tr, Some(c)));
-                        Control::Stop
+                        break;
                     }
-                    1 => Control::Stop,
+                    1 => break,
                     _ => {
                         state[next as usize] = 1;
-                        Control::Continue
+                        sw = next;
                     }
                 }
-            });
+            }
             // Unwind.
             let mut acc = tail;
             while let Some((sw, c)) = stack.pop() {
@@ -1219,12 +1431,13 @@ impl<'f> Rftr<'f> {
 
     /// The best candidate for (s, t = switch of e) by one scan over join switches per LID
     /// offset in use, or None when none fits the VL budget. Same choice as sorting every
-    /// candidate by (transitions, hops, join switch, offset, prefix path).
-    fn best_candidate(&self, s: u32, e: u32) -> Option<Cand> {
+    /// candidate by (transitions, hops, join switch, offset, prefix path). `over` limits the
+    /// join switches looked at (ascending; None: all).
+    fn best_candidate(&self, s: u32, e: u32, over: Option<&[u32]>) -> Option<Cand> {
         let m = self.ncls;
         let m1 = m + 1;
         let t = self.end_sw[e as usize] as usize;
-        let pre = &self.fast_pre[&s];
+        let pre = &self.pre_tab[s as usize];
         let mut best_rank = u64::MAX;
         let mut best_k = NONE;
         let mut best_b = m;
@@ -1233,9 +1446,9 @@ impl<'f> Rftr<'f> {
             let k = bits.trailing_zeros();
             bits &= bits - 1;
             let sp = &self.suf_cache[&(e, k)].packed;
-            for (c, &sv) in sp.iter().enumerate() {
+            let mut look = |c: usize, sv: u64| {
                 if sv == NO_SUFFIX {
-                    continue;
+                    return;
                 }
                 let b = (sv & 0xFF) as usize;
                 let key = pre[c * m1 + b] + (sv & !0xFF);
@@ -1245,6 +1458,10 @@ impl<'f> Rftr<'f> {
                     best_k = k;
                     best_b = b;
                 }
+            };
+            match over {
+                None => sp.iter().enumerate().for_each(|(c, &sv)| look(c, sv)),
+                Some(cs) => cs.iter().for_each(|&c| look(c as usize, sp[c as usize])),
             }
         }
         // Joining at the destination's switch itself (no suffix; sorts after every offset).
@@ -1268,6 +1485,49 @@ impl<'f> Rftr<'f> {
             pre_len: ((pk >> 32) & 0xFFFF) as u32,
             suf_off: best_k,
         })
+    }
+
+    /// Fault-free hops between switches `a` and `b`, when known.
+    #[inline]
+    fn static_distance(&self, a: u32, b: u32) -> Option<u32> {
+        let ns = self.f.num_switches();
+        match self.sdist.get(a as usize * ns + b as usize) {
+            Some(&d) if d != FAR => Some(d as u32),
+            _ => None,
+        }
+    }
+
+    /// The best candidate for (s, e) (`best_candidate`), and whether it is as short as the
+    /// fault-free distance, in which case `dag` holds the switches on fault-free shortest
+    /// routes between `s` and `e`'s switch, ascending. A transition-free candidate of that
+    /// length is the best there is and joins at one of them (its prefix and suffix are at
+    /// least the fault-free distances to and from its join switch), so they are scanned
+    /// first, and every switch only when that finds none.
+    fn scan_best(&mut self, s: u32, e: u32) -> (Option<Cand>, bool) {
+        let t = self.end_sw[e as usize];
+        let mut dag = std::mem::take(&mut self.dag);
+        dag.clear();
+        let d0 = self.static_distance(s, t);
+        if let Some(d0) = d0 {
+            let ns = self.f.num_switches();
+            let rs = &self.sdist[s as usize * ns..(s as usize + 1) * ns];
+            let rt = &self.sdist[t as usize * ns..(t as usize + 1) * ns];
+            dag.extend(
+                (0..ns as u32).filter(|&c| rs[c as usize] as u32 + rt[c as usize] as u32 == d0),
+            );
+        }
+        let short = d0
+            .and_then(|_| self.best_candidate(s, e, Some(&dag)))
+            .filter(|b| b.trans == 0 && Some(b.hops) == d0);
+        self.dag = dag;
+        match short {
+            Some(b) => (Some(b), true),
+            None => {
+                let b = self.best_candidate(s, e, None);
+                let shortest = b.is_some_and(|b| Some(b.hops) == d0);
+                (b, shortest)
+            }
+        }
     }
 
     /// Hops from every switch to switch `t` over the live links (`u32::MAX`: none), by one
@@ -1309,9 +1569,8 @@ impl<'f> Rftr<'f> {
     /// Fills the caches the candidate scan of (source switch `s`, end `e`) reads: the best
     /// prefixes of `s` and the suffix tables of `e` for every LID offset in use.
     fn prepare(&mut self, s: u32, e: u32) {
-        if !self.fast_pre.contains_key(&s) {
-            let t = self.fast_prefixes(s);
-            self.fast_pre.insert(s, t);
+        if self.pre_tab[s as usize].is_empty() {
+            self.pre_tab[s as usize] = self.fast_prefixes(s);
         }
         let mut bits = self.lid_used[e as usize];
         while bits != 0 {
@@ -1387,9 +1646,51 @@ impl<'f> Rftr<'f> {
                 });
             }
         }
+        cands
+    }
+
+    /// Sorts candidates in the order the specification ranks them.
+    fn sort_candidates(cands: &mut [Cand]) {
         let key = |c: &Cand| (c.trans, c.hops, c.c, c.suf_off, c.pre_path, c.pre_len);
         cands.sort_unstable_by_key(key);
-        cands
+    }
+
+    /// The fallback scan without virtual LIDs (LMC 0, a turn-rule base): only a candidate
+    /// that keeps the base LID can succeed (no transition, a prefix over usable base-LID
+    /// entries; its suffix is the base-LID walk itself), and it fails only by revisiting a
+    /// switch. So only those are sorted and tried, in the specification's order; every
+    /// other candidate can only fail for want of a LID, and whether one would have got that
+    /// far (`lid_short`, for the report) does not depend on the order. The same choice and
+    /// the same report as trying the whole sorted list, without sorting thousands of
+    /// candidates per unsupported pair.
+    fn fallback_base_lid_only(
+        &mut self,
+        slot: u32,
+        s: u32,
+        e: u32,
+        cands: &mut [Cand],
+        hops: &mut Vec<ChannelId>,
+        vls: &mut Vec<u8>,
+    ) -> Option<u8> {
+        let reuse = self.cfg.reuse_dead_base;
+        let keeps = |me: &Self, c: &Cand| {
+            reuse && c.trans == 0 && me.base_lid_prefix_ok(s, e, c.pre_path, c.pre_len)
+        };
+        let split = partition_front(cands, |c| keeps(self, c));
+        let (viable, rest) = cands.split_at_mut(split);
+        Self::sort_candidates(viable);
+        for cand in viable.iter() {
+            if let Some(tr) = self.try_candidate(slot, s, e, cand, false, hops, vls) {
+                return Some(tr);
+            }
+        }
+        for cand in rest.iter() {
+            if self.materialise(s, e, cand, hops, vls) {
+                self.lid_short = true;
+                break;
+            }
+        }
+        None
     }
 
     fn repair(&mut self, slot: u32, e: u32) -> Option<u8> {
@@ -1405,7 +1706,8 @@ impl<'f> Rftr<'f> {
         if self.cfg.reuse_dead_base {
             if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {
                 let t = self.end_sw[e as usize];
-                if self.live_distances(t)[s as usize] == h {
+                if self.static_distance(s, t) == Some(h) || self.live_distances(t)[s as usize] == h
+                {
                     let keep = Cand::base_walk(s, h);
                     if let Some(tr) =
                         self.try_candidate(slot, s, e, &keep, false, &mut hops, &mut vls)
@@ -1416,8 +1718,16 @@ impl<'f> Rftr<'f> {
             }
         }
         self.prepare(s, e);
-        // Fast path: the best candidate, found by one scan, usually works.
-        let mut best = self.best_candidate(s, e)?;
+        // Fast path: the best candidate, found by one scan, usually works. A candidate as short
+        // as the fault-free distance, without a transition, is the best there is, and it joins
+        // at a switch on a fault-free shortest route: those are scanned first.
+        let (found, shortest) = self.scan_best(s, e);
+        let dag = std::mem::take(&mut self.dag);
+        let Some(mut best) = found else {
+            self.dag = dag;
+            return None;
+        };
+        let over = shortest.then_some(&dag[..]);
         // A pair whose own base-LID walk is live, legal and as short as the best keeps it.
         if self.cfg.reuse_dead_base && best.trans == 0 {
             if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {
@@ -1427,20 +1737,30 @@ impl<'f> Rftr<'f> {
             }
         }
         if self.cfg.reuse_dead_base && self.cfg.prefer_base_lid && best.trans == 0 {
-            if let Some(b) = self.base_lid_tie(s, e, &best) {
+            let tie = self.base_lid_tie(s, e, &best, over);
+            if let Some(b) = tie {
                 if let Some(tr) = self.try_candidate(slot, s, e, &b, false, &mut hops, &mut vls) {
+                    self.dag = dag;
                     return Some(tr);
                 }
             }
         }
+        self.dag = dag;
         if let Some(tr) = self.try_candidate(slot, s, e, &best, false, &mut hops, &mut vls) {
             return Some(tr);
         }
         // Otherwise every candidate in order.
-        let cands = self.candidates(s, e);
+        let mut cands = self.candidates(s, e);
+        if self.lmc == 0 && self.fresh.is_none() {
+            return self.fallback_base_lid_only(slot, s, e, &mut cands, &mut hops, &mut vls);
+        }
+        Self::sort_candidates(&mut cands);
         // Pass 0: an SL already in use; pass 1: open a new SL.
         for pass in 0..2 {
             for cand in &cands {
+                if self.doomed(s, e, cand, pass == 1) {
+                    continue;
+                }
                 if let Some(tr) =
                     self.try_candidate(slot, s, e, cand, pass == 1, &mut hops, &mut vls)
                 {
@@ -1451,12 +1771,35 @@ impl<'f> Rftr<'f> {
         None
     }
 
+    /// True when trying `cand` for (s, e) now could neither succeed nor change what the
+    /// failed attempts of this pair record, so the fallback scan may skip it:
+    /// - in the second pass (a new SL), a candidate that needs no SL of its own (no
+    ///   transition, no fresh VL) fails exactly as it did in the first;
+    /// - without virtual LIDs (LMC 0), a candidate that cannot keep the base LID (it makes a
+    ///   transition, or its prefix crosses a live base-LID entry pointing elsewhere) can only
+    ///   fail for want of a LID, and once one candidate of this pair has (`lid_short`), more
+    ///   of them add nothing.
+    ///
+    /// On a torus under Up*/Down* at LMC 0 a pair that cannot be repaired otherwise tries
+    /// every candidate twice, thousands each.
+    fn doomed(&self, s: u32, e: u32, cand: &Cand, second_pass: bool) -> bool {
+        let sl0 = cand.trans == 0 && self.fresh.is_none();
+        if second_pass && sl0 {
+            return true;
+        }
+        self.lmc == 0
+            && self.lid_short
+            && (cand.trans > 0
+                || !self.cfg.reuse_dead_base
+                || !self.base_lid_prefix_ok(s, e, cand.pre_path, cand.pre_len))
+    }
+
     /// True when a new path may send base LID `base` out of `port` at switch `sw`: the entry
     /// points there already, or its walk was dead when the fault came and no other new path
     /// of this repair has claimed it.
     fn base_entry_usable(&self, sw: u32, base: Lid, port: u8) -> bool {
         let g = self.group;
-        self.routing.out_port(sw as usize, base) == port
+        self.entry(sw, base) == port
             || (self.dead0[sw as usize] == g && self.claimed[sw as usize] != g)
     }
 
@@ -1480,7 +1823,7 @@ impl<'f> Rftr<'f> {
     /// the base-LID walk (offset 0) of `e`, or at `e`'s own switch, whose prefix passes
     /// `base_lid_prefix_ok`; lowest join switch first. None when `best` is such a candidate
     /// already or there is none.
-    fn base_lid_tie(&self, s: u32, e: u32, best: &Cand) -> Option<Cand> {
+    fn base_lid_tie(&self, s: u32, e: u32, best: &Cand, over: Option<&[u32]>) -> Option<Cand> {
         if matches!(best.suf_off, 0 | NONE)
             && self.base_lid_prefix_ok(s, e, best.pre_path, best.pre_len)
         {
@@ -1489,7 +1832,7 @@ impl<'f> Rftr<'f> {
         let m = self.ncls;
         let m1 = m + 1;
         let t = self.end_sw[e as usize] as usize;
-        let pre = &self.fast_pre[&s];
+        let pre = &self.pre_tab[s as usize];
         let sp = &self.suf_cache[&(e, 0)].packed;
         let want = (best.hops as u64) << 32;
         let tie = |c: usize, col: usize, sv: u64| -> Option<Cand> {
@@ -1507,21 +1850,20 @@ impl<'f> Rftr<'f> {
                 suf_off: if c == t { NONE } else { 0 },
             })
         };
-        for (c, &sv) in sp.iter().enumerate() {
+        let look = |c: usize| {
+            let sv = sp[c];
             if c == t {
-                if let Some(cand) = tie(t, m, 0) {
-                    return Some(cand);
-                }
-                continue;
+                tie(t, m, 0)
+            } else if sv == NO_SUFFIX {
+                None
+            } else {
+                tie(c, (sv & 0xFF) as usize, sv)
             }
-            if sv == NO_SUFFIX {
-                continue;
-            }
-            if let Some(cand) = tie(c, (sv & 0xFF) as usize, sv) {
-                return Some(cand);
-            }
+        };
+        match over {
+            None => (0..sp.len()).find_map(look),
+            Some(cs) => cs.iter().find_map(|&c| look(c as usize)),
         }
-        None
     }
 
     /// Materialises a candidate, finds a LID offset and an SL for it and commits it.
@@ -1645,7 +1987,7 @@ impl<'f> Rftr<'f> {
         (1..(1u32 << self.lmc)).find(|&k| {
             let lid = (base + k) as Lid;
             req.iter().all(|&(sw, port)| {
-                let cur = self.routing.out_port(sw as usize, lid);
+                let cur = self.entry(sw, lid);
                 cur == NO_PORT || cur == port
             })
         })
@@ -1709,9 +2051,10 @@ impl<'f> Rftr<'f> {
         let lid = (base + off) as Lid;
         let mut rewrote = false;
         for &(sw, port) in req {
-            let old = self.routing.out_port(sw as usize, lid);
+            let old = self.entry(sw, lid);
             if old != port {
                 self.routing.lft_of_mut(sw as usize)[lid as usize] = port;
+                self.by_lid[lid as usize * f.num_switches() + sw as usize] = port;
                 self.delta.lft_change(sw, lid, old, port);
                 self.last.lft.push((sw, lid, old));
                 rewrote = true;
@@ -1766,22 +2109,28 @@ impl<'f> Rftr<'f> {
             self.suf_cache.insert((e, off), st);
         }
         self.tries[s as usize].add_chain(hops, vls, id);
-        if let Some(mut t) = self.fast_pre.remove(&s) {
+        let mut t = std::mem::take(&mut self.pre_tab[s as usize]);
+        if !t.is_empty() {
             self.add_fast_prefixes(id, &mut t);
-            self.fast_pre.insert(s, t);
         }
+        self.pre_tab[s as usize] = t;
         if let Some(mut m) = self.pre_cache.remove(&s) {
             self.add_prefixes(id, &mut m);
             self.pre_cache.insert(s, m);
         }
         self.sel[slot as usize * ne + e as usize] = id;
         if let PathSl::PerPair { stride, sl: table } = &mut self.routing.path_sl {
+            // A pair that keeps its (DLID, SL) has its entries already: skip the writes, a
+            // cache miss each in a table of every (source, LID).
+            let same = prev_lid_sl == Some((off, sl));
             for &src in &self.slot_ends[slot as usize] {
-                table[src as usize * *stride + lid as usize] = sl;
-                if prev_lid_sl != Some((off, sl)) {
+                let at = src as usize * *stride + lid as usize;
+                debug_assert!(!same || table[at] == sl, "path SL table out of step");
+                if !same {
+                    table[at] = sl;
                     self.delta.source_change(src, e, lid, sl);
+                    self.last.sources.push((src, e));
                 }
-                self.last.sources.push((src, e));
             }
         }
     }
@@ -1941,8 +2290,12 @@ mod tests {
                     }
                     let s = r.slot_switch[slot as usize];
                     r.prepare(s, e);
-                    let fast = r.best_candidate(s, e).map(|c| (c.trans, c.hops, c.c));
-                    let all = r.candidates(s, e);
+                    let fast = r.best_candidate(s, e, None).map(|c| (c.trans, c.hops, c.c));
+                    let (scan, _) = r.scan_best(s, e);
+                    let scan = scan.map(|c| (c.trans, c.hops, c.c));
+                    assert_eq!(fast, scan, "{spec}: link {l:?}, switch {s} to end {e}");
+                    let mut all = r.candidates(s, e);
+                    Rftr::sort_candidates(&mut all);
                     assert!(all.iter().all(|c| c.trans < vls), "{spec}");
                     let slow = all.first().map(|c| (c.trans, c.hops, c.c));
                     assert_eq!(fast, slow, "{spec}: link {l:?}, switch {s} to end {e}");

@@ -1,0 +1,54 @@
+//! Times RFTR's single-fault repair alone on one generated fabric, without the CLI around it:
+//! `cargo run --release -p fabroute-routing --example rftr_scale -- "ktree 24 3" 0 8`
+//! (spec, LMC, faults). Each fault is applied to a fresh clone of the fault-free state.
+use fabric::gen::TopoSpec;
+use fabric::FaultMask;
+use routing::engines::{by_name, RouteOptions};
+use routing::fault::sweep::switch_links;
+use routing::fault::{base_rule, Fault, Rftr, RftrConfig};
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let spec = args.get(1).map_or("ktree 16 3", |s| s.as_str());
+    let lmc: u8 = args.get(2).map_or(0, |s| s.parse().expect("LMC"));
+    let k: usize = args.get(3).map_or(8, |s| s.parse().expect("faults"));
+    let reps: usize = args.get(4).map_or(1, |s| s.parse().expect("reps"));
+    let f = spec
+        .parse::<TopoSpec>()
+        .and_then(|s| s.generate())
+        .expect("spec")
+        .with_lmc(lmc)
+        .expect("lmc");
+    let engine = by_name("updn").expect("updn");
+    let opts = engine
+        .pin_choices(&f, &RouteOptions::default())
+        .expect("roots");
+    let t = Instant::now();
+    let base = engine.route(&f, &FaultMask::none(&f), &opts).expect("base");
+    let rule = base_rule(&f, engine.as_ref(), &opts).expect("rule");
+    let start = Rftr::new(&f, &base, rule, RftrConfig::default()).expect("rftr");
+    eprintln!("start {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
+    let links = switch_links(&f);
+    let step = (links.len() / k).max(1);
+    let only: Option<usize> = std::env::var("FAULT")
+        .ok()
+        .map(|v| v.parse().expect("FAULT"));
+    for (i, &l) in links.iter().step_by(step).take(k).enumerate() {
+        if only.is_some_and(|o| o != i) {
+            continue;
+        }
+        for _ in 0..reps {
+            let mut r = start.clone();
+            let t = Instant::now();
+            let rep = r.apply(Fault::Link(l));
+            println!(
+                "{}: {:.2} ms, {} pairs, {} unsupported",
+                routing::fault::sweep::link_name(&f, l),
+                t.elapsed().as_secs_f64() * 1e3,
+                rep.affected_pairs,
+                rep.unsupported_pairs
+            );
+        }
+    }
+}
