@@ -298,6 +298,8 @@ pub struct Rftr<'f> {
     // input channel (`pre_cache`, built only when the best candidate fails), and suffix
     // tables per (end, LID offset).
     pre_cache: FxHashMap<u32, PrefixMap>,
+    /// `pre_cache`'s maps from earlier faults, cleared, for reuse.
+    pre_map_pool: Vec<PrefixMap>,
     suf_cache: FxHashMap<(u32, u32), SuffixTable>,
     /// The caches' buffers from earlier faults, reused: a fresh allocation per table would
     /// make the allocator map (and the kernel clear) new pages inside every repair.
@@ -407,9 +409,14 @@ impl PrefixMap {
             touched: Vec::new(),
         }
     }
+    /// Back to empty, for reuse: only the entries set are reset.
+    fn clear(&mut self) {
+        for &c in &self.touched {
+            self.best[c as usize] = (0, 0, NONE, 0);
+        }
+        self.touched.clear();
+    }
 }
-/// From a switch toward an end: (hops, transitions inside, first channel).
-type Suffix = (u32, u8, ChannelId);
 
 /// The distinct prefixes of the paths from one source switch, as a trie in flat arrays: node
 /// `i` is the prefix ending with hop `ch[i]` after node `parent[i]` (NONE = the source), at
@@ -497,13 +504,24 @@ impl PrefixTrie {
     }
 }
 
-/// Suffixes of one (end, LID offset) from every switch: as tuples, and packed for the
-/// candidate scan (`transitions << 48 | hops << 32 | class of the first channel`, or
-/// `NO_SUFFIX`).
+/// Suffixes of one (end, LID offset) from every switch, packed for the candidate scan
+/// (`transitions << 48 | hops << 32 | class of the first channel`, or `NO_SUFFIX`;
+/// `unpack_suffix` gives them back).
 #[derive(Clone, Debug)]
 struct SuffixTable {
-    opt: Vec<Option<Suffix>>,
     packed: Vec<u64>,
+}
+
+/// (hops, transitions, class of the first channel) of a packed suffix; None for `NO_SUFFIX`.
+#[inline]
+fn unpack_suffix(v: u64) -> Option<(u32, u8, u8)> {
+    (v != NO_SUFFIX).then(|| {
+        (
+            ((v >> 32) & 0xFFFF) as u32,
+            (v >> 48) as u8,
+            (v & 0xFF) as u8,
+        )
+    })
 }
 
 /// Packed prefix and candidate keys: `transitions << 48 | hops << 32 | path id`, so the
@@ -728,6 +746,7 @@ impl<'f> Rftr<'f> {
             pre_tab: Vec::new(),
             tries: Vec::new(),
             pre_cache: FxHashMap::default(),
+            pre_map_pool: Vec::new(),
             suf_cache: FxHashMap::default(),
             suf_pool: Vec::new(),
             alive_buf: Vec::new(),
@@ -913,15 +932,14 @@ impl<'f> Rftr<'f> {
         self.pre_tab[s] = t;
     }
 
-    /// Fills the suffix tables' pool with written buffers for a typical repair (up to a
-    /// thousand destinations), so that the first repair finds its memory mapped instead of
+    /// Fills the suffix tables' pool with written buffers for a repair (a few per LID
+    /// offset: tables go back to the pool after each destination, `end_group`), so that the first repair finds its memory mapped instead of
     /// faulting fresh pages in. (Prefix tables are kept, not pooled: `pre_tab`.)
     fn warm_pools(&mut self) {
         let ns = self.f.num_switches();
-        let dests = self.f.end_ports.len().min(1024);
+        let dests = self.f.end_ports.len().min(4 << self.lmc);
         self.suf_pool = (0..dests)
             .map(|_| SuffixTable {
-                opt: vec![None; ns],
                 packed: vec![NO_SUFFIX; ns],
             })
             .collect();
@@ -950,6 +968,12 @@ impl<'f> Rftr<'f> {
             .map(|&p| self.paths.vls_of(p).last().copied().unwrap_or(0))
             .max()
             .unwrap_or(0)
+    }
+
+    /// 1 when a turn from a channel of class `a` into one of class `b` breaks the base rule.
+    #[inline]
+    fn pen_class(&self, a: u8, b: u8) -> u8 {
+        self.pen[a as usize * self.ncls + b as usize]
     }
 
     /// Whether the turn from channel `a` into channel `b` breaks the base rule (by class).
@@ -1034,7 +1058,10 @@ impl<'f> Rftr<'f> {
             self.ch_dead[c.idx()] = true;
             self.plane.fail_channel(f, c);
         }
-        self.pre_cache.clear();
+        for (_, mut m) in self.pre_cache.drain() {
+            m.clear();
+            self.pre_map_pool.push(m);
+        }
         self.suf_pool.extend(self.suf_cache.drain().map(|(_, t)| t));
         self.dist_pool.extend(self.dist.drain().map(|(_, d)| d));
         // Drop pairs of end ports on a failed switch.
@@ -1209,6 +1236,7 @@ impl<'f> Rftr<'f> {
                 }
                 pending = failed.into_iter().map(|(slot, _)| slot).collect();
             }
+            self.end_group(e, pairs.get(at).map(|p| p.0));
         }
         if !report.unsupported.is_empty() {
             let (comp, _) = super::switch_components(self.f, &self.mask);
@@ -1232,12 +1260,34 @@ impl<'f> Rftr<'f> {
         }
         let t = self.end_sw[e as usize] as usize;
         let g = self.group;
-        let st = &self.suf_cache[&(e, 0)].opt;
+        let st = &self.suf_cache[&(e, 0)].packed;
         self.dead_list.clear();
-        for (sw, o) in st.iter().enumerate() {
-            if o.is_none() && sw != t {
+        for (sw, &v) in st.iter().enumerate() {
+            if v == NO_SUFFIX && sw != t {
                 self.dead0[sw] = g;
                 self.dead_list.push(sw as u32);
+            }
+        }
+    }
+
+    /// Done with end `e` (pairs come destination by destination, and `next` is the next
+    /// one): its suffix tables go back to the pool, and so do the live distances toward its
+    /// switch unless the next destination hangs off the same one. A fault that moves
+    /// thousands of destinations then needs a handful of tables, not one each of fresh
+    /// memory.
+    fn end_group(&mut self, e: u32, next: Option<u32>) {
+        let mut bits = self.lid_used[e as usize];
+        while bits != 0 {
+            let k = bits.trailing_zeros();
+            bits &= bits - 1;
+            if let Some(t) = self.suf_cache.remove(&(e, k)) {
+                self.suf_pool.push(t);
+            }
+        }
+        let t = self.end_sw[e as usize];
+        if next.map(|n| self.end_sw[n as usize]) != Some(t) {
+            if let Some(d) = self.dist.remove(&t) {
+                self.dist_pool.push(d);
             }
         }
     }
@@ -1320,8 +1370,11 @@ impl<'f> Rftr<'f> {
 
     /// Best prefixes from switch `s`: per input channel of the join switch the fewest
     /// transitions, then fewest hops.
-    fn prefixes(&self, s: u32) -> PrefixMap {
-        let mut m = PrefixMap::new(self.f.links.len() * 2);
+    fn prefixes(&mut self, s: u32) -> PrefixMap {
+        let mut m = self
+            .pre_map_pool
+            .pop()
+            .unwrap_or_else(|| PrefixMap::new(self.f.links.len() * 2));
         for &p in &self.paths.by_src[s as usize] {
             self.add_prefixes(p, &mut m);
         }
@@ -1332,12 +1385,10 @@ impl<'f> Rftr<'f> {
     /// suffix, first channel) or None when the walk from there fails.
     fn suffixes(&mut self, e: u32, off: u32) -> SuffixTable {
         let ns = self.f.num_switches();
-        let mut st = self.suf_pool.pop().unwrap_or(SuffixTable {
-            opt: Vec::new(),
-            packed: Vec::new(),
-        });
-        st.opt.clear();
-        st.opt.resize(ns, None);
+        let mut st = self
+            .suf_pool
+            .pop()
+            .unwrap_or(SuffixTable { packed: Vec::new() });
         st.packed.clear();
         st.packed.resize(ns, NO_SUFFIX);
         let mut state = vec![0u8; ns];
@@ -1351,7 +1402,6 @@ impl<'f> Rftr<'f> {
         let mut state = vec![2u8; self.f.num_switches()];
         for &sw in todo {
             state[sw as usize] = 0;
-            st.opt[sw as usize] = None;
             st.packed[sw as usize] = NO_SUFFIX;
         }
         self.fill_suffixes(e, off, st, &mut state, todo.iter().copied());
@@ -1381,11 +1431,12 @@ impl<'f> Rftr<'f> {
             }
             stack.clear();
             state[s0 as usize] = 1;
-            // What follows the last stacked hop: (hops, transitions, first channel) from the
+            // What follows the last stacked hop: (hops, transitions, class of the first
+            // channel) from the
             // switch it leads to, or None when that switch's walk does not arrive. The walk
             // follows the LFT entries over live channels until the destination's switch, a
             // switch already known, a loop, or a hop to nowhere or to an end port.
-            let mut tail: Option<(u32, u8, Option<ChannelId>)> = None;
+            let mut tail: Option<(u32, u8, Option<u8>)> = None;
             let mut sw = s0;
             while let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw)) {
                 stack.push((sw, ch));
@@ -1397,7 +1448,8 @@ impl<'f> Rftr<'f> {
                 }
                 match state[next as usize] {
                     2 => {
-                        tail = st.opt[next as usize].map(|(h, tr, c)| (h, tr, Some(c)));
+                        tail = unpack_suffix(st.packed[next as usize])
+                            .map(|(h, tr, cls)| (h, tr, Some(cls)));
                         break;
                     }
                     1 => break,
@@ -1411,14 +1463,13 @@ impl<'f> Rftr<'f> {
             let mut acc = tail;
             while let Some((sw, c)) = stack.pop() {
                 state[sw as usize] = 2;
-                acc = acc.map(|(h, tr, next_c)| {
-                    let ill = next_c.map_or(0, |nc| u8::from(self.illegal(c, nc)));
-                    (h + 1, tr + ill, Some(c))
+                let cls = self.ch_class[c.idx()];
+                acc = acc.map(|(h, tr, next_cls)| {
+                    let ill = next_cls.map_or(0, |nc| self.pen_class(cls, nc));
+                    (h + 1, tr + ill, Some(cls))
                 });
-                let v = acc.map(|(h, tr, c)| (h, tr, c.unwrap_or(ChannelId(0))));
-                st.opt[sw as usize] = v;
-                st.packed[sw as usize] = match v {
-                    Some((h, tr, c)) => Self::pack_suffix(h, tr, self.ch_class[c.idx()]),
+                st.packed[sw as usize] = match acc {
+                    Some((h, tr, _)) => Self::pack_suffix(h, tr, cls),
                     None => NO_SUFFIX,
                 };
             }
@@ -1599,9 +1650,9 @@ impl<'f> Rftr<'f> {
         let offs: Vec<u32> = (0..128u32)
             .filter(|&k| self.lid_used[e as usize] >> k & 1 == 1)
             .collect();
-        let sufs: Vec<(u32, &Vec<Option<Suffix>>)> = offs
+        let sufs: Vec<(u32, &Vec<u64>)> = offs
             .iter()
-            .map(|&k| (k, &self.suf_cache[&(e, k)].opt))
+            .map(|&k| (k, &self.suf_cache[&(e, k)].packed))
             .collect();
         let mut cands: Vec<Cand> = Vec::new();
         // The empty prefix at the source, then the best prefix per input channel.
@@ -1624,11 +1675,12 @@ impl<'f> Rftr<'f> {
                 continue;
             }
             for &(k, suf) in &sufs {
-                let Some((sh, st, first)) = suf[c as usize] else {
+                let Some((sh, st, first)) = unpack_suffix(suf[c as usize]) else {
                     continue;
                 };
+                // Legality depends only on the classes (the `TurnRule` invariant).
                 let ill = if inch != NONE {
-                    u8::from(!self.rule.legal(f, ChannelId(inch), first))
+                    self.pen_class(self.ch_class[inch as usize], first)
                 } else {
                     0
                 };
@@ -1704,7 +1756,7 @@ impl<'f> Rftr<'f> {
         // would choose it too. Most pairs behind a repaired switch end here, without the
         // scan or their source's prefix table.
         if self.cfg.reuse_dead_base {
-            if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {
+            if let Some((h, 0, _)) = unpack_suffix(self.suf_cache[&(e, 0)].packed[s as usize]) {
                 let t = self.end_sw[e as usize];
                 if self.static_distance(s, t) == Some(h) || self.live_distances(t)[s as usize] == h
                 {
@@ -1730,7 +1782,7 @@ impl<'f> Rftr<'f> {
         let over = shortest.then_some(&dag[..]);
         // A pair whose own base-LID walk is live, legal and as short as the best keeps it.
         if self.cfg.reuse_dead_base && best.trans == 0 {
-            if let Some((h, 0, _)) = self.suf_cache[&(e, 0)].opt[s as usize] {
+            if let Some((h, 0, _)) = unpack_suffix(self.suf_cache[&(e, 0)].packed[s as usize]) {
                 if h == best.hops {
                     best = Cand::base_walk(s, h);
                 }
@@ -2102,7 +2154,6 @@ impl<'f> Rftr<'f> {
             let mut sw = s;
             for (i, &c) in hops.iter().enumerate() {
                 let (h, tr) = ((hops.len() - i) as u32, last - vls[i]);
-                st.opt[sw as usize] = Some((h, tr, c));
                 st.packed[sw as usize] = Self::pack_suffix(h, tr, self.ch_class[c.idx()]);
                 sw = self.ch_dst_sw[c.idx()];
             }
