@@ -515,13 +515,11 @@ struct SuffixTable {
 /// (hops, transitions, class of the first channel) of a packed suffix; None for `NO_SUFFIX`.
 #[inline]
 fn unpack_suffix(v: u64) -> Option<(u32, u8, u8)> {
-    (v != NO_SUFFIX).then(|| {
-        (
-            ((v >> 32) & 0xFFFF) as u32,
-            (v >> 48) as u8,
-            (v & 0xFF) as u8,
-        )
-    })
+    (v != NO_SUFFIX).then_some((
+        ((v >> 32) & 0xFFFF) as u32,
+        (v >> 48) as u8,
+        (v & 0xFF) as u8,
+    ))
 }
 
 /// Packed prefix and candidate keys: `transitions << 48 | hops << 32 | path id`, so the
