@@ -27,7 +27,12 @@ fn main() {
     let t = Instant::now();
     let base = engine.route(&f, &FaultMask::none(&f), &opts).expect("base");
     let rule = base_rule(&f, engine.as_ref(), &opts).expect("rule");
-    let start = Rftr::new(&f, &base, rule, RftrConfig::default()).expect("rftr");
+    // DEVIATE_LATE=0: the tie-break before `RftrConfig::deviate_late`.
+    let cfg = RftrConfig {
+        deviate_late: std::env::var("DEVIATE_LATE").map_or(true, |v| v != "0"),
+        ..RftrConfig::default()
+    };
+    let start = Rftr::new(&f, &base, rule, cfg).expect("rftr");
     eprintln!("start {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
     let links = switch_links(&f);
     let step = (links.len() / k).max(1);

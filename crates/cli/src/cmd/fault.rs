@@ -16,9 +16,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// How RFTR breaks ties between equally ranked candidates (`RftrConfig::prefer_base_lid`).
+/// How RFTR breaks ties between equally ranked candidates (`RftrConfig::deviate_late`,
+/// `RftrConfig::prefer_base_lid`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TieBreak {
+    /// Leave the broken path next to the failure, then prefer a candidate that keeps the
+    /// destination's base LID.
+    NearFailure,
     /// Prefer a candidate that keeps the destination's base LID.
     BaseLid,
     /// The lowest join switch.
@@ -43,9 +47,12 @@ pub struct RepairArgs {
     #[arg(long)]
     pub virtual_lids_only: bool,
     /// How RFTR breaks ties between candidates with as few transitions and hops:
-    /// `base-lid` prefers one that keeps the destination's base LID (repairs stay next to
-    /// the failure), `lowest-switch` takes the lowest join switch (fabroute before 2026-11-30).
-    #[arg(long, value_enum, default_value_t = TieBreak::BaseLid)]
+    /// `near-failure` first tries those that follow the broken path to the switch before
+    /// the failure and leave it there (one entry rewritten for every source behind it),
+    /// then as `base-lid`; `base-lid` prefers one that keeps the destination's base LID
+    /// (fabroute before 2026-12-04); `lowest-switch` takes the lowest join switch (before
+    /// 2026-11-30).
+    #[arg(long, value_enum, default_value_t = TieBreak::NearFailure)]
     pub tie_break: TieBreak,
 }
 
@@ -89,7 +96,8 @@ impl RepairArgs {
             vls,
             max_sls,
             reuse_dead_base: !self.virtual_lids_only,
-            prefer_base_lid: self.tie_break == TieBreak::BaseLid,
+            prefer_base_lid: self.tie_break != TieBreak::LowestSwitch,
+            deviate_late: self.tie_break == TieBreak::NearFailure,
             keep_sl2vl: false,
         }
     }

@@ -40,6 +40,14 @@
 //!   failure, and the virtual LIDs stay free for later faults, so more fault combinations
 //!   are supported (`docs/rftr.md`). Only the best prefix per (join switch, class) is
 //!   considered, so a tie whose feasible prefix is not the stored best one is missed.
+//! - **Repairs stay next to the failure** (`RftrConfig::deviate_late`, on by default).
+//!   Before that tie-break, a transition-free candidate as good as the best that follows the
+//!   pair's own broken path up to the switch before the dead hop (or the one before it),
+//!   leaves it by a hop one of the source's stored paths takes there, and joins the
+//!   base-LID walk is tried: it rewrites the dead entry at that switch, so every other
+//!   source behind it finds its walk live again. The lowest-join-switch rule would often
+//!   rewrite each source's own first hop instead: on a 24-ary 3-tree a spine link's repair
+//!   wrote 13,225 LFT entries that way and writes 1,058 now.
 //! - **Parallel cables** (`add_twins`). When a failed cable has live siblings between the
 //!   same two switches, every broken path gets a twin over a sibling in the reachability
 //!   tables (a prefix source, in no table), so the same switches over another cable are
@@ -158,6 +166,11 @@ pub struct RftrConfig {
     /// the failure: fewer virtual LIDs, fewer entries and switches to push, and virtual LIDs
     /// left for later faults (more fault combinations supported).
     pub prefer_base_lid: bool,
+    /// Among equally good transition-free candidates, first try those that follow the pair's
+    /// broken path up to the switch before the failure (or one before it) and leave it there
+    /// (`Rftr::late_deviation`; needs `reuse_dead_base`, on by default). Off: the
+    /// specification's order (lowest join switch, then `prefer_base_lid`).
+    pub deviate_late: bool,
     /// Over a turn rule, keep the base's SL2VL entries of SLs above 0 (only SL 0 is mapped
     /// to VL 0 everywhere, and repaired paths set the entries they need): for tables already
     /// deployed, where rewriting what no path uses would only add to what must be pushed.
@@ -172,6 +185,7 @@ impl Default for RftrConfig {
             max_sls: NUM_SLS as u8,
             reuse_dead_base: true,
             prefer_base_lid: true,
+            deviate_late: true,
             keep_sl2vl: false,
         }
     }
@@ -1786,6 +1800,13 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
+        let own_walk = best.pre_path == NONE && best.c == s && best.suf_off == 0;
+        if self.cfg.reuse_dead_base && self.cfg.deviate_late && best.trans == 0 && !own_walk {
+            if let Some(tr) = self.late_deviation(slot, s, e, best.hops, &mut hops, &mut vls) {
+                self.dag = dag;
+                return Some(tr);
+            }
+        }
         if self.cfg.reuse_dead_base && self.cfg.prefer_base_lid && best.trans == 0 {
             let tie = self.base_lid_tie(s, e, &best, over);
             if let Some(b) = tie {
@@ -1814,6 +1835,87 @@ impl<'f> Rftr<'f> {
                 if let Some(tr) =
                     self.try_candidate(slot, s, e, cand, pass == 1, &mut hops, &mut vls)
                 {
+                    return Some(tr);
+                }
+            }
+        }
+        None
+    }
+
+    /// A transition-free candidate of `hops` hops that follows the pair's own broken path as
+    /// far as it can: its first `k` hops (k = the live hops before the dead one, then one
+    /// fewer), then a hop out of the switch reached that one of the source's stored paths
+    /// takes after the same `k` hops, then the base-LID walk from there (or the
+    /// destination's switch itself). Tried, lowest next switch first, before the
+    /// specification's tie-break (lowest join switch), which on a tree often rewrites the
+    /// source's own first hop: the entry rewritten here is the one next to the failure, the
+    /// other sources behind that switch find their walk live again, and the repair writes
+    /// one entry where it would write one per source.
+    fn late_deviation(
+        &mut self,
+        slot: u32,
+        s: u32,
+        e: u32,
+        hops: u32,
+        buf: &mut Vec<ChannelId>,
+        vls: &mut Vec<u8>,
+    ) -> Option<u8> {
+        let ne = self.f.end_ports.len();
+        let p = self.sel[slot as usize * ne + e as usize];
+        if p >= DROPPED {
+            return None;
+        }
+        let live = self.paths.live_prefix(p);
+        let own: Vec<ChannelId> = self.paths.hops_of(p)[..live].to_vec();
+        let t = self.end_sw[e as usize];
+        let mut cands: Vec<Cand> = Vec::new();
+        for k in (live.saturating_sub(1).max(1)..=live).rev() {
+            let k32 = k as u32;
+            if k32 + 1 > hops {
+                continue;
+            }
+            let x = self.ch_dst_sw[own[k - 1].idx()] as usize;
+            let tr = &self.tries[s as usize];
+            let Some(n) = tr.ending_at(x, &self.ch_dst_sw).find(|&n| {
+                let m = tr.minpath[n as usize];
+                tr.depth[n as usize] == k32
+                    && (n as usize) < tr.indexed as usize
+                    && self.paths.hops_of(m).get(..k) == Some(&own[..k])
+            }) else {
+                continue;
+            };
+            cands.clear();
+            let mut m = n as usize + 1;
+            while m < tr.indexed as usize && tr.depth[m] > k32 {
+                if tr.parent[m] == n && tr.vl[m] == 0 && !self.ch_dead[tr.ch[m] as usize] {
+                    let ch = tr.ch[m] as usize;
+                    let y = self.ch_dst_sw[ch];
+                    let path = tr.minpath[m];
+                    let fits = if y == t {
+                        k32 + 1 == hops
+                    } else {
+                        matches!(
+                            unpack_suffix(self.suf_cache[&(e, 0)].packed[y as usize]),
+                            Some((h, 0, cls)) if k32 + 1 + h == hops
+                                && self.pen_class(self.ch_class[ch], cls) == 0
+                        )
+                    };
+                    if fits {
+                        cands.push(Cand {
+                            trans: 0,
+                            hops,
+                            c: y,
+                            pre_path: path,
+                            pre_len: k32 + 1,
+                            suf_off: if y == t { NONE } else { 0 },
+                        });
+                    }
+                }
+                m += 1;
+            }
+            cands.sort_by_key(|c| (c.c, c.pre_path));
+            for cand in &cands {
+                if let Some(tr) = self.try_candidate(slot, s, e, cand, false, buf, vls) {
                     return Some(tr);
                 }
             }
