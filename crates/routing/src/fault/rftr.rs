@@ -327,6 +327,8 @@ pub struct Rftr<'f> {
     sdist: Arc<Vec<u8>>,
     /// Scratch: the switches of the candidate scan.
     dag: Vec<u32>,
+    /// Scratch of `late_deviation`: the pair's live hops and its candidates.
+    deviation_scratch: (Vec<ChannelId>, Vec<Cand>),
     /// Per destination switch: hops from every switch over live links (valid during one
     /// `apply`), and their buffers for reuse.
     dist: FxHashMap<u32, Vec<u32>>,
@@ -764,6 +766,7 @@ impl<'f> Rftr<'f> {
             alive_buf: Vec::new(),
             sdist: Arc::new(Vec::new()),
             dag: Vec::new(),
+            deviation_scratch: (Vec::new(), Vec::new()),
             dist: FxHashMap::default(),
             dist_pool: Vec::new(),
             bfs_queue: Vec::new(),
@@ -1866,9 +1869,12 @@ impl<'f> Rftr<'f> {
             return None;
         }
         let live = self.paths.live_prefix(p);
-        let own: Vec<ChannelId> = self.paths.hops_of(p)[..live].to_vec();
+        // Scratch kept across calls (this runs once per pair the keep check did not settle).
+        let (mut own, mut cands) = std::mem::take(&mut self.deviation_scratch);
+        own.clear();
+        own.extend_from_slice(&self.paths.hops_of(p)[..live]);
         let t = self.end_sw[e as usize];
-        let mut cands: Vec<Cand> = Vec::new();
+        let mut done = None;
         for k in (live.saturating_sub(1).max(1)..=live).rev() {
             let k32 = k as u32;
             if k32 + 1 > hops {
@@ -1914,13 +1920,15 @@ impl<'f> Rftr<'f> {
                 m += 1;
             }
             cands.sort_by_key(|c| (c.c, c.pre_path));
-            for cand in &cands {
-                if let Some(tr) = self.try_candidate(slot, s, e, cand, false, buf, vls) {
-                    return Some(tr);
-                }
+            done = cands
+                .iter()
+                .find_map(|cand| self.try_candidate(slot, s, e, cand, false, buf, vls));
+            if done.is_some() {
+                break;
             }
         }
-        None
+        self.deviation_scratch = (own, cands);
+        done
     }
 
     /// True when trying `cand` for (s, e) now could neither succeed nor change what the
