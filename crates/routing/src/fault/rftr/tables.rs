@@ -1,0 +1,232 @@
+//! RFTR's flat tables and their helpers: the prefix tries and per-channel prefix maps of
+//! the sources, the packed suffix tables and keys, the LID-major copy of the LFTs and the
+//! fault-free switch distances. No RFTR state; `Rftr` owns one of each.
+
+use super::super::paths::{roomy, PathId, NONE};
+use crate::tables::Routing;
+use fabric::{ChannelId, Fabric, NO_PORT};
+
+/// Hop count standing for "255 or more, or unreachable" in `Rftr::sdist`.
+pub(super) const FAR: u8 = u8::MAX;
+/// Above this many switches the distance matrix (one byte per pair) is not kept.
+pub(super) const SDIST_MAX_SWITCHES: usize = 8192;
+
+/// Hops between every two switches over the fault-free fabric's inter-switch links, by one
+/// breadth-first search per switch (empty above `SDIST_MAX_SWITCHES`).
+pub(super) fn static_distances(f: &Fabric, ch_dst_sw: &[u32]) -> Vec<u8> {
+    let ns = f.num_switches();
+    if ns > SDIST_MAX_SWITCHES {
+        return Vec::new();
+    }
+    let mut d = written(ns * ns, FAR);
+    let mut queue: Vec<u32> = Vec::with_capacity(ns);
+    for t in 0..ns {
+        let row = &mut d[t * ns..(t + 1) * ns];
+        row[t] = 0;
+        queue.clear();
+        queue.push(t as u32);
+        let mut at = 0;
+        while at < queue.len() {
+            let u = queue[at] as usize;
+            at += 1;
+            if row[u] >= FAR - 1 {
+                continue;
+            }
+            for &c in f.switch_links(u) {
+                let v = ch_dst_sw[c.idx()];
+                if v != NONE && row[v as usize] == FAR {
+                    row[v as usize] = row[u] + 1;
+                    queue.push(v);
+                }
+            }
+        }
+    }
+    d
+}
+
+/// The LFTs of `r` LID-major (see `Rftr::by_lid`), every page written.
+pub(super) fn lid_major(r: &Routing, ns: usize) -> Vec<u8> {
+    let stride = r.stride();
+    let mut t = written(stride * ns, NO_PORT);
+    // In blocks of LIDs, so that both sides stay in cache.
+    pub(super) const B: usize = 64;
+    for lo in (0..stride).step_by(B) {
+        let hi = (lo + B).min(stride);
+        for s in 0..ns {
+            for (lid, &port) in r.lft_of(s)[lo..hi].iter().enumerate() {
+                t[(lo + lid) * ns + s] = port;
+            }
+        }
+    }
+    t
+}
+
+/// Moves the elements satisfying `keep` to the front (order not kept); returns their count.
+pub(super) fn partition_front<T>(v: &mut [T], mut keep: impl FnMut(&T) -> bool) -> usize {
+    let mut n = 0;
+    for i in 0..v.len() {
+        if keep(&v[i]) {
+            v.swap(n, i);
+            n += 1;
+        }
+    }
+    n
+}
+
+/// `n` copies of `v`, every page written now: `vec![0; n]` takes fresh zero pages that the
+/// kernel maps (and clears) only at the first write, which would then land inside a timed
+/// repair.
+pub(super) fn written_u64(n: usize, v: u64) -> Vec<u64> {
+    let mut out = Vec::with_capacity(n);
+    out.resize(n, v);
+    out
+}
+
+/// The same for bytes.
+pub(super) fn written(n: usize, v: u8) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n);
+    out.resize(n, v);
+    out
+}
+
+/// Best prefix per input channel of the join switch (the channel determines the switch):
+/// (VL at the join, hops, path, hops taken). A dense array over channels, so building it costs
+/// one array access per stored hop; `touched` lists the channels set. The empty prefix at the
+/// source itself is implicit.
+#[derive(Clone, Debug)]
+pub(super) struct PrefixMap {
+    pub(super) best: Vec<(u8, u32, PathId, u32)>,
+    pub(super) touched: Vec<u32>,
+}
+
+impl PrefixMap {
+    pub(super) fn new(num_channels: usize) -> Self {
+        PrefixMap {
+            best: vec![(0, 0, NONE, 0); num_channels],
+            touched: Vec::new(),
+        }
+    }
+    /// Back to empty, for reuse: only the entries set are reset.
+    pub(super) fn clear(&mut self) {
+        for &c in &self.touched {
+            self.best[c as usize] = (0, 0, NONE, 0);
+        }
+        self.touched.clear();
+    }
+}
+
+/// The distinct prefixes of the paths from one source switch, as a trie in flat arrays: node
+/// `i` is the prefix ending with hop `ch[i]` after node `parent[i]` (NONE = the source), at
+/// depth `depth[i]` (hops) with VL `vl[i]` on that hop; `minpath[i]` is the oldest stored path
+/// that starts with it. Parents come before children, so one forward pass sees every live
+/// prefix once, however many paths share it.
+#[derive(Debug, Default)]
+pub(super) struct PrefixTrie {
+    pub(super) ch: Vec<u32>,
+    pub(super) parent: Vec<u32>,
+    pub(super) depth: Vec<u32>,
+    pub(super) vl: Vec<u8>,
+    pub(super) minpath: Vec<u32>,
+    /// The first `indexed` nodes grouped by the switch they end at: those ending at switch
+    /// `c` are `at[at_start[c]..at_start[c + 1]]`. Nodes added later (by repairs) are few
+    /// and looked at one by one.
+    pub(super) at_start: Vec<u32>,
+    pub(super) at: Vec<u32>,
+    pub(super) indexed: u32,
+}
+
+/// Copies keep room to grow (see `PathStore`'s `Clone`).
+impl Clone for PrefixTrie {
+    fn clone(&self) -> Self {
+        PrefixTrie {
+            ch: roomy(&self.ch),
+            parent: roomy(&self.parent),
+            depth: roomy(&self.depth),
+            vl: roomy(&self.vl),
+            minpath: roomy(&self.minpath),
+            at_start: self.at_start.clone(),
+            at: self.at.clone(),
+            indexed: self.indexed,
+        }
+    }
+}
+
+impl PrefixTrie {
+    pub(super) fn push(&mut self, ch: u32, parent: u32, depth: u32, vl: u8, path: u32) -> u32 {
+        self.ch.push(ch);
+        self.parent.push(parent);
+        self.depth.push(depth);
+        self.vl.push(vl);
+        self.minpath.push(path);
+        (self.ch.len() - 1) as u32
+    }
+    /// Groups the nodes so far by the switch they end at (`ch_dst_sw`: a channel's far switch).
+    pub(super) fn index_ends(&mut self, ch_dst_sw: &[u32], ns: usize) {
+        let mut start = vec![0u32; ns + 1];
+        for &c in &self.ch {
+            start[ch_dst_sw[c as usize] as usize + 1] += 1;
+        }
+        for i in 0..ns {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut at = vec![0u32; self.ch.len()];
+        for (n, &c) in self.ch.iter().enumerate() {
+            let k = &mut fill[ch_dst_sw[c as usize] as usize];
+            at[*k as usize] = n as u32;
+            *k += 1;
+        }
+        self.at_start = start;
+        self.at = at;
+        self.indexed = self.ch.len() as u32;
+    }
+
+    /// The nodes ending at switch `c`.
+    pub(super) fn ending_at<'a>(
+        &'a self,
+        c: usize,
+        ch_dst_sw: &'a [u32],
+    ) -> impl Iterator<Item = u32> + 'a {
+        let grouped = match self.at_start.get(c..c + 2) {
+            Some(r) => &self.at[r[0] as usize..r[1] as usize],
+            None => &[],
+        };
+        let later = (self.indexed..self.ch.len() as u32)
+            .filter(move |&n| ch_dst_sw[self.ch[n as usize] as usize] as usize == c);
+        grouped.iter().copied().chain(later)
+    }
+
+    /// Appends a path as a fresh chain (paths added by repairs are few).
+    pub(super) fn add_chain(&mut self, hops: &[ChannelId], vls: &[u8], path: u32) {
+        let mut parent = NONE;
+        for (i, (&c, &v)) in hops.iter().zip(vls).enumerate() {
+            parent = self.push(c.0, parent, i as u32 + 1, v, path);
+        }
+    }
+}
+
+/// Suffixes of one (end, LID offset) from every switch, packed for the candidate scan
+/// (`transitions << 48 | hops << 32 | class of the first channel`, or `NO_SUFFIX`;
+/// `unpack_suffix` gives them back).
+#[derive(Clone, Debug)]
+pub(super) struct SuffixTable {
+    pub(super) packed: Vec<u64>,
+}
+
+/// (hops, transitions, class of the first channel) of a packed suffix; None for `NO_SUFFIX`.
+#[inline]
+pub(super) fn unpack_suffix(v: u64) -> Option<(u32, u8, u8)> {
+    (v != NO_SUFFIX).then_some((
+        ((v >> 32) & 0xFFFF) as u32,
+        (v >> 48) as u8,
+        (v & 0xFF) as u8,
+    ))
+}
+
+/// Packed prefix and candidate keys: `transitions << 48 | hops << 32 | path id`, so the
+/// smallest key is the best (fewest transitions, then fewest hops, then oldest path), and
+/// adding a packed suffix gives the joined path's transitions and hops.
+pub(super) const NO_SUFFIX: u64 = u64::MAX;
+/// No prefix: transitions far above any budget, so it never wins.
+pub(super) const NO_PREFIX: u64 = 0x4000 << 48;
+pub(super) const HI: u64 = 0xFFFF_FFFF_0000_0000;
