@@ -262,6 +262,8 @@ pub struct Rftr<'f> {
     sdist: Arc<Vec<u8>>,
     /// Scratch: the switches of the candidate scan.
     dag: Vec<u32>,
+    /// Scratch of the suffix walks: per switch unknown (0), on the current walk (1), known (2).
+    walk_state: Vec<u8>,
     /// Scratch of `late_deviation`: the pair's live hops and its candidates.
     deviation_scratch: (Vec<ChannelId>, Vec<Cand>),
     /// Per destination switch: hops from every switch over live links (valid during one
@@ -547,6 +549,7 @@ impl<'f> Rftr<'f> {
             alive_buf: Vec::new(),
             sdist: Arc::new(Vec::new()),
             dag: Vec::new(),
+            walk_state: Vec::new(),
             deviation_scratch: (Vec::new(), Vec::new()),
             dist: FxHashMap::default(),
             dist_pool: Vec::new(),
@@ -1144,7 +1147,7 @@ impl<'f> Rftr<'f> {
     /// destination's own switch). The empty prefix at `s` itself is (0, 0, NONE).
     fn fast_prefixes(&mut self, s: u32) -> Vec<u64> {
         let m1 = self.ncls + 1;
-        let mut t = written_u64(self.f.num_switches() * m1, NO_PREFIX);
+        let mut t = written(self.f.num_switches() * m1, NO_PREFIX);
         t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
         let mut alive = std::mem::take(&mut self.alive_buf);
         let tr = &self.tries[s as usize];
@@ -1187,20 +1190,26 @@ impl<'f> Rftr<'f> {
             .unwrap_or(SuffixTable { packed: Vec::new() });
         st.packed.clear();
         st.packed.resize(ns, NO_SUFFIX);
-        let mut state = vec![0u8; ns];
+        let mut state = std::mem::take(&mut self.walk_state);
+        state.clear();
+        state.resize(ns, 0);
         self.fill_suffixes(e, off, &mut st, &mut state, 0..ns as u32);
+        self.walk_state = state;
         st
     }
 
     /// Recomputes the entries of `st` for the switches `todo` (whose walks may have changed),
     /// reusing every other entry as it is.
-    fn refresh_suffixes(&self, e: u32, off: u32, st: &mut SuffixTable, todo: &[u32]) {
-        let mut state = vec![2u8; self.f.num_switches()];
+    fn refresh_suffixes(&mut self, e: u32, off: u32, st: &mut SuffixTable, todo: &[u32]) {
+        let mut state = std::mem::take(&mut self.walk_state);
+        state.clear();
+        state.resize(self.f.num_switches(), 2);
         for &sw in todo {
             state[sw as usize] = 0;
             st.packed[sw as usize] = NO_SUFFIX;
         }
         self.fill_suffixes(e, off, st, &mut state, todo.iter().copied());
+        self.walk_state = state;
     }
 
     /// Fills the entries of switches in state 0 (unknown) by walking the LFTs until a known

@@ -76,14 +76,7 @@ pub(super) fn partition_front<T>(v: &mut [T], mut keep: impl FnMut(&T) -> bool) 
 /// `n` copies of `v`, every page written now: `vec![0; n]` takes fresh zero pages that the
 /// kernel maps (and clears) only at the first write, which would then land inside a timed
 /// repair.
-pub(super) fn written_u64(n: usize, v: u64) -> Vec<u64> {
-    let mut out = Vec::with_capacity(n);
-    out.resize(n, v);
-    out
-}
-
-/// The same for bytes.
-pub(super) fn written(n: usize, v: u8) -> Vec<u8> {
+pub(super) fn written<T: Copy>(n: usize, v: T) -> Vec<T> {
     let mut out = Vec::with_capacity(n);
     out.resize(n, v);
     out
