@@ -257,13 +257,9 @@ pub struct Rftr<'f> {
     /// Hops between every two switches of the fault-free fabric, `sdist[a * ns + b]`
     /// (`FAR`: 255 or more; empty above `SDIST_MAX_SWITCHES` switches). A lower bound on
     /// every path under faults, so a candidate as short as it is a shortest one: the keep
-    /// check needs no search, and the candidate scan only looks at switches on a shortest
-    /// route (`best_candidate`).
+    /// check needs no search, and the candidate scan stops at the first transition-free one
+    /// (`best_candidate`).
     sdist: Arc<Vec<u8>>,
-    /// Scratch: the switches of the candidate scan.
-    dag: Vec<u32>,
-    /// Scratch of the suffix walks: per switch unknown (0), on the current walk (1), known (2).
-    walk_state: Vec<u8>,
     /// Scratch of `late_deviation`: the pair's live hops and its candidates.
     deviation_scratch: (Vec<ChannelId>, Vec<Cand>),
     /// Per destination switch: hops from every switch over live links (valid during one
@@ -282,6 +278,12 @@ pub struct Rftr<'f> {
     group: u32,
     /// The switches marked in `dead0` for the current destination.
     dead_list: Vec<u32>,
+    /// The end whose pairs are being repaired, whether `dead0`/`dead_list` hold its dead
+    /// walks yet (`settle_group`), and the base-LID entries rewritten before they did
+    /// (switch, entry when the group started).
+    group_e: u32,
+    dead0_exact: bool,
+    group_rewrites: Vec<(u32, u8)>,
     /// Set when a candidate of the pair being repaired failed only for want of a LID.
     lid_short: bool,
 }
@@ -548,8 +550,6 @@ impl<'f> Rftr<'f> {
             suf_pool: Vec::new(),
             alive_buf: Vec::new(),
             sdist: Arc::new(Vec::new()),
-            dag: Vec::new(),
-            walk_state: Vec::new(),
             deviation_scratch: (Vec::new(), Vec::new()),
             dist: FxHashMap::default(),
             dist_pool: Vec::new(),
@@ -557,6 +557,9 @@ impl<'f> Rftr<'f> {
             stamp: vec![0; ns],
             stamp_gen: 0,
             dead0: vec![0; ns],
+            group_e: NONE,
+            dead0_exact: false,
+            group_rewrites: Vec::new(),
             claimed: vec![0; ns],
             group: 0,
             dead_list: Vec::new(),
@@ -738,8 +741,10 @@ impl<'f> Rftr<'f> {
         let ns = self.f.num_switches();
         let dests = self.f.end_ports.len().min(4 << self.lmc);
         self.suf_pool = (0..dests)
-            .map(|_| SuffixTable {
-                packed: vec![NO_SUFFIX; ns],
+            .map(|_| {
+                let mut st = SuffixTable::default();
+                st.reset(ns);
+                st
             })
             .collect();
     }
@@ -1050,23 +1055,66 @@ impl<'f> Rftr<'f> {
         report
     }
 
-    /// Starts repairing pairs toward end `e`: records which switches' base-LID walks are dead.
+    /// Starts repairing pairs toward end `e`, with a lazy base-LID suffix table. Which
+    /// switches' base-LID walks were dead when the group started (`dead_at_start`) is read
+    /// from that table until the first rewrite of a base-LID entry; the next repair then
+    /// settles it for the whole fabric (`settle_group`).
     fn start_group(&mut self, e: u32) {
         self.group += 1;
+        self.group_e = e;
+        self.dead0_exact = false;
+        self.group_rewrites.clear();
+        self.dead_list.clear();
         if !self.suf_cache.contains_key(&(e, 0)) {
-            let v = self.suffixes(e, 0);
+            let v = self.lazy_suffixes();
             self.suf_cache.insert((e, 0), v);
         }
+    }
+
+    /// Whether switch `sw`'s base-LID walk toward the group's end was dead when the group
+    /// started.
+    fn dead_at_start(&self, sw: u32) -> bool {
+        if self.dead0_exact {
+            return self.dead0[sw as usize] == self.group;
+        }
+        let e = self.group_e;
+        sw != self.end_sw[e as usize] && self.suffix(e, 0, sw) == NO_SUFFIX
+    }
+
+    /// After base-LID entries of the group's end were rewritten while the group's dead walks
+    /// were known only lazily: computes every walk as it was when the group started (the
+    /// rewritten entries put back in `by_lid` for that), records the dead ones in `dead0` and
+    /// `dead_list`, and forgets their entries, which the rewrites may have changed, for the
+    /// scans to recompute. Live walks never change: only dead walks' entries are rewritten.
+    fn settle_group(&mut self) {
+        let e = self.group_e;
+        let f = self.f;
+        let ns = f.num_switches();
+        let lid = f.port(f.end_ports[e as usize]).lid as usize;
+        let mut rewrites = std::mem::take(&mut self.group_rewrites);
+        for (sw, port) in rewrites.iter_mut() {
+            std::mem::swap(&mut self.by_lid[lid * ns + *sw as usize], port);
+        }
+        self.complete_suffixes(e, 0);
+        for (sw, port) in rewrites.iter_mut() {
+            std::mem::swap(&mut self.by_lid[lid * ns + *sw as usize], port);
+        }
+        rewrites.clear();
+        self.group_rewrites = rewrites;
         let t = self.end_sw[e as usize] as usize;
         let g = self.group;
-        let st = &self.suf_cache[&(e, 0)].packed;
         self.dead_list.clear();
-        for (sw, &v) in st.iter().enumerate() {
-            if v == NO_SUFFIX && sw != t {
+        let st = &self.suf_cache[&(e, 0)];
+        for sw in 0..ns {
+            if sw != t && st.get(sw) == NO_SUFFIX {
                 self.dead0[sw] = g;
                 self.dead_list.push(sw as u32);
             }
         }
+        for &sw in &self.dead_list {
+            st.set(sw as usize, UNKNOWN);
+        }
+        self.dead0_exact = true;
     }
 
     /// Done with end `e` (pairs come destination by destination, and `next` is the next
@@ -1180,48 +1228,39 @@ impl<'f> Rftr<'f> {
         m
     }
 
-    /// For LID offset `off` of end `e`: per switch, (hops to e, transitions inside the
-    /// suffix, first channel) or None when the walk from there fails.
-    fn suffixes(&mut self, e: u32, off: u32) -> SuffixTable {
-        let ns = self.f.num_switches();
-        let mut st = self
-            .suf_pool
-            .pop()
-            .unwrap_or(SuffixTable { packed: Vec::new() });
-        st.packed.clear();
-        st.packed.resize(ns, NO_SUFFIX);
-        let mut state = std::mem::take(&mut self.walk_state);
-        state.clear();
-        state.resize(ns, 0);
-        self.fill_suffixes(e, off, &mut st, &mut state, 0..ns as u32);
-        self.walk_state = state;
+    /// A suffix table for (`e`, offset `off`) with every entry unknown, filled as scans ask
+    /// (`suffix`, `complete_suffixes`).
+    fn lazy_suffixes(&mut self) -> SuffixTable {
+        let mut st = self.suf_pool.pop().unwrap_or_default();
+        st.reset(self.f.num_switches());
         st
     }
 
-    /// Recomputes the entries of `st` for the switches `todo` (whose walks may have changed),
-    /// reusing every other entry as it is.
-    fn refresh_suffixes(&mut self, e: u32, off: u32, st: &mut SuffixTable, todo: &[u32]) {
-        let mut state = std::mem::take(&mut self.walk_state);
-        state.clear();
-        state.resize(self.f.num_switches(), 2);
-        for &sw in todo {
-            state[sw as usize] = 0;
-            st.packed[sw as usize] = NO_SUFFIX;
+    /// The packed suffix of switch `c` toward (`e`, offset `k`), computed now if unknown.
+    #[inline]
+    fn suffix(&self, e: u32, k: u32, c: u32) -> u64 {
+        let st = &self.suf_cache[&(e, k)];
+        let v = st.get(c as usize);
+        if v != UNKNOWN {
+            return v;
         }
-        self.fill_suffixes(e, off, st, &mut state, todo.iter().copied());
-        self.walk_state = state;
+        self.fill_suffixes(e, k, st, std::iter::once(c));
+        st.get(c as usize)
     }
 
-    /// Fills the entries of switches in state 0 (unknown) by walking the LFTs until a known
-    /// switch (state 2), the destination's switch, or a failure; 1 = on the current walk.
-    fn fill_suffixes(
-        &self,
-        e: u32,
-        off: u32,
-        st: &mut SuffixTable,
-        state: &mut [u8],
-        starts: impl Iterator<Item = u32>,
-    ) {
+    /// Computes every unknown entry of the suffix table of (`e`, `k`), for the scans that
+    /// read all of it.
+    fn complete_suffixes(&self, e: u32, k: u32) {
+        let st = &self.suf_cache[&(e, k)];
+        self.fill_suffixes(e, k, st, 0..st.len() as u32);
+    }
+
+    /// Fills the unknown entries of the switches `starts` (and of the switches their walks
+    /// pass) by following the LFT entries over live channels until the destination's switch,
+    /// a switch already known, a loop, or a hop to nowhere or to an end port. Two passes
+    /// over each walk, so nothing is allocated: the first counts its hops, sums its
+    /// transitions and finds what follows it, the second writes its entries.
+    fn fill_suffixes(&self, e: u32, off: u32, st: &SuffixTable, starts: impl Iterator<Item = u32>) {
         let f = self.f;
         let ns = f.num_switches();
         let lid = (f.port(f.end_ports[e as usize]).lid + off as Lid) as usize;
@@ -1229,54 +1268,86 @@ impl<'f> Rftr<'f> {
         let col: &[u8] = self.by_lid.get(lid * ns..(lid + 1) * ns).unwrap_or(&[]);
         let entry = |sw: u32| col.get(sw as usize).copied().unwrap_or(NO_PORT);
         let arrives = entry(t) == self.end_swport[e as usize];
-        let mut stack: Vec<(u32, ChannelId)> = Vec::new();
         for s0 in starts {
-            if state[s0 as usize] != 0 || s0 == t {
+            if s0 == t {
+                st.set(t as usize, NO_SUFFIX);
                 continue;
             }
-            stack.clear();
-            state[s0 as usize] = 1;
-            // What follows the last stacked hop: (hops, transitions, class of the first
-            // channel) from the
-            // switch it leads to, or None when that switch's walk does not arrive. The walk
-            // follows the LFT entries over live channels until the destination's switch, a
-            // switch already known, a loop, or a hop to nowhere or to an end port.
+            if st.get(s0 as usize) != UNKNOWN {
+                continue;
+            }
+            st.set(s0 as usize, ON_WALK);
+            // Pass 1: hops, transitions between them, and what follows the last one as
+            // (hops, transitions, class of its first channel) from the switch it leads to,
+            // or None when that switch's walk does not arrive.
+            let mut n = 0u32;
+            let mut ill = 0u8;
+            let mut last_cls = None;
             let mut tail: Option<(u32, u8, Option<u8>)> = None;
             let mut sw = s0;
+            // True while the walk ends at `sw` for want of a hop to a switch.
+            let mut stuck = true;
             while let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw)) {
-                stack.push((sw, ch));
+                let cls = self.ch_class[ch.idx()];
+                if let Some(p) = last_cls {
+                    ill += self.pen_class(p, cls);
+                }
+                last_cls = Some(cls);
+                n += 1;
                 if next == t {
                     if arrives {
                         tail = Some((0, 0, None));
                     }
+                    stuck = false;
                     break;
                 }
-                match state[next as usize] {
-                    2 => {
-                        tail = unpack_suffix(st.packed[next as usize])
-                            .map(|(h, tr, cls)| (h, tr, Some(cls)));
+                match st.get(next as usize) {
+                    UNKNOWN => {
+                        st.set(next as usize, ON_WALK);
+                        sw = next;
+                    }
+                    ON_WALK => {
+                        stuck = false;
                         break;
                     }
-                    1 => break,
-                    _ => {
-                        state[next as usize] = 1;
-                        sw = next;
+                    v => {
+                        tail = unpack_suffix(v).map(|(h, tr, cls)| (h, tr, Some(cls)));
+                        stuck = false;
+                        break;
                     }
                 }
             }
-            // Unwind.
-            let mut acc = tail;
-            while let Some((sw, c)) = stack.pop() {
-                state[sw as usize] = 2;
-                let cls = self.ch_class[c.idx()];
-                acc = acc.map(|(h, tr, next_cls)| {
-                    let ill = next_cls.map_or(0, |nc| self.pen_class(cls, nc));
-                    (h + 1, tr + ill, Some(cls))
-                });
-                st.packed[sw as usize] = match acc {
-                    Some((h, tr, _)) => Self::pack_suffix(h, tr, cls),
+            if stuck {
+                st.set(sw as usize, NO_SUFFIX);
+            }
+            // Pass 2: the same hops again, each switch's entry.
+            let total = tail.map(|(h, tr, tc)| {
+                let join = match (last_cls, tc) {
+                    (Some(l), Some(c)) => self.pen_class(l, c),
+                    _ => 0,
+                };
+                (h, tr + ill + join)
+            });
+            let mut run = 0u8;
+            let mut prev = None;
+            let mut sw = s0;
+            for i in 0..n {
+                let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw))
+                else {
+                    debug_assert!(false, "pass 1 walked this hop");
+                    break;
+                };
+                let cls = self.ch_class[ch.idx()];
+                if let Some(p) = prev {
+                    run += self.pen_class(p, cls);
+                }
+                prev = Some(cls);
+                let v = match total {
+                    Some((h, tr)) => Self::pack_suffix(n - i + h, tr - run, cls),
                     None => NO_SUFFIX,
                 };
+                st.set(sw as usize, v);
+                sw = next;
             }
         }
     }
@@ -1287,45 +1358,68 @@ impl<'f> Rftr<'f> {
 
     /// The best candidate for (s, t = switch of e) by one scan over join switches per LID
     /// offset in use, or None when none fits the VL budget. Same choice as sorting every
-    /// candidate by (transitions, hops, join switch, offset, prefix path). `over` limits the
-    /// join switches looked at (ascending; None: all).
-    fn best_candidate(&self, s: u32, e: u32, over: Option<&[u32]>) -> Option<Cand> {
+    /// candidate by (transitions, hops, join switch, offset, prefix path). `bound`: a lower
+    /// bound on the hops of every candidate, when known, to stop early.
+    fn best_candidate(&self, s: u32, e: u32, bound: Option<u32>) -> Option<Cand> {
         let m = self.ncls;
         let m1 = m + 1;
         let t = self.end_sw[e as usize] as usize;
         let pre = &self.pre_tab[s as usize];
-        let mut best_rank = u64::MAX;
+        // Joining at the destination's switch itself (no suffix; no other candidate joins
+        // there, so no tie with one).
+        let mut best_rank = (pre[t * m1 + m] & HI) | t as u64;
         let mut best_k = NONE;
         let mut best_b = m;
-        let mut bits = self.lid_used[e as usize];
-        while bits != 0 {
-            let k = bits.trailing_zeros();
-            bits &= bits - 1;
-            let sp = &self.suf_cache[&(e, k)].packed;
-            let mut look = |c: usize, sv: u64| {
-                if sv == NO_SUFFIX {
-                    return;
-                }
-                let b = (sv & 0xFF) as usize;
-                let key = pre[c * m1 + b] + (sv & !0xFF);
-                let rank = (key & HI) | c as u64;
-                if rank < best_rank {
-                    best_rank = rank;
-                    best_k = k;
-                    best_b = b;
-                }
-            };
-            match over {
-                None => sp.iter().enumerate().for_each(|(c, &sv)| look(c, sv)),
-                Some(cs) => cs.iter().for_each(|&c| look(c as usize, sp[c as usize])),
+        // A transition-free candidate of `bound` hops is the best there is, and it joins at a
+        // switch on a fault-free shortest route: those are scanned first (ascending), and
+        // once one is found only a lower join switch can beat it (with the same rank).
+        // Every switch is scanned only when none is.
+        let floor = bound.map_or(u64::MAX, |d| (d as u64) << 32);
+        for shortest_only in [true, false] {
+            if !shortest_only && best_rank & HI == floor {
+                break;
             }
-        }
-        // Joining at the destination's switch itself (no suffix; sorts after every offset).
-        let rank_t = (pre[t * m1 + m] & HI) | t as u64;
-        if rank_t < best_rank {
-            best_rank = rank_t;
-            best_k = NONE;
-            best_b = m;
+            if shortest_only && bound.is_none() {
+                continue;
+            }
+            let mut bits = self.lid_used[e as usize];
+            while bits != 0 {
+                let k = bits.trailing_zeros();
+                bits &= bits - 1;
+                let sp = &self.suf_cache[&(e, k)];
+                if !shortest_only {
+                    self.complete_suffixes(e, k);
+                }
+                let limit = if best_rank & HI == floor {
+                    (best_rank & 0xFFFF_FFFF) as usize
+                } else {
+                    sp.len()
+                };
+                // True when `c` is a new best at the floor: nothing later beats it.
+                let mut look = |c: usize| {
+                    let sv = self.suffix(e, k, c as u32);
+                    if sv == NO_SUFFIX {
+                        return false;
+                    }
+                    let b = (sv & 0xFF) as usize;
+                    let key = pre[c * m1 + b] + (sv & !0xFF);
+                    let rank = (key & HI) | c as u64;
+                    if rank < best_rank {
+                        best_rank = rank;
+                        best_k = k;
+                        best_b = b;
+                        return rank & HI == floor;
+                    }
+                    false
+                };
+                if shortest_only {
+                    self.on_shortest_routes(s, t as u32, limit, &mut look);
+                } else {
+                    (0..sp.len()).for_each(|c| {
+                        look(c);
+                    });
+                }
+            }
         }
         let trans = best_rank >> 48;
         if best_rank == u64::MAX || trans >= self.cfg.vls as u64 {
@@ -1343,6 +1437,37 @@ impl<'f> Rftr<'f> {
         })
     }
 
+    /// Calls `visit` on the switches below `limit` on fault-free shortest routes from switch
+    /// `s` to switch `t`, ascending, until it returns true: those whose distances from `s` and
+    /// to `t` add up to the distance between them. 64 switches at a time: a mask of the
+    /// chunk's members from the two rows of the distance matrix (`sum_mask`), then its set
+    /// bits.
+    fn on_shortest_routes(
+        &self,
+        s: u32,
+        t: u32,
+        limit: usize,
+        visit: &mut impl FnMut(usize) -> bool,
+    ) {
+        let ns = self.f.num_switches();
+        let Some(d0) = self.static_distance(s, t) else {
+            return;
+        };
+        let rs = &self.sdist[s as usize * ns..(s as usize + 1) * ns][..limit.min(ns)];
+        let rt = &self.sdist[t as usize * ns..(t as usize + 1) * ns][..limit.min(ns)];
+        let d0 = d0 as u8;
+        for (i, (a, b)) in rs.chunks(64).zip(rt.chunks(64)).enumerate() {
+            let mut mask = sum_mask(a, b, d0);
+            while mask != 0 {
+                let c = i * 64 + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if visit(c) {
+                    return;
+                }
+            }
+        }
+    }
+
     /// Fault-free hops between switches `a` and `b`, when known.
     #[inline]
     fn static_distance(&self, a: u32, b: u32) -> Option<u32> {
@@ -1353,37 +1478,13 @@ impl<'f> Rftr<'f> {
         }
     }
 
-    /// The best candidate for (s, e) (`best_candidate`), and whether it is as short as the
-    /// fault-free distance, in which case `dag` holds the switches on fault-free shortest
-    /// routes between `s` and `e`'s switch, ascending. A transition-free candidate of that
-    /// length is the best there is and joins at one of them (its prefix and suffix are at
-    /// least the fault-free distances to and from its join switch), so they are scanned
-    /// first, and every switch only when that finds none.
-    fn scan_best(&mut self, s: u32, e: u32) -> (Option<Cand>, bool) {
-        let t = self.end_sw[e as usize];
-        let mut dag = std::mem::take(&mut self.dag);
-        dag.clear();
-        let d0 = self.static_distance(s, t);
-        if let Some(d0) = d0 {
-            let ns = self.f.num_switches();
-            let rs = &self.sdist[s as usize * ns..(s as usize + 1) * ns];
-            let rt = &self.sdist[t as usize * ns..(t as usize + 1) * ns];
-            dag.extend(
-                (0..ns as u32).filter(|&c| rs[c as usize] as u32 + rt[c as usize] as u32 == d0),
-            );
-        }
-        let short = d0
-            .and_then(|_| self.best_candidate(s, e, Some(&dag)))
-            .filter(|b| b.trans == 0 && Some(b.hops) == d0);
-        self.dag = dag;
-        match short {
-            Some(b) => (Some(b), true),
-            None => {
-                let b = self.best_candidate(s, e, None);
-                let shortest = b.is_some_and(|b| Some(b.hops) == d0);
-                (b, shortest)
-            }
-        }
+    /// The best candidate for (s, e) (`best_candidate`), bounded below by the fault-free
+    /// distance (a candidate's prefix and suffix are at least the fault-free distances to and
+    /// from its join switch), so the scan ends at the first transition-free candidate that
+    /// reaches it.
+    fn scan_best(&self, s: u32, e: u32) -> Option<Cand> {
+        let d0 = self.static_distance(s, self.end_sw[e as usize]);
+        self.best_candidate(s, e, d0)
     }
 
     /// Hops from every switch to switch `t` over the live links (`u32::MAX`: none), by one
@@ -1433,7 +1534,7 @@ impl<'f> Rftr<'f> {
             let k = bits.trailing_zeros();
             bits &= bits - 1;
             if !self.suf_cache.contains_key(&(e, k)) {
-                let v = self.suffixes(e, k);
+                let v = self.lazy_suffixes();
                 self.suf_cache.insert((e, k), v);
             }
         }
@@ -1455,9 +1556,12 @@ impl<'f> Rftr<'f> {
         let offs: Vec<u32> = (0..128u32)
             .filter(|&k| self.lid_used[e as usize] >> k & 1 == 1)
             .collect();
-        let sufs: Vec<(u32, &Vec<u64>)> = offs
+        let sufs: Vec<(u32, &SuffixTable)> = offs
             .iter()
-            .map(|&k| (k, &self.suf_cache[&(e, k)].packed))
+            .map(|&k| {
+                self.complete_suffixes(e, k);
+                (k, &self.suf_cache[&(e, k)])
+            })
             .collect();
         let mut cands: Vec<Cand> = Vec::new();
         // The empty prefix at the source, then the best prefix per input channel.
@@ -1480,7 +1584,7 @@ impl<'f> Rftr<'f> {
                 continue;
             }
             for &(k, suf) in &sufs {
-                let Some((sh, st, first)) = unpack_suffix(suf[c as usize]) else {
+                let Some((sh, st, first)) = unpack_suffix(suf.get(c as usize)) else {
                     continue;
                 };
                 // Legality depends only on the classes (the `TurnRule` invariant).
@@ -1552,6 +1656,9 @@ impl<'f> Rftr<'f> {
 
     fn repair(&mut self, slot: u32, e: u32) -> Option<u8> {
         self.lid_short = false;
+        if !self.dead0_exact && !self.group_rewrites.is_empty() {
+            self.settle_group();
+        }
         let s = self.slot_switch[slot as usize];
         let mut hops: Vec<ChannelId> = Vec::new();
         let mut vls: Vec<u8> = Vec::new();
@@ -1561,7 +1668,7 @@ impl<'f> Rftr<'f> {
         // would choose it too. Most pairs behind a repaired switch end here, without the
         // scan or their source's prefix table.
         if self.cfg.reuse_dead_base {
-            if let Some((h, 0, _)) = unpack_suffix(self.suf_cache[&(e, 0)].packed[s as usize]) {
+            if let Some((h, 0, _)) = unpack_suffix(self.suffix(e, 0, s)) {
                 let t = self.end_sw[e as usize];
                 if self.static_distance(s, t) == Some(h) || self.live_distances(t)[s as usize] == h
                 {
@@ -1575,41 +1682,49 @@ impl<'f> Rftr<'f> {
             }
         }
         self.prepare(s, e);
-        // Fast path: the best candidate, found by one scan, usually works. A candidate as short
-        // as the fault-free distance, without a transition, is the best there is, and it joins
-        // at a switch on a fault-free shortest route: those are scanned first.
-        let (found, shortest) = self.scan_best(s, e);
-        let dag = std::mem::take(&mut self.dag);
-        let Some(mut best) = found else {
-            self.dag = dag;
-            return None;
-        };
-        let over = shortest.then_some(&dag[..]);
+        // The near-failure tie-break at the fault-free distance first: a transition-free
+        // candidate that short is the best there is (the distance bounds every candidate from
+        // below), so when the pair's own walk is not one, the late deviation the steps below
+        // would try is this one, and the scan for the best is not needed.
+        let d0 = self.static_distance(s, self.end_sw[e as usize]);
+        let own0 = unpack_suffix(self.suffix(e, 0, s));
+        let mut tried_late = None;
+        if let (true, true, Some(d0)) = (self.cfg.reuse_dead_base, self.cfg.deviate_late, d0) {
+            if !matches!(own0, Some((h, 0, _)) if h == d0) {
+                tried_late = Some(d0);
+                if let Some(tr) = self.late_deviation(slot, s, e, d0, &mut hops, &mut vls) {
+                    return Some(tr);
+                }
+            }
+        }
+        // Otherwise the best candidate, found by one scan, usually works.
+        let mut best = self.scan_best(s, e)?;
         // A pair whose own base-LID walk is live, legal and as short as the best keeps it.
         if self.cfg.reuse_dead_base && best.trans == 0 {
-            if let Some((h, 0, _)) = unpack_suffix(self.suf_cache[&(e, 0)].packed[s as usize]) {
+            if let Some((h, 0, _)) = own0 {
                 if h == best.hops {
                     best = Cand::base_walk(s, h);
                 }
             }
         }
         let own_walk = best.pre_path == NONE && best.c == s && best.suf_off == 0;
-        if self.cfg.reuse_dead_base && self.cfg.deviate_late && best.trans == 0 && !own_walk {
+        if self.cfg.reuse_dead_base
+            && self.cfg.deviate_late
+            && best.trans == 0
+            && !own_walk
+            && tried_late != Some(best.hops)
+        {
             if let Some(tr) = self.late_deviation(slot, s, e, best.hops, &mut hops, &mut vls) {
-                self.dag = dag;
                 return Some(tr);
             }
         }
         if self.cfg.reuse_dead_base && self.cfg.prefer_base_lid && best.trans == 0 {
-            let tie = self.base_lid_tie(s, e, &best, over);
-            if let Some(b) = tie {
+            if let Some(b) = self.base_lid_tie(s, e, &best) {
                 if let Some(tr) = self.try_candidate(slot, s, e, &b, false, &mut hops, &mut vls) {
-                    self.dag = dag;
                     return Some(tr);
                 }
             }
         }
-        self.dag = dag;
         if let Some(tr) = self.try_candidate(slot, s, e, &best, false, &mut hops, &mut vls) {
             return Some(tr);
         }
@@ -1691,7 +1806,7 @@ impl<'f> Rftr<'f> {
                         k32 + 1 == hops
                     } else {
                         matches!(
-                            unpack_suffix(self.suf_cache[&(e, 0)].packed[y as usize]),
+                            unpack_suffix(self.suffix(e, 0, y)),
                             Some((h, 0, cls)) if k32 + 1 + h == hops
                                 && self.pen_class(self.ch_class[ch], cls) == 0
                         )
@@ -1749,8 +1864,7 @@ impl<'f> Rftr<'f> {
     /// of this repair has claimed it.
     fn base_entry_usable(&self, sw: u32, base: Lid, port: u8) -> bool {
         let g = self.group;
-        self.entry(sw, base) == port
-            || (self.dead0[sw as usize] == g && self.claimed[sw as usize] != g)
+        self.entry(sw, base) == port || (self.claimed[sw as usize] != g && self.dead_at_start(sw))
     }
 
     /// True when the base-LID entries a path from `s` needs along the first `len` hops of
@@ -1773,7 +1887,7 @@ impl<'f> Rftr<'f> {
     /// the base-LID walk (offset 0) of `e`, or at `e`'s own switch, whose prefix passes
     /// `base_lid_prefix_ok`; lowest join switch first. None when `best` is such a candidate
     /// already or there is none.
-    fn base_lid_tie(&self, s: u32, e: u32, best: &Cand, over: Option<&[u32]>) -> Option<Cand> {
+    fn base_lid_tie(&self, s: u32, e: u32, best: &Cand) -> Option<Cand> {
         if matches!(best.suf_off, 0 | NONE)
             && self.base_lid_prefix_ok(s, e, best.pre_path, best.pre_len)
         {
@@ -1783,7 +1897,7 @@ impl<'f> Rftr<'f> {
         let m1 = m + 1;
         let t = self.end_sw[e as usize] as usize;
         let pre = &self.pre_tab[s as usize];
-        let sp = &self.suf_cache[&(e, 0)].packed;
+        let n = self.f.num_switches();
         let want = (best.hops as u64) << 32;
         let tie = |c: usize, col: usize, sv: u64| -> Option<Cand> {
             let pk = pre[c * m1 + col];
@@ -1801,19 +1915,24 @@ impl<'f> Rftr<'f> {
             })
         };
         let look = |c: usize| {
-            let sv = sp[c];
             if c == t {
-                tie(t, m, 0)
-            } else if sv == NO_SUFFIX {
-                None
-            } else {
-                tie(c, (sv & 0xFF) as usize, sv)
+                return tie(t, m, 0);
+            }
+            match self.suffix(e, 0, c as u32) {
+                NO_SUFFIX => None,
+                sv => tie(c, (sv & 0xFF) as usize, sv),
             }
         };
-        match over {
-            None => (0..sp.len()).find_map(look),
-            Some(cs) => cs.iter().find_map(|&c| look(c as usize)),
+        // As short as the fault-free distance: every tie joins on a shortest route.
+        if self.static_distance(s, t as u32) == Some(best.hops) {
+            let mut found = None;
+            self.on_shortest_routes(s, t as u32, n, &mut |c| {
+                found = look(c);
+                found.is_some()
+            });
+            return found;
         }
+        (0..n).find_map(look)
     }
 
     /// Materialises a candidate, finds a LID offset and an SL for it and commits it.
@@ -2008,6 +2127,9 @@ impl<'f> Rftr<'f> {
                 self.delta.lft_change(sw, lid, old, port);
                 self.last.lft.push((sw, lid, old));
                 rewrote = true;
+                if off == 0 && !self.dead0_exact {
+                    self.group_rewrites.push((sw, old));
+                }
             }
             if off == 0 {
                 self.claimed[sw as usize] = self.group;
@@ -2035,16 +2157,16 @@ impl<'f> Rftr<'f> {
         let id = self.paths.push(s, e, off as u8, sl, hops, vls);
         // Base-LID rewrites change only walks from switches that were dead when the fault
         // came (live entries are never rewritten): recompute those.
+        // (Until the group's dead walks are settled, the next repair does this.)
         if off == 0 {
-            if rewrote {
-                if let Some(mut st) = self.suf_cache.remove(&(e, 0)) {
-                    let todo = std::mem::take(&mut self.dead_list);
-                    self.refresh_suffixes(e, 0, &mut st, &todo);
-                    self.dead_list = todo;
-                    self.suf_cache.insert((e, 0), st);
+            if rewrote && self.dead0_exact {
+                if let Some(st) = self.suf_cache.get(&(e, 0)) {
+                    for &sw in &self.dead_list {
+                        st.set(sw as usize, UNKNOWN);
+                    }
                 }
             }
-        } else if let Some(mut st) = self.suf_cache.remove(&(e, off)) {
+        } else if let Some(st) = self.suf_cache.get(&(e, off)) {
             // The suffix table of (e, off) changes only on the new path's switches: every set
             // entry of a virtual LID belongs to a committed path that reaches e, so walks from
             // elsewhere end where they ended before.
@@ -2052,10 +2174,12 @@ impl<'f> Rftr<'f> {
             let mut sw = s;
             for (i, &c) in hops.iter().enumerate() {
                 let (h, tr) = ((hops.len() - i) as u32, last - vls[i]);
-                st.packed[sw as usize] = Self::pack_suffix(h, tr, self.ch_class[c.idx()]);
+                st.set(
+                    sw as usize,
+                    Self::pack_suffix(h, tr, self.ch_class[c.idx()]),
+                );
                 sw = self.ch_dst_sw[c.idx()];
             }
-            self.suf_cache.insert((e, off), st);
         }
         self.tries[s as usize].add_chain(hops, vls, id);
         let mut t = std::mem::take(&mut self.pre_tab[s as usize]);
@@ -2240,8 +2364,7 @@ mod tests {
                     let s = r.slot_switch[slot as usize];
                     r.prepare(s, e);
                     let fast = r.best_candidate(s, e, None).map(|c| (c.trans, c.hops, c.c));
-                    let (scan, _) = r.scan_best(s, e);
-                    let scan = scan.map(|c| (c.trans, c.hops, c.c));
+                    let scan = r.scan_best(s, e).map(|c| (c.trans, c.hops, c.c));
                     assert_eq!(fast, scan, "{spec}: link {l:?}, switch {s} to end {e}");
                     let mut all = r.candidates(s, e);
                     Rftr::sort_candidates(&mut all);

@@ -5,9 +5,12 @@
 use super::super::paths::{roomy, PathId, NONE};
 use crate::tables::Routing;
 use fabric::{ChannelId, Fabric, NO_PORT};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 
-/// Hop count standing for "255 or more, or unreachable" in `Rftr::sdist`.
-pub(super) const FAR: u8 = u8::MAX;
+/// Hop count standing for "127 or more, or unreachable" in `Rftr::sdist`. Below 128, so
+/// two distances add up without carrying out of their byte (`sum_mask`).
+pub(super) const FAR: u8 = 0x7F;
 /// Above this many switches the distance matrix (one byte per pair) is not kept.
 pub(super) const SDIST_MAX_SWITCHES: usize = 8192;
 
@@ -42,6 +45,31 @@ pub(super) fn static_distances(f: &Fabric, ch_dst_sw: &[u32]) -> Vec<u8> {
         }
     }
     d
+}
+
+/// Bit `i` set when `a[i] + b[i] == d` (at most 64 entries, each at most `FAR`; `d <
+/// FAR`), eight bytes at a time: the byte sums cannot carry, and a byte of the sum equal to
+/// `d` is found without a borrow across bytes.
+pub(super) fn sum_mask(a: &[u8], b: &[u8], d: u8) -> u64 {
+    const LO7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // Bit 7 of byte i moves to bit 56 + i (no two partial products meet, so no carries).
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let word = |x: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..x.len()].copy_from_slice(x);
+        u64::from_le_bytes(w)
+    };
+    let mut mask = 0u64;
+    for (i, (x, y)) in a.chunks(8).zip(b.chunks(8)).enumerate() {
+        let n = x.len().min(y.len());
+        let z = (word(&x[..n]) + word(&y[..n])) ^ (ONES * d as u64);
+        // 0x80 in each zero byte of z, exactly.
+        let zero = !(((z & LO7) + LO7) | z | LO7);
+        let bits = ((zero >> 7).wrapping_mul(GATHER) >> 56) & ((1u64 << n) - 1);
+        mask |= bits << (8 * i);
+    }
+    mask
 }
 
 /// The LFTs of `r` LID-major (see `Rftr::by_lid`), every page written.
@@ -201,9 +229,46 @@ impl PrefixTrie {
 /// Suffixes of one (end, LID offset) from every switch, packed for the candidate scan
 /// (`transitions << 48 | hops << 32 | class of the first channel`, or `NO_SUFFIX`;
 /// `unpack_suffix` gives them back).
-#[derive(Clone, Debug)]
+///
+/// Filled lazily: an entry is `UNKNOWN` until a scan asks for it, and a repair usually asks
+/// for a few dozen of thousands. The entries are atomics only so that `&self` scans can fill
+/// them in; they are read and written with relaxed ordering (plain loads and stores) and only
+/// from the thread that runs `Rftr::apply`.
+#[derive(Debug, Default)]
 pub(super) struct SuffixTable {
-    pub(super) packed: Vec<u64>,
+    packed: Vec<AtomicU64>,
+}
+
+impl Clone for SuffixTable {
+    fn clone(&self) -> Self {
+        SuffixTable {
+            packed: self
+                .packed
+                .iter()
+                .map(|v| AtomicU64::new(v.load(Relaxed)))
+                .collect(),
+        }
+    }
+}
+
+impl SuffixTable {
+    /// Every entry of `n` switches `UNKNOWN`, reusing the buffer.
+    pub(super) fn reset(&mut self, n: usize) {
+        self.packed.truncate(n.min(self.packed.len()));
+        self.packed.iter_mut().for_each(|v| *v.get_mut() = UNKNOWN);
+        self.packed.resize_with(n, || AtomicU64::new(UNKNOWN));
+    }
+    #[inline]
+    pub(super) fn get(&self, sw: usize) -> u64 {
+        self.packed[sw].load(Relaxed)
+    }
+    #[inline]
+    pub(super) fn set(&self, sw: usize, v: u64) {
+        self.packed[sw].store(v, Relaxed)
+    }
+    pub(super) fn len(&self) -> usize {
+        self.packed.len()
+    }
 }
 
 /// (hops, transitions, class of the first channel) of a packed suffix; None for `NO_SUFFIX`.
@@ -220,6 +285,53 @@ pub(super) fn unpack_suffix(v: u64) -> Option<(u32, u8, u8)> {
 /// smallest key is the best (fewest transitions, then fewest hops, then oldest path), and
 /// adding a packed suffix gives the joined path's transitions and hops.
 pub(super) const NO_SUFFIX: u64 = u64::MAX;
+/// A suffix table entry not computed yet.
+pub(super) const UNKNOWN: u64 = u64::MAX - 1;
+/// A suffix table entry whose switch is on the walk being computed (a loop if met again).
+pub(super) const ON_WALK: u64 = u64::MAX - 2;
 /// No prefix: transitions far above any budget, so it never wins.
 pub(super) const NO_PREFIX: u64 = 0x4000 << 48;
 pub(super) const HI: u64 = 0xFFFF_FFFF_0000_0000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word-at-a-time mask equals the byte-by-byte definition on every length up to 64,
+    /// with sums below, at and above `d` and entries at `FAR`.
+    #[test]
+    fn sum_mask_equals_the_bytewise_sum() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut set = 0;
+        for len in 0..=64usize {
+            for d in [0u8, 1, 3, 7, FAR - 1] {
+                let pick = |r: u64| match r % 5 {
+                    0 => FAR,
+                    1 => d,
+                    _ => (r >> 8) as u8 % (d.max(1) + 1),
+                };
+                let a: Vec<u8> = (0..len).map(|_| pick(next())).collect();
+                let b: Vec<u8> = a
+                    .iter()
+                    .map(|&v| if v > d { pick(next()) } else { d - v })
+                    .collect();
+                let b: Vec<u8> = b
+                    .iter()
+                    .map(|&v| if next() % 3 == 0 { pick(next()) } else { v })
+                    .collect();
+                let want = (0..len).fold(0u64, |m, i| {
+                    m | u64::from(a[i] as u16 + b[i] as u16 == d as u16) << i
+                });
+                assert_eq!(sum_mask(&a, &b, d), want, "len {len}, d {d}");
+                set += want.count_ones();
+            }
+        }
+        assert!(set > 1000, "only {set} members in the samples");
+    }
+}
