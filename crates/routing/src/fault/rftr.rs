@@ -1112,7 +1112,7 @@ impl<'f> Rftr<'f> {
             }
         }
         for &sw in &self.dead_list {
-            st.set(sw as usize, UNKNOWN);
+            st.forget(sw as usize);
         }
         self.dead0_exact = true;
     }
@@ -1239,7 +1239,12 @@ impl<'f> Rftr<'f> {
     /// The packed suffix of switch `c` toward (`e`, offset `k`), computed now if unknown.
     #[inline]
     fn suffix(&self, e: u32, k: u32, c: u32) -> u64 {
-        let st = &self.suf_cache[&(e, k)];
+        self.suffix_in(&self.suf_cache[&(e, k)], e, k, c)
+    }
+
+    /// `suffix` with the table of (`e`, `k`) at hand.
+    #[inline]
+    fn suffix_in(&self, st: &SuffixTable, e: u32, k: u32, c: u32) -> u64 {
         let v = st.get(c as usize);
         if v != UNKNOWN {
             return v;
@@ -1252,7 +1257,10 @@ impl<'f> Rftr<'f> {
     /// read all of it.
     fn complete_suffixes(&self, e: u32, k: u32) {
         let st = &self.suf_cache[&(e, k)];
-        self.fill_suffixes(e, k, st, 0..st.len() as u32);
+        if !st.is_full() {
+            self.fill_suffixes(e, k, st, 0..st.len() as u32);
+            st.mark_full();
+        }
     }
 
     /// Fills the unknown entries of the switches `starts` (and of the switches their walks
@@ -1397,7 +1405,11 @@ impl<'f> Rftr<'f> {
                 };
                 // True when `c` is a new best at the floor: nothing later beats it.
                 let mut look = |c: usize| {
-                    let sv = self.suffix(e, k, c as u32);
+                    let sv = if shortest_only {
+                        self.suffix_in(sp, e, k, c as u32)
+                    } else {
+                        sp.get(c)
+                    };
                     if sv == NO_SUFFIX {
                         return false;
                     }
@@ -1786,6 +1798,14 @@ impl<'f> Rftr<'f> {
                 continue;
             }
             let x = self.ch_dst_sw[own[k - 1].idx()] as usize;
+            // Every path deviating at `x` after `k` hops is at least `k` plus the fault-free
+            // distance from `x` to `t` long (the next switch is one hop nearer at best).
+            if self
+                .static_distance(x as u32, t)
+                .is_some_and(|d| k32 + d > hops)
+            {
+                continue;
+            }
             let tr = &self.tries[s as usize];
             let Some(n) = tr.ending_at(x, &self.ch_dst_sw).find(|&n| {
                 let m = tr.minpath[n as usize];
@@ -1898,6 +1918,7 @@ impl<'f> Rftr<'f> {
         let t = self.end_sw[e as usize] as usize;
         let pre = &self.pre_tab[s as usize];
         let n = self.f.num_switches();
+        let sp = &self.suf_cache[&(e, 0)];
         let want = (best.hops as u64) << 32;
         let tie = |c: usize, col: usize, sv: u64| -> Option<Cand> {
             let pk = pre[c * m1 + col];
@@ -1918,7 +1939,7 @@ impl<'f> Rftr<'f> {
             if c == t {
                 return tie(t, m, 0);
             }
-            match self.suffix(e, 0, c as u32) {
+            match self.suffix_in(sp, e, 0, c as u32) {
                 NO_SUFFIX => None,
                 sv => tie(c, (sv & 0xFF) as usize, sv),
             }
@@ -2162,7 +2183,7 @@ impl<'f> Rftr<'f> {
             if rewrote && self.dead0_exact {
                 if let Some(st) = self.suf_cache.get(&(e, 0)) {
                     for &sw in &self.dead_list {
-                        st.set(sw as usize, UNKNOWN);
+                        st.forget(sw as usize);
                     }
                 }
             }

@@ -5,8 +5,8 @@
 use super::super::paths::{roomy, PathId, NONE};
 use crate::tables::Routing;
 use fabric::{ChannelId, Fabric, NO_PORT};
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 /// Hop count standing for "127 or more, or unreachable" in `Rftr::sdist`. Below 128, so
 /// two distances add up without carrying out of their byte (`sum_mask`).
@@ -237,6 +237,8 @@ impl PrefixTrie {
 #[derive(Debug, Default)]
 pub(super) struct SuffixTable {
     packed: Vec<AtomicU64>,
+    /// Set when no entry is `UNKNOWN` (`Rftr::complete_suffixes`), cleared by `forget`.
+    full: AtomicBool,
 }
 
 impl Clone for SuffixTable {
@@ -247,6 +249,7 @@ impl Clone for SuffixTable {
                 .iter()
                 .map(|v| AtomicU64::new(v.load(Relaxed)))
                 .collect(),
+            full: AtomicBool::new(self.full.load(Relaxed)),
         }
     }
 }
@@ -257,6 +260,18 @@ impl SuffixTable {
         self.packed.truncate(n.min(self.packed.len()));
         self.packed.iter_mut().for_each(|v| *v.get_mut() = UNKNOWN);
         self.packed.resize_with(n, || AtomicU64::new(UNKNOWN));
+        *self.full.get_mut() = false;
+    }
+    /// Makes the entry of `sw` unknown again (its walk may have changed).
+    pub(super) fn forget(&self, sw: usize) {
+        self.packed[sw].store(UNKNOWN, Relaxed);
+        self.full.store(false, Relaxed);
+    }
+    pub(super) fn is_full(&self) -> bool {
+        self.full.load(Relaxed)
+    }
+    pub(super) fn mark_full(&self) {
+        self.full.store(true, Relaxed);
     }
     #[inline]
     pub(super) fn get(&self, sw: usize) -> u64 {
