@@ -111,6 +111,19 @@ impl PathStore {
         self.src.is_empty()
     }
 
+    /// Capacity for `paths` more paths of `hops` hops in all in the flat arrays.
+    pub fn reserve(&mut self, paths: usize, hops: usize) {
+        self.src.reserve(paths);
+        self.dst.reserve(paths);
+        self.off.reserve(paths);
+        self.sl.reserve(paths);
+        self.start.reserve(paths);
+        self.dead_lo.reserve(paths);
+        self.dead_hi.reserve(paths);
+        self.hops.reserve(hops);
+        self.vl.reserve(hops);
+    }
+
     /// Adds a path; `vls[i]` is the VL of hop `i`.
     pub fn push(
         &mut self,

@@ -566,6 +566,8 @@ impl<'f> Rftr<'f> {
             lid_short: false,
         };
         me.sel = vec![NONE; me.slot_switch.len() * ne];
+        me.sdist = Arc::new(static_distances(f, &me.ch_dst_sw));
+        me.reserve_base_paths();
         // Base paths from every switch to every end port (the IRT needs all switches).
         let mut buf = Vec::new();
         let zeros = vec![0u8; ns + 1];
@@ -584,7 +586,7 @@ impl<'f> Rftr<'f> {
                 }
                 let lid = f.port(f.end_ports[e as usize]).lid;
                 buf.clear();
-                if !me.walk(s, e, lid, &mut buf) {
+                if !me.walk_switch_major(s, e, lid, &mut buf) {
                     continue;
                 }
                 for w in buf.windows(2) {
@@ -617,11 +619,43 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
-        me.sdist = Arc::new(static_distances(f, &me.ch_dst_sw));
         me.build_tries();
         me.paths.reserve_headroom();
         me.warm_pools();
         Ok(me)
+    }
+
+    /// Reserves the path store for the base paths (one per switch and end port, about as
+    /// long as the fault-free distance), so that filling it does not grow and copy arrays
+    /// of hundreds of MB on large fabrics. Capacity only: pages are mapped when written.
+    fn reserve_base_paths(&mut self) {
+        let ns = self.f.num_switches();
+        let mut ends_on = vec![0u64; ns];
+        for &t in &self.end_sw {
+            if t != NONE {
+                ends_on[t as usize] += 1;
+            }
+        }
+        let paths = ns * self.end_sw.iter().filter(|&&t| t != NONE).count();
+        // Hops: the fault-free distances when known (a base path may be longer: the
+        // arrays grow as usual then).
+        let hops = if self.sdist.is_empty() {
+            0
+        } else {
+            let d: u64 = self
+                .sdist
+                .chunks(ns)
+                .map(|row| {
+                    row.iter()
+                        .zip(&ends_on)
+                        .filter(|(&d, _)| d != FAR)
+                        .map(|(&d, &n)| d as u64 * n)
+                        .sum::<u64>()
+                })
+                .sum();
+            (d + d / 8) as usize
+        };
+        self.paths.reserve(paths, hops);
     }
 
     /// Builds every source's prefix trie from its stored paths: paths sorted by their hops,
@@ -809,6 +843,33 @@ impl<'f> Rftr<'f> {
             }
             let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, self.entry(sw, lid))
             else {
+                return false;
+            };
+            buf.push(ch);
+            sw = next;
+        }
+        false
+    }
+
+    /// `walk` reading the switch-major LFTs: building the base paths switch by switch, each
+    /// switch's row is read in LID order there, where `by_lid` would be read a column apart
+    /// per LID.
+    fn walk_switch_major(&self, s: u32, e: u32, lid: Lid, buf: &mut Vec<ChannelId>) -> bool {
+        let t = self.end_sw[e as usize];
+        let entry = |sw: u32| {
+            self.routing
+                .lft_of(sw as usize)
+                .get(lid as usize)
+                .copied()
+                .unwrap_or(NO_PORT)
+        };
+        let arrives = entry(t) == self.end_swport[e as usize];
+        let mut sw = s;
+        for _ in 0..self.f.num_switches() {
+            if sw == t {
+                return arrives;
+            }
+            let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw)) else {
                 return false;
             };
             buf.push(ch);
