@@ -32,9 +32,19 @@ use crate::forward::Plane;
 use crate::tables::NUM_SLS;
 use crate::vl::Layers;
 use fabric::{Fabric, Lid, NodeKind, NO_PORT};
+use rayon::prelude::*;
 
 /// Memo groups of one step: a key (DLID * 16 + SL) is below 2^20.
 const STEP_SALT: u32 = 1 << 20;
+
+/// One chunk of the first whole walk: per column (LID, pairs that do not arrive, end of its
+/// edges in `edges`), the edges, and the largest VL met.
+#[derive(Default)]
+struct ChunkWalk {
+    columns: Vec<(Lid, u64, usize)>,
+    edges: Vec<(u32, u32)>,
+    vmax: u8,
+}
 
 /// See the module documentation.
 pub struct Tracker<'f> {
@@ -97,10 +107,62 @@ impl<'f> Tracker<'f> {
             pairs: Vec::new(),
             order: Vec::new(),
         };
-        for lid in 1..=max_lid as Lid {
-            t.walk_column(r, lid);
-        }
+        t.walk_every_column(r);
         t
+    }
+
+    /// The first whole walk, every column of `r`, on every thread: waves of column chunks
+    /// walked in parallel (each chunk with its own walker; a column's walks and edges do not
+    /// depend on any other column's), then taken in LID order, so the union, the refused
+    /// edges and the counts are those of walking the columns one by one.
+    fn walk_every_column(&mut self, r: &Rftr<'f>) {
+        const CHUNK: usize = 256;
+        let max_lid = self.lid_end.len() - 1;
+        let lids: Vec<Lid> = (1..=max_lid as Lid).collect();
+        let wave = CHUNK * 2 * rayon::current_num_threads().max(1);
+        let (f, lid_end) = (self.f, &self.lid_end);
+        for lids in lids.chunks(wave) {
+            let done: Vec<ChunkWalk> = lids
+                .par_chunks(CHUNK)
+                .map(|chunk| {
+                    let mut w = Walker::new(f, &r.mask);
+                    let mut out = ChunkWalk::default();
+                    let (mut pairs, mut order) = (Vec::new(), Vec::new());
+                    let mut salt = 0;
+                    for &lid in chunk {
+                        salt += STEP_SALT;
+                        let e = lid_end[lid as usize];
+                        pairs.clear();
+                        if e != u32::MAX {
+                            r.pairs_to(e, lid, &mut pairs);
+                        }
+                        let bad = if pairs.is_empty() {
+                            0
+                        } else {
+                            w.walk_column(&r.routing, &pairs, salt, &mut order)
+                        };
+                        out.columns.push((lid, bad, w.edges.len()));
+                    }
+                    out.edges = std::mem::take(&mut w.edges);
+                    out.vmax = w.vmax;
+                    out
+                })
+                .collect();
+            for c in done {
+                self.walker.vmax = self.walker.vmax.max(c.vmax);
+                let mut from = 0;
+                for (lid, bad, to) in c.columns {
+                    self.undelivered[lid as usize] = bad;
+                    self.total_undelivered += bad;
+                    for &(u, v) in &c.edges[from..to] {
+                        if !self.union.try_add_edge(0, u, v) {
+                            self.refused.push((u, v));
+                        }
+                    }
+                    from = to;
+                }
+            }
+        }
     }
 
     /// The verdict on the state after `fault`, just applied to `r` by [`Rftr::apply`]:
