@@ -1289,7 +1289,7 @@ impl<'f> Rftr<'f> {
         m
     }
 
-    /// A suffix table for (`e`, offset `off`) with every entry unknown, filled as scans ask
+    /// A suffix table with every entry unknown (from the pool), filled as scans ask
     /// (`suffix`, `complete_suffixes`).
     fn lazy_suffixes(&mut self) -> SuffixTable {
         let mut st = self.suf_pool.pop().unwrap_or_default();
@@ -2237,9 +2237,9 @@ impl<'f> Rftr<'f> {
             )
         });
         let id = self.paths.push(s, e, off as u8, sl, hops, vls);
-        // Base-LID rewrites change only walks from switches that were dead when the fault
-        // came (live entries are never rewritten): recompute those.
-        // (Until the group's dead walks are settled, the next repair does this.)
+        // Base-LID rewrites change only walks from switches that were dead when the group
+        // started (live entries are never rewritten): forget those, for the scans to walk
+        // again. Until the group's dead walks are settled, `settle_group` does it.
         if off == 0 {
             if rewrote && self.dead0_exact {
                 if let Some(st) = self.suf_cache.get(&(e, 0)) {
