@@ -834,28 +834,13 @@ impl<'f> Rftr<'f> {
     /// `buf`; true when it reaches the end port over live channels without a loop (a walk
     /// longer than the number of switches has one).
     fn walk(&self, s: u32, e: u32, lid: Lid, buf: &mut Vec<ChannelId>) -> bool {
-        let t = self.end_sw[e as usize];
-        let arrives = self.entry(t, lid) == self.end_swport[e as usize];
-        let mut sw = s;
-        for _ in 0..self.f.num_switches() {
-            if sw == t {
-                return arrives;
-            }
-            let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, self.entry(sw, lid))
-            else {
-                return false;
-            };
-            buf.push(ch);
-            sw = next;
-        }
-        false
+        self.walk_by(s, e, |sw| self.entry(sw, lid), buf)
     }
 
     /// `walk` reading the switch-major LFTs: building the base paths switch by switch, each
     /// switch's row is read in LID order there, where `by_lid` would be read a column apart
     /// per LID.
     fn walk_switch_major(&self, s: u32, e: u32, lid: Lid, buf: &mut Vec<ChannelId>) -> bool {
-        let t = self.end_sw[e as usize];
         let entry = |sw: u32| {
             self.routing
                 .lft_of(sw as usize)
@@ -863,6 +848,13 @@ impl<'f> Rftr<'f> {
                 .copied()
                 .unwrap_or(NO_PORT)
         };
+        self.walk_by(s, e, entry, buf)
+    }
+
+    /// `walk` with the LFT entry of each switch for the LID given by `entry`.
+    #[inline]
+    fn walk_by(&self, s: u32, e: u32, entry: impl Fn(u32) -> u8, buf: &mut Vec<ChannelId>) -> bool {
+        let t = self.end_sw[e as usize];
         let arrives = entry(t) == self.end_swport[e as usize];
         let mut sw = s;
         for _ in 0..self.f.num_switches() {
