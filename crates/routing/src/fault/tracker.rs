@@ -120,8 +120,9 @@ impl<'f> Tracker<'f> {
         let max_lid = self.lid_end.len() - 1;
         let lids: Vec<Lid> = (1..=max_lid as Lid).collect();
         let wave = CHUNK * 2 * rayon::current_num_threads().max(1);
-        let (f, lid_end) = (self.f, &self.lid_end);
+        let f = self.f;
         for lids in lids.chunks(wave) {
+            let lid_end = &self.lid_end;
             let done: Vec<ChunkWalk> = lids
                 .par_chunks(CHUNK)
                 .map(|chunk| {
@@ -132,15 +133,7 @@ impl<'f> Tracker<'f> {
                     for &lid in chunk {
                         salt += STEP_SALT;
                         let e = lid_end[lid as usize];
-                        pairs.clear();
-                        if e != u32::MAX {
-                            r.pairs_to(e, lid, &mut pairs);
-                        }
-                        let bad = if pairs.is_empty() {
-                            0
-                        } else {
-                            w.walk_column(&r.routing, &pairs, salt, &mut order)
-                        };
+                        let bad = walk_pairs_to(&mut w, r, e, lid, salt, &mut pairs, &mut order);
                         out.columns.push((lid, bad, w.edges.len()));
                     }
                     out.edges = std::mem::take(&mut w.edges);
@@ -152,13 +145,7 @@ impl<'f> Tracker<'f> {
                 self.walker.vmax = self.walker.vmax.max(c.vmax);
                 let mut from = 0;
                 for (lid, bad, to) in c.columns {
-                    self.undelivered[lid as usize] = bad;
-                    self.total_undelivered += bad;
-                    for &(u, v) in &c.edges[from..to] {
-                        if !self.union.try_add_edge(0, u, v) {
-                            self.refused.push((u, v));
-                        }
-                    }
+                    self.record(lid, bad, &c.edges[from..to]);
                     from = to;
                 }
             }
@@ -270,33 +257,58 @@ impl<'f> Tracker<'f> {
     /// Walks column `lid` again: its undelivered count replaced, its dependencies added to
     /// the union. Returns the pairs walked.
     fn walk_column(&mut self, r: &Rftr<'f>, lid: Lid) -> u64 {
-        let e = self.lid_end[lid as usize];
-        let old = std::mem::take(&mut self.undelivered[lid as usize]);
-        self.total_undelivered -= old;
-        if e == u32::MAX {
-            return 0;
-        }
-        self.pairs.clear();
-        r.pairs_to(e, lid, &mut self.pairs);
-        if self.pairs.is_empty() {
-            return 0;
-        }
         if self.salt >= u32::MAX - 2 * STEP_SALT {
             self.walker.forget();
             self.salt = 0;
         }
         self.salt += STEP_SALT;
         self.walker.edges.clear();
-        let bad = self
-            .walker
-            .walk_column(&r.routing, &self.pairs, self.salt, &mut self.order);
-        self.undelivered[lid as usize] = bad;
-        self.total_undelivered += bad;
-        for &(u, v) in &self.walker.edges {
+        let e = self.lid_end[lid as usize];
+        let bad = walk_pairs_to(
+            &mut self.walker,
+            r,
+            e,
+            lid,
+            self.salt,
+            &mut self.pairs,
+            &mut self.order,
+        );
+        let edges = std::mem::take(&mut self.walker.edges);
+        self.record(lid, bad, &edges);
+        self.walker.edges = edges;
+        self.pairs.len() as u64
+    }
+
+    /// Column `lid`'s walk results: its undelivered count replaced, `edges` added to the
+    /// union (refused ones kept).
+    fn record(&mut self, lid: Lid, bad: u64, edges: &[(u32, u32)]) {
+        let old = std::mem::replace(&mut self.undelivered[lid as usize], bad);
+        self.total_undelivered = self.total_undelivered - old + bad;
+        for &(u, v) in edges {
             if !self.union.try_add_edge(0, u, v) {
                 self.refused.push((u, v));
             }
         }
-        self.pairs.len() as u64
     }
+}
+
+/// Walks the pairs of column `lid` (owned by end `e`, `u32::MAX`: none) with walker `w` under
+/// `salt`, listing them in `pairs` (`order` is scratch); returns those that do not arrive.
+fn walk_pairs_to(
+    w: &mut Walker<'_>,
+    r: &Rftr<'_>,
+    e: u32,
+    lid: Lid,
+    salt: u32,
+    pairs: &mut Vec<(u32, u32, Lid)>,
+    order: &mut Vec<(u32, u32, u32)>,
+) -> u64 {
+    pairs.clear();
+    if e != u32::MAX {
+        r.pairs_to(e, lid, pairs);
+    }
+    if pairs.is_empty() {
+        return 0;
+    }
+    w.walk_column(&r.routing, pairs, salt, order)
 }
