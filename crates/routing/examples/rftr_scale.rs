@@ -39,7 +39,21 @@ fn main() {
     let only: Option<usize> = std::env::var("FAULT")
         .ok()
         .map(|v| v.parse().expect("FAULT"));
-    for (i, &l) in links.iter().step_by(step).take(k).enumerate() {
+    // LINK=a,b,… (ends of switch links as `fault` names them, e.g. S_10_1_1/8): those links.
+    let named = std::env::var("LINK").ok();
+    let picked: Vec<_> = match &named {
+        Some(n) => n
+            .split(',')
+            .filter_map(|n| {
+                links.iter().copied().find(|&l| {
+                    let name = routing::fault::sweep::link_name(&f, l);
+                    name.split('-').any(|end| end == n)
+                })
+            })
+            .collect(),
+        None => links.iter().copied().step_by(step).take(k).collect(),
+    };
+    for (i, &l) in picked.iter().enumerate() {
         if only.is_some_and(|o| o != i) {
             continue;
         }

@@ -44,10 +44,26 @@ pub struct PathStore {
 }
 
 /// A copy of `v` with a quarter more capacity, for state that is cloned and then grows.
+/// The spare capacity is written once now (`written_headroom`).
 pub(crate) fn roomy<T: Clone>(v: &[T]) -> Vec<T> {
     let mut out = Vec::with_capacity(v.len() + v.len() / 4 + 8);
     out.extend_from_slice(v);
+    written_headroom(&mut out, 0);
     out
+}
+
+/// Makes room for `extra` more elements (or more) and writes all of the spare capacity
+/// once, with copies of the first element: the first write to fresh capacity makes the
+/// kernel map and clear its pages, and that should happen here, not inside a timed repair.
+/// Nothing is written to an empty vector.
+pub(crate) fn written_headroom<T: Clone>(v: &mut Vec<T>, extra: usize) {
+    let Some(x) = v.first().cloned() else {
+        return;
+    };
+    v.reserve(extra);
+    let n = v.len();
+    v.resize(v.capacity(), x);
+    v.truncate(n);
 }
 
 /// A copy with room to grow: RFTR states are cloned to branch fault scenarios, and the
@@ -91,21 +107,16 @@ impl PathStore {
     /// the whole arena (tens of MB on large fabrics), and the first write to fresh capacity
     /// makes the kernel map and clear its pages, both inside the timed repair.
     pub fn reserve_headroom(&mut self) {
-        fn room<T: Copy>(v: &mut Vec<T>, extra: usize, fill: T) {
-            let n = v.len();
-            v.resize(n + extra, fill);
-            v.truncate(n);
-        }
         let (p, h) = (self.len() / 4 + 1024, self.hops.len() / 4 + 4096);
-        room(&mut self.src, p, 0);
-        room(&mut self.dst, p, 0);
-        room(&mut self.off, p, 0);
-        room(&mut self.sl, p, 0);
-        room(&mut self.start, p, 0);
-        room(&mut self.dead_lo, p, 0);
-        room(&mut self.dead_hi, p, 0);
-        room(&mut self.hops, h, ChannelId(0));
-        room(&mut self.vl, h, 0);
+        written_headroom(&mut self.src, p);
+        written_headroom(&mut self.dst, p);
+        written_headroom(&mut self.off, p);
+        written_headroom(&mut self.sl, p);
+        written_headroom(&mut self.start, p);
+        written_headroom(&mut self.dead_lo, p);
+        written_headroom(&mut self.dead_hi, p);
+        written_headroom(&mut self.hops, h);
+        written_headroom(&mut self.vl, h);
     }
     pub fn is_empty(&self) -> bool {
         self.src.is_empty()

@@ -255,11 +255,17 @@ pub struct Rftr<'f> {
     suf_pool: Vec<SuffixTable>,
     alive_buf: Vec<bool>,
     /// Hops between every two switches of the fault-free fabric, `sdist[a * ns + b]`
-    /// (`FAR`: 255 or more; empty above `SDIST_MAX_SWITCHES` switches). A lower bound on
+    /// (`FAR`: 127 or more, or unreachable; empty above `SDIST_MAX_SWITCHES` switches). A lower bound on
     /// every path under faults, so a candidate as short as it is a shortest one: the keep
     /// check needs no search, and the candidate scan stops at the first transition-free one
     /// (`best_candidate`).
     sdist: Arc<Vec<u8>>,
+    /// The largest finite entry of `sdist` (0 when it is empty): the candidate scan's levels
+    /// end at twice it.
+    sdist_top: u8,
+    /// Turn-rule distances (`LegalDistances`; None where not kept), shared by every clone:
+    /// the levels of a scan past the fault-free distance.
+    legal: Arc<Option<LegalDistances>>,
     /// Scratch of `late_deviation`: the pair's live hops and its candidates.
     deviation_scratch: (Vec<ChannelId>, Vec<Cand>),
     /// Per destination switch: hops from every switch over live links (valid during one
@@ -270,20 +276,14 @@ pub struct Rftr<'f> {
     // scratch
     stamp: Vec<u32>,
     stamp_gen: u32,
-    /// Per switch: `group` when its base-LID walk to the destination being repaired was dead
-    /// when the fault came (`dead0`), or when a new path of this repair uses its base-LID
-    /// entry (`claimed`).
-    dead0: Vec<u32>,
+    /// Per switch: `group` when a new path of this repair uses its base-LID entry toward the
+    /// destination being repaired (`claimed`), or when that entry was rewritten
+    /// (`rewritten`).
     claimed: Vec<u32>,
+    rewritten: Vec<u32>,
     group: u32,
-    /// The switches marked in `dead0` for the current destination.
-    dead_list: Vec<u32>,
-    /// The end whose pairs are being repaired, whether `dead0`/`dead_list` hold its dead
-    /// walks yet (`settle_group`), and the base-LID entries rewritten before they did
-    /// (switch, entry when the group started).
+    /// The end whose pairs are being repaired.
     group_e: u32,
-    dead0_exact: bool,
-    group_rewrites: Vec<(u32, u8)>,
     /// Set when a candidate of the pair being repaired failed only for want of a LID.
     lid_short: bool,
 }
@@ -339,6 +339,11 @@ impl std::fmt::Debug for Rftr<'_> {
             .field("sls_used", &self.colours.end())
             .finish()
     }
+}
+
+thread_local! {
+    /// Scratch of `best_candidate`: `level << 16 | join switch` of the switches to scan.
+    static SCAN_ORDER: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A candidate join.
@@ -550,23 +555,31 @@ impl<'f> Rftr<'f> {
             suf_pool: Vec::new(),
             alive_buf: Vec::new(),
             sdist: Arc::new(Vec::new()),
+            sdist_top: 0,
+            legal: Arc::default(),
             deviation_scratch: (Vec::new(), Vec::new()),
             dist: FxHashMap::default(),
             dist_pool: Vec::new(),
             bfs_queue: Vec::new(),
             stamp: vec![0; ns],
             stamp_gen: 0,
-            dead0: vec![0; ns],
+            rewritten: vec![0; ns],
             group_e: NONE,
-            dead0_exact: false,
-            group_rewrites: Vec::new(),
             claimed: vec![0; ns],
             group: 0,
-            dead_list: Vec::new(),
             lid_short: false,
         };
         me.sel = vec![NONE; me.slot_switch.len() * ne];
         me.sdist = Arc::new(static_distances(f, &me.ch_dst_sw));
+        me.sdist_top = me
+            .sdist
+            .iter()
+            .copied()
+            .filter(|&d| d != FAR)
+            .max()
+            .unwrap_or(0);
+        let legal = LegalDistances::new(f, &me.ch_dst_sw, &me.ch_class, &me.pen, me.ncls);
+        me.legal = Arc::new(legal);
         me.reserve_base_paths();
         // Base paths from every switch to every end port (the IRT needs all switches).
         let mut buf = Vec::new();
@@ -696,6 +709,7 @@ impl<'f> Rftr<'f> {
                 prev = hops;
             }
             t.index_ends(&self.ch_dst_sw, ns);
+            t.headroom();
             tries.push(t);
         }
         self.tries = tries;
@@ -1108,16 +1122,10 @@ impl<'f> Rftr<'f> {
         report
     }
 
-    /// Starts repairing pairs toward end `e`, with a lazy base-LID suffix table. Which
-    /// switches' base-LID walks were dead when the group started (`dead_at_start`) is read
-    /// from that table until the first rewrite of a base-LID entry; the next repair then
-    /// settles it for the whole fabric (`settle_group`).
+    /// Starts repairing pairs toward end `e`, with a lazy base-LID suffix table.
     fn start_group(&mut self, e: u32) {
         self.group += 1;
         self.group_e = e;
-        self.dead0_exact = false;
-        self.group_rewrites.clear();
-        self.dead_list.clear();
         if !self.suf_cache.contains_key(&(e, 0)) {
             let v = self.lazy_suffixes();
             self.suf_cache.insert((e, 0), v);
@@ -1125,49 +1133,16 @@ impl<'f> Rftr<'f> {
     }
 
     /// Whether switch `sw`'s base-LID walk toward the group's end was dead when the group
-    /// started.
+    /// started. Only entries whose walks were dead are rewritten, so a walk was dead then
+    /// when it is dead now, or when it passes a rewritten entry: the walk then was the same
+    /// up to that entry, and dead from there (the table's taint, `SuffixTable::tainted`).
     fn dead_at_start(&self, sw: u32) -> bool {
-        if self.dead0_exact {
-            return self.dead0[sw as usize] == self.group;
-        }
         let e = self.group_e;
-        sw != self.end_sw[e as usize] && self.suffix(e, 0, sw) == NO_SUFFIX
-    }
-
-    /// After base-LID entries of the group's end were rewritten while the group's dead walks
-    /// were known only lazily: computes every walk as it was when the group started (the
-    /// rewritten entries put back in `by_lid` for that), records the dead ones in `dead0` and
-    /// `dead_list`, and forgets their entries, which the rewrites may have changed, for the
-    /// scans to recompute. Live walks never change: only dead walks' entries are rewritten.
-    fn settle_group(&mut self) {
-        let e = self.group_e;
-        let f = self.f;
-        let ns = f.num_switches();
-        let lid = f.port(f.end_ports[e as usize]).lid as usize;
-        let mut rewrites = std::mem::take(&mut self.group_rewrites);
-        for (sw, port) in rewrites.iter_mut() {
-            std::mem::swap(&mut self.by_lid[lid * ns + *sw as usize], port);
+        if sw == self.end_sw[e as usize] {
+            return false;
         }
-        self.complete_suffixes(e, 0);
-        for (sw, port) in rewrites.iter_mut() {
-            std::mem::swap(&mut self.by_lid[lid * ns + *sw as usize], port);
-        }
-        rewrites.clear();
-        self.group_rewrites = rewrites;
-        let t = self.end_sw[e as usize] as usize;
-        let g = self.group;
-        self.dead_list.clear();
         let st = &self.suf_cache[&(e, 0)];
-        for sw in 0..ns {
-            if sw != t && st.get(sw) == NO_SUFFIX {
-                self.dead0[sw] = g;
-                self.dead_list.push(sw as u32);
-            }
-        }
-        for &sw in &self.dead_list {
-            st.forget(sw as usize);
-        }
-        self.dead0_exact = true;
+        self.suffix_in(st, e, 0, sw) == NO_SUFFIX || st.tainted(sw as usize)
     }
 
     /// Done with end `e` (pairs come destination by destination, and `next` is the next
@@ -1329,15 +1304,18 @@ impl<'f> Rftr<'f> {
         let col: &[u8] = self.by_lid.get(lid * ns..(lid + 1) * ns).unwrap_or(&[]);
         let entry = |sw: u32| col.get(sw as usize).copied().unwrap_or(NO_PORT);
         let arrives = entry(t) == self.end_swport[e as usize];
+        // The base-LID table of the group's end marks walks that pass a rewritten entry.
+        let taints = off == 0 && e == self.group_e;
+        let rewritten = |sw: u32| taints && self.rewritten[sw as usize] == self.group;
         for s0 in starts {
             if s0 == t {
-                st.set(t as usize, NO_SUFFIX);
+                st.set(t as usize, NO_SUFFIX, false);
                 continue;
             }
             if st.get(s0 as usize) != UNKNOWN {
                 continue;
             }
-            st.set(s0 as usize, ON_WALK);
+            st.set(s0 as usize, ON_WALK, false);
             // Pass 1: hops, transitions between them, and what follows the last one as
             // (hops, transitions, class of its first channel) from the switch it leads to,
             // or None when that switch's walk does not arrive.
@@ -1345,6 +1323,10 @@ impl<'f> Rftr<'f> {
             let mut ill = 0u8;
             let mut last_cls = None;
             let mut tail: Option<(u32, u8, Option<u8>)> = None;
+            // Hops before the last rewritten switch of the walk (+1), and whether what
+            // follows it is tainted.
+            let mut rewritten_upto = 0u32;
+            let mut tail_tainted = false;
             let mut sw = s0;
             // True while the walk ends at `sw` for want of a hop to a switch.
             let mut stuck = true;
@@ -1354,6 +1336,9 @@ impl<'f> Rftr<'f> {
                     ill += self.pen_class(p, cls);
                 }
                 last_cls = Some(cls);
+                if rewritten(sw) {
+                    rewritten_upto = n + 1;
+                }
                 n += 1;
                 if next == t {
                     if arrives {
@@ -1364,7 +1349,7 @@ impl<'f> Rftr<'f> {
                 }
                 match st.get(next as usize) {
                     UNKNOWN => {
-                        st.set(next as usize, ON_WALK);
+                        st.set(next as usize, ON_WALK, false);
                         sw = next;
                     }
                     ON_WALK => {
@@ -1373,13 +1358,14 @@ impl<'f> Rftr<'f> {
                     }
                     v => {
                         tail = unpack_suffix(v).map(|(h, tr, cls)| (h, tr, Some(cls)));
+                        tail_tainted = st.tainted(next as usize);
                         stuck = false;
                         break;
                     }
                 }
             }
             if stuck {
-                st.set(sw as usize, NO_SUFFIX);
+                st.set_dead(sw as usize);
             }
             // Pass 2: the same hops again, each switch's entry.
             let total = tail.map(|(h, tr, tc)| {
@@ -1403,11 +1389,14 @@ impl<'f> Rftr<'f> {
                     run += self.pen_class(p, cls);
                 }
                 prev = Some(cls);
-                let v = match total {
-                    Some((h, tr)) => Self::pack_suffix(n - i + h, tr - run, cls),
-                    None => NO_SUFFIX,
-                };
-                st.set(sw as usize, v);
+                match total {
+                    Some((h, tr)) => st.set(
+                        sw as usize,
+                        Self::pack_suffix(n - i + h, tr - run, cls),
+                        tail_tainted || i < rewritten_upto,
+                    ),
+                    None => st.set_dead(sw as usize),
+                }
                 sw = next;
             }
         }
@@ -1431,40 +1420,103 @@ impl<'f> Rftr<'f> {
         let mut best_rank = (pre[t * m1 + m] & HI) | t as u64;
         let mut best_k = NONE;
         let mut best_b = m;
-        // A transition-free candidate of `bound` hops is the best there is, and it joins at a
-        // switch on a fault-free shortest route: those are scanned first (ascending), and
-        // once one is found only a lower join switch can beat it (with the same rank).
-        // Every switch is scanned only when none is.
-        let floor = bound.map_or(u64::MAX, |d| (d as u64) << 32);
-        for shortest_only in [true, false] {
-            if !shortest_only && best_rank & HI == floor {
-                break;
+        // A candidate joining at `c` has at least sdist(s, c) + sdist(c, t) hops (its prefix
+        // and suffix are paths of the fabric), and a transition-free one at least lb(c) =
+        // legal(s, c) + legal(c, t) (it obeys the turn rule: `LegalDistances`). So the scan
+        // goes level by level, ascending within each: first the switches on fault-free
+        // shortest routes (`bound`, from `sdist`), then by lb from the turn rule's distance
+        // up to the best's hops. Before a level, a transition-free best of fewer hops ends
+        // the scan; within one, once the best is transition-free with the level's hops, only
+        // a lower join switch can beat it. Every switch is scanned when the best needs a
+        // transition or there is no bound.
+        let mut visit = |c: usize, best_rank: &mut u64| {
+            let mut bits = self.lid_used[e as usize];
+            while bits != 0 {
+                let k = bits.trailing_zeros();
+                bits &= bits - 1;
+                let sv = self.suffix_in(&self.suf_cache[&(e, k)], e, k, c as u32);
+                if sv == NO_SUFFIX {
+                    continue;
+                }
+                let b = (sv & 0xFF) as usize;
+                let key = pre[c * m1 + b] + (sv & !0xFF);
+                let rank = (key & HI) | c as u64;
+                if rank < *best_rank {
+                    *best_rank = rank;
+                    best_k = k;
+                    best_b = b;
+                }
             }
-            if shortest_only && bound.is_none() {
-                continue;
+        };
+        let mut done = false;
+        if let Some(d0) = bound {
+            let floor = (d0 as u64) << 32;
+            within(
+                self.rows(s, t as u32, false),
+                d0,
+                d0,
+                usize::MAX,
+                &mut |c, _| {
+                    if best_rank & HI == floor && c as u64 >= best_rank & 0xFFFF_FFFF {
+                        return true;
+                    }
+                    visit(c, &mut best_rank);
+                    false
+                },
+            );
+            done = best_rank & HI <= floor;
+            if let (false, Some(l)) = (done, self.legal_distances()) {
+                let last = 2 * l.top as u32;
+                let first = self
+                    .legal_distance(s, t as u32)
+                    .map_or(d0 + 1, |x| x.max(d0 + 1));
+                let cap = if best_rank >> 48 == 0 {
+                    (((best_rank >> 32) & 0xFFFF) as u32).min(last)
+                } else {
+                    last
+                };
+                SCAN_ORDER.with(|order| {
+                    let mut order = order.borrow_mut();
+                    order.clear();
+                    within(
+                        self.rows(s, t as u32, true),
+                        first,
+                        cap,
+                        usize::MAX,
+                        &mut |c, lb| {
+                            order.push(lb << 16 | c as u32);
+                            false
+                        },
+                    );
+                    order.sort_unstable();
+                    for &x in order.iter() {
+                        let (level, c) = ((x >> 16) as u64, (x & 0xFFFF) as u64);
+                        if best_rank & HI < level << 32 {
+                            break;
+                        }
+                        if best_rank & HI == level << 32 && c >= best_rank & 0xFFFF_FFFF {
+                            continue;
+                        }
+                        visit(c as usize, &mut best_rank);
+                    }
+                });
+                // Transition-free and no longer than every level seen, or every level seen.
+                done = best_rank & HI <= (cap as u64) << 32
+                    || best_rank >> 48 == 0 && cap == last && l.top < FAR - 1;
             }
+        }
+        let full = !done;
+        if full {
             let mut bits = self.lid_used[e as usize];
             while bits != 0 {
                 let k = bits.trailing_zeros();
                 bits &= bits - 1;
                 let sp = &self.suf_cache[&(e, k)];
-                if !shortest_only {
-                    self.complete_suffixes(e, k);
-                }
-                let limit = if best_rank & HI == floor {
-                    (best_rank & 0xFFFF_FFFF) as usize
-                } else {
-                    sp.len()
-                };
-                // True when `c` is a new best at the floor: nothing later beats it.
-                let mut look = |c: usize| {
-                    let sv = if shortest_only {
-                        self.suffix_in(sp, e, k, c as u32)
-                    } else {
-                        sp.get(c)
-                    };
+                self.complete_suffixes(e, k);
+                for c in 0..sp.len() {
+                    let sv = sp.get(c);
                     if sv == NO_SUFFIX {
-                        return false;
+                        continue;
                     }
                     let b = (sv & 0xFF) as usize;
                     let key = pre[c * m1 + b] + (sv & !0xFF);
@@ -1473,16 +1525,7 @@ impl<'f> Rftr<'f> {
                         best_rank = rank;
                         best_k = k;
                         best_b = b;
-                        return rank & HI == floor;
                     }
-                    false
-                };
-                if shortest_only {
-                    self.on_shortest_routes(s, t as u32, limit, &mut look);
-                } else {
-                    (0..sp.len()).for_each(|c| {
-                        look(c);
-                    });
                 }
             }
         }
@@ -1502,35 +1545,36 @@ impl<'f> Rftr<'f> {
         })
     }
 
-    /// Calls `visit` on the switches below `limit` on fault-free shortest routes from switch
-    /// `s` to switch `t`, ascending, until it returns true: those whose distances from `s` and
-    /// to `t` add up to the distance between them. 64 switches at a time: a mask of the
-    /// chunk's members from the two rows of the distance matrix (`sum_mask`), then its set
-    /// bits.
-    fn on_shortest_routes(
-        &self,
-        s: u32,
-        t: u32,
-        limit: usize,
-        visit: &mut impl FnMut(usize) -> bool,
-    ) {
+    /// The turn-rule distances (None where they are not kept).
+    fn legal_distances(&self) -> Option<&LegalDistances> {
+        self.legal.as_ref().as_ref()
+    }
+
+    /// Hops of the shortest path from switch `a` to switch `b` that obeys the turn rule,
+    /// when kept and finite.
+    fn legal_distance(&self, a: u32, b: u32) -> Option<u32> {
         let ns = self.f.num_switches();
-        let Some(d0) = self.static_distance(s, t) else {
-            return;
-        };
-        let rs = &self.sdist[s as usize * ns..(s as usize + 1) * ns][..limit.min(ns)];
-        let rt = &self.sdist[t as usize * ns..(t as usize + 1) * ns][..limit.min(ns)];
-        let d0 = d0 as u8;
-        for (i, (a, b)) in rs.chunks(64).zip(rt.chunks(64)).enumerate() {
-            let mut mask = sum_mask(a, b, d0);
-            while mask != 0 {
-                let c = i * 64 + mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                if visit(c) {
-                    return;
-                }
-            }
+        match self.legal_distances()?.from[a as usize * ns + b as usize] {
+            FAR => None,
+            d => Some(d as u32),
         }
+    }
+
+    /// The rows of the distance matrices from `s` and to `t`: the turn rule's with `legal`
+    /// (when kept), else the fault-free fabric's (empty when not kept).
+    fn rows(&self, s: u32, t: u32, legal: bool) -> (&[u8], &[u8]) {
+        let ns = self.f.num_switches();
+        let (from, to) = match self.legal_distances() {
+            Some(l) if legal => (&l.from[..], &l.to[..]),
+            _ => (&self.sdist[..], &self.sdist[..]),
+        };
+        if from.is_empty() {
+            return (&[], &[]);
+        }
+        (
+            &from[s as usize * ns..(s as usize + 1) * ns],
+            &to[t as usize * ns..(t as usize + 1) * ns],
+        )
     }
 
     /// Fault-free hops between switches `a` and `b`, when known.
@@ -1721,21 +1765,20 @@ impl<'f> Rftr<'f> {
 
     fn repair(&mut self, slot: u32, e: u32) -> Option<u8> {
         self.lid_short = false;
-        if !self.dead0_exact && !self.group_rewrites.is_empty() {
-            self.settle_group();
-        }
         let s = self.slot_switch[slot as usize];
         let mut hops: Vec<ChannelId> = Vec::new();
         let mut vls: Vec<u8> = Vec::new();
         // A pair whose base-LID walk is live again (through entries an earlier repair of
-        // this destination rewrote), legal, and as short as the live fabric allows keeps it:
-        // no candidate is shorter, and the walk is itself a candidate, so the scan below
-        // would choose it too. Most pairs behind a repaired switch end here, without the
+        // this destination rewrote), legal, and as short as the live fabric or the turn rule
+        // allows keeps it: no transition-free candidate is shorter, and the walk is itself
+        // one, so the scan below would choose it too. Most pairs behind a repaired switch end here, without the
         // scan or their source's prefix table.
         if self.cfg.reuse_dead_base {
             if let Some((h, 0, _)) = unpack_suffix(self.suffix(e, 0, s)) {
                 let t = self.end_sw[e as usize];
-                if self.static_distance(s, t) == Some(h) || self.live_distances(t)[s as usize] == h
+                if self.static_distance(s, t) == Some(h)
+                    || self.legal_distance(s, t) == Some(h)
+                    || self.live_distances(t)[s as usize] == h
                 {
                     let keep = Cand::base_walk(s, h);
                     if let Some(tr) =
@@ -1747,11 +1790,16 @@ impl<'f> Rftr<'f> {
             }
         }
         self.prepare(s, e);
-        // The near-failure tie-break at the fault-free distance first: a transition-free
-        // candidate that short is the best there is (the distance bounds every candidate from
-        // below), so when the pair's own walk is not one, the late deviation the steps below
-        // would try is this one, and the scan for the best is not needed.
-        let d0 = self.static_distance(s, self.end_sw[e as usize]);
+        // The near-failure tie-break at the least length first: a transition-free candidate
+        // as short as the fault-free distance and the turn rule's distance is the best there
+        // is (the two bound every transition-free candidate from below, and every candidate
+        // with a transition ranks after it), so when the pair's own walk is not one, the
+        // late deviation the steps below would try is this one, and the scan for the best
+        // is not needed.
+        let t = self.end_sw[e as usize];
+        let d0 = self
+            .static_distance(s, t)
+            .map(|d| self.legal_distance(s, t).map_or(d, |l| l.max(d)));
         let own0 = unpack_suffix(self.suffix(e, 0, s));
         let mut tried_late = None;
         if let (true, true, Some(d0)) = (self.cfg.reuse_dead_base, self.cfg.deviate_late, d0) {
@@ -1997,16 +2045,24 @@ impl<'f> Rftr<'f> {
                 sv => tie(c, (sv & 0xFF) as usize, sv),
             }
         };
-        // As short as the fault-free distance: every tie joins on a shortest route.
-        if self.static_distance(s, t as u32) == Some(best.hops) {
-            let mut found = None;
-            self.on_shortest_routes(s, t as u32, n, &mut |c| {
-                found = look(c);
-                found.is_some()
-            });
-            return found;
+        // Every tie joins at a switch whose fault-free distances from the source and to
+        // the destination add up to at most the best's hops (`best_candidate`).
+        let d0 = self.static_distance(s, t as u32).unwrap_or(u32::MAX);
+        let legal = best.hops > d0;
+        let (top, first) = match self.legal_distances() {
+            Some(l) if legal => (l.top, self.legal_distance(s, t as u32).unwrap_or(0)),
+            _ => (self.sdist_top, d0),
+        };
+        let rows = self.rows(s, t as u32, legal);
+        if rows.0.is_empty() || top >= FAR - 1 {
+            return (0..n).find_map(look);
         }
-        (0..n).find_map(look)
+        let mut found = None;
+        within(rows, first, best.hops, n, &mut |c, _| {
+            found = look(c);
+            found.is_some()
+        });
+        found
     }
 
     /// Materialises a candidate, finds a LID offset and an SL for it and commits it.
@@ -2201,8 +2257,8 @@ impl<'f> Rftr<'f> {
                 self.delta.lft_change(sw, lid, old, port);
                 self.last.lft.push((sw, lid, old));
                 rewrote = true;
-                if off == 0 && !self.dead0_exact {
-                    self.group_rewrites.push((sw, old));
+                if off == 0 {
+                    self.rewritten[sw as usize] = self.group;
                 }
             }
             if off == 0 {
@@ -2229,15 +2285,13 @@ impl<'f> Rftr<'f> {
             )
         });
         let id = self.paths.push(s, e, off as u8, sl, hops, vls);
-        // Base-LID rewrites change only walks from switches that were dead when the group
-        // started (live entries are never rewritten): forget those, for the scans to walk
-        // again. Until the group's dead walks are settled, `settle_group` does it.
+        // Base-LID rewrites change only walks that were dead when the group started (live
+        // entries are never rewritten): those dead now, and the live ones that pass a
+        // rewritten entry. The table forgets them, for the scans to walk again.
         if off == 0 {
-            if rewrote && self.dead0_exact {
+            if rewrote {
                 if let Some(st) = self.suf_cache.get(&(e, 0)) {
-                    for &sw in &self.dead_list {
-                        st.forget(sw as usize);
-                    }
+                    st.bump();
                 }
             }
         } else if let Some(st) = self.suf_cache.get(&(e, off)) {
@@ -2251,6 +2305,7 @@ impl<'f> Rftr<'f> {
                 st.set(
                     sw as usize,
                     Self::pack_suffix(h, tr, self.ch_class[c.idx()]),
+                    false,
                 );
                 sw = self.ch_dst_sw[c.idx()];
             }
@@ -2413,7 +2468,9 @@ mod tests {
 
     /// The one-scan candidate search finds what sorting every candidate finds: for every pair
     /// a fault breaks, the best (transitions, hops, join switch) of both agree, and none of
-    /// either exceeds the VL budget.
+    /// either exceeds the VL budget. Pairs are repaired as they come, so later scans see
+    /// rewritten base-LID entries, and with two end ports per switch the join at the
+    /// destination's switch is often already as short as the fault-free distance.
     #[test]
     fn candidate_scan_equals_the_sorted_candidate_list() {
         let mut checked = 0;
@@ -2422,6 +2479,8 @@ mod tests {
             ("torus 3x3x3 hcas=1 lmc=2", 2),
             ("mesh 4x3 hcas=1 lmc=2", 3),
             ("ktree 4 2 lmc=2", 2),
+            ("torus 5x4 hcas=2", 2),
+            ("torus 4x4 hcas=2 lmc=1", 2),
         ] {
             let f = super::super::test_fabric(spec);
             let links = super::super::sweep::switch_links(&f);
@@ -2446,6 +2505,7 @@ mod tests {
                     let slow = all.first().map(|c| (c.trans, c.hops, c.c));
                     assert_eq!(fast, slow, "{spec}: link {l:?}, switch {s} to end {e}");
                     checked += 1;
+                    r.repair(slot, e);
                 }
             }
         }

@@ -2,14 +2,14 @@
 //! the sources, the packed suffix tables and keys, the LID-major copy of the LFTs and the
 //! fault-free switch distances. No RFTR state; `Rftr` owns one of each.
 
-use super::super::paths::{roomy, PathId, NONE};
+use super::super::paths::{roomy, written_headroom, PathId, NONE};
 use crate::tables::Routing;
 use fabric::{ChannelId, Fabric, NO_PORT};
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 
 /// Hop count standing for "127 or more, or unreachable" in `Rftr::sdist`. Below 128, so
-/// two distances add up without carrying out of their byte (`sum_mask`).
+/// two distances add up without carrying out of their byte (`range_mask`).
 pub(super) const FAR: u8 = 0x7F;
 /// Above this many switches the distance matrix (one byte per pair) is not kept.
 pub(super) const SDIST_MAX_SWITCHES: usize = 8192;
@@ -47,29 +47,147 @@ pub(super) fn static_distances(f: &Fabric, ch_dst_sw: &[u32]) -> Vec<u8> {
     d
 }
 
-/// Bit `i` set when `a[i] + b[i] == d` (at most 64 entries, each at most `FAR`; `d <
-/// FAR`), eight bytes at a time: the byte sums cannot carry, and a byte of the sum equal to
-/// `d` is found without a borrow across bytes.
-pub(super) fn sum_mask(a: &[u8], b: &[u8], d: u8) -> u64 {
-    const LO7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    // Bit 7 of byte i moves to bit 56 + i (no two partial products meet, so no carries).
+/// Hops of the shortest paths between switches that obey a turn rule (no turn from class
+/// `a` into class `b` with `pen[a * ncls + b] != 0`), over the fault-free fabric's
+/// inter-switch links: `from[s * ns + c]` from `s` to `c` and `to[t * ns + c]` from `c` to
+/// `t` (`FAR`: 127 or more, or no such path). A transition-free path is one of them, so
+/// `from[s][c] + to[t][c]` bounds from below every transition-free path from `s` to `t`
+/// through `c`, under any faults.
+pub(super) struct LegalDistances {
+    pub from: Vec<u8>,
+    pub to: Vec<u8>,
+    /// The largest finite entry (0 when there is none).
+    pub top: u8,
+}
+
+impl LegalDistances {
+    /// One breadth-first search per source switch over (switch, class of the channel taken
+    /// into it), sources in parallel; None above `SDIST_MAX_SWITCHES` switches or when the
+    /// states would be too many (`ns * ns * ncls` above 2^28).
+    pub(super) fn new(
+        f: &Fabric,
+        ch_dst_sw: &[u32],
+        ch_class: &[u8],
+        pen: &[u8],
+        ncls: usize,
+    ) -> Option<LegalDistances> {
+        use rayon::prelude::*;
+        let ns = f.num_switches();
+        if ns > SDIST_MAX_SWITCHES || ns * ns * ncls > 1 << 28 || ns == 0 {
+            return None;
+        }
+        let mut from = written(ns * ns, FAR);
+        from.par_chunks_mut(ns).enumerate().for_each_init(
+            || (vec![FAR; ns * ncls], Vec::with_capacity(ns * ncls)),
+            |(dist, queue), (s, row)| {
+                dist.fill(FAR);
+                queue.clear();
+                row[s] = 0;
+                // Hops into state `st` from switch `u`, entered by class `prev` (None: the
+                // source, where every first hop is legal).
+                let step =
+                    |u: usize, prev: Option<usize>, d: u8, dist: &mut [u8], q: &mut Vec<u32>| {
+                        for &c in f.switch_links(u) {
+                            let v = ch_dst_sw[c.idx()];
+                            let k = ch_class[c.idx()] as usize;
+                            if v == NONE || prev.is_some_and(|p| pen[p * ncls + k] != 0) {
+                                continue;
+                            }
+                            let st = v as usize * ncls + k;
+                            if dist[st] == FAR {
+                                dist[st] = d + 1;
+                                q.push(st as u32);
+                            }
+                        }
+                    };
+                step(s, None, 0, dist, queue);
+                let mut at = 0;
+                while at < queue.len() {
+                    let st = queue[at] as usize;
+                    at += 1;
+                    let d = dist[st];
+                    if d < FAR - 1 {
+                        step(st / ncls, Some(st % ncls), d, dist, queue);
+                    }
+                }
+                for (c, d) in row.iter_mut().enumerate() {
+                    let best = dist[c * ncls..(c + 1) * ncls]
+                        .iter()
+                        .copied()
+                        .min()
+                        .unwrap_or(FAR);
+                    *d = (*d).min(best);
+                }
+            },
+        );
+        let mut to = written(ns * ns, FAR);
+        for (s, row) in from.chunks(ns).enumerate() {
+            for (c, &d) in row.iter().enumerate() {
+                to[c * ns + s] = d;
+            }
+        }
+        let top = from
+            .iter()
+            .copied()
+            .filter(|&d| d != FAR)
+            .max()
+            .unwrap_or(0);
+        Some(LegalDistances { from, to, top })
+    }
+}
+
+/// Bit `i` set when `lo <= a[i] + b[i] <= lo + span` (at most 64 entries, each at most
+/// `FAR`, so the sum fits a byte; below `lo` it wraps above `lo + span`).
+pub(super) fn range_mask(a: &[u8], b: &[u8], lo: u8, span: u8) -> u64 {
+    // Bit 0 of byte i moves to bit 56 + i (no two partial products meet, so no carries).
     const GATHER: u64 = 0x0102_0408_1020_4080;
-    let word = |x: &[u8]| {
-        let mut w = [0u8; 8];
-        w[..x.len()].copy_from_slice(x);
-        u64::from_le_bytes(w)
-    };
-    let mut mask = 0u64;
-    for (i, (x, y)) in a.chunks(8).zip(b.chunks(8)).enumerate() {
-        let n = x.len().min(y.len());
-        let z = (word(&x[..n]) + word(&y[..n])) ^ (ONES * d as u64);
-        // 0x80 in each zero byte of z, exactly.
-        let zero = !(((z & LO7) + LO7) | z | LO7);
-        let bits = ((zero >> 7).wrapping_mul(GATHER) >> 56) & ((1u64 << n) - 1);
-        mask |= bits << (8 * i);
+    let n = a.len().min(b.len()).min(64);
+    // One byte (0 or 1) per switch first: a loop the compiler turns into vector compares.
+    let mut lanes = [0u8; 64];
+    for ((l, &x), &y) in lanes.iter_mut().zip(&a[..n]).zip(&b[..n]) {
+        *l = u8::from(x.wrapping_add(y).wrapping_sub(lo) <= span);
+    }
+    let mut mask = 0;
+    for (i, w) in lanes.chunks_exact(8).enumerate() {
+        let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        mask |= (w.wrapping_mul(GATHER) >> 56) << (8 * i);
     }
     mask
+}
+
+/// Calls `visit(c, level)` on the switches `c` below `limit` whose distances in `rows`
+/// (from a source, to a destination: rows of `Rftr::sdist` or of `LegalDistances`) add up
+/// to a `level` from `lo` to `hi`, ascending, until it returns true. At the one level of
+/// the fault-free distance between the two these are the switches on its shortest routes.
+/// 64 switches at a time: a mask of the chunk's members (`range_mask`), then its set bits.
+pub(super) fn within(
+    rows: (&[u8], &[u8]),
+    lo: u32,
+    hi: u32,
+    limit: usize,
+    visit: &mut impl FnMut(usize, u32) -> bool,
+) {
+    // Two distances below FAR add up to at most 2 * (FAR - 1).
+    let hi = hi.min(2 * (FAR as u32 - 1));
+    if lo > hi {
+        return;
+    }
+    let (lo, span) = (lo as u8, (hi - lo) as u8);
+    let n = limit.min(rows.0.len()).min(rows.1.len());
+    for (i, (a, b)) in rows.0[..n]
+        .chunks(64)
+        .zip(rows.1[..n].chunks(64))
+        .enumerate()
+    {
+        let mut mask = range_mask(a, b, lo, span);
+        while mask != 0 {
+            let j = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if visit(i * 64 + j, (a[j] + b[j]) as u32) {
+                return;
+            }
+        }
+    }
 }
 
 /// The LFTs of `r` LID-major (see `Rftr::by_lid`), every page written.
@@ -217,6 +335,16 @@ impl PrefixTrie {
         grouped.iter().copied().chain(later)
     }
 
+    /// Room for a quarter more nodes, written now (`written_headroom`): repairs append.
+    pub(super) fn headroom(&mut self) {
+        let extra = self.ch.len() / 4 + 64;
+        written_headroom(&mut self.ch, extra);
+        written_headroom(&mut self.parent, extra);
+        written_headroom(&mut self.depth, extra);
+        written_headroom(&mut self.vl, extra);
+        written_headroom(&mut self.minpath, extra);
+    }
+
     /// Appends a path as a fresh chain (paths added by repairs are few).
     pub(super) fn add_chain(&mut self, hops: &[ChannelId], vls: &[u8], path: u32) {
         let mut parent = NONE;
@@ -234,12 +362,24 @@ impl PrefixTrie {
 /// for a few dozen of thousands. The entries are atomics only so that `&self` scans can fill
 /// them in; they are read and written with relaxed ordering (plain loads and stores) and only
 /// from the thread that runs `Rftr::apply`.
+///
+/// Entries that a rewrite of the LFT entries may change carry the table's epoch, and
+/// `bump` starts a new one: a dead entry (`set_dead`), and a live one whose walk passes a
+/// rewritten entry (`set` with `tainted`). An entry of an older epoch reads as `UNKNOWN`.
 #[derive(Debug, Default)]
 pub(super) struct SuffixTable {
     packed: Vec<AtomicU64>,
-    /// Set when no entry is `UNKNOWN` (`Rftr::complete_suffixes`), cleared by `forget`.
+    /// Set when no entry is `UNKNOWN` (`Rftr::complete_suffixes`), cleared by `bump`.
     full: AtomicBool,
+    epoch: AtomicU32,
 }
+
+/// A dead entry: `DEAD | epoch` (above every packed suffix, below the sentinels).
+const DEAD: u64 = 0xFFFE << 48;
+/// A live entry whose walk passes a rewritten entry: `packed | TAINT | epoch << 8` (bits
+/// 8-30 hold the epoch's low 23 bits; packed suffixes leave bits 8-31 clear).
+const TAINT: u64 = 1 << 31;
+const EPOCH_BITS: u64 = 0x7F_FFFF << 8;
 
 impl Clone for SuffixTable {
     fn clone(&self) -> Self {
@@ -250,6 +390,7 @@ impl Clone for SuffixTable {
                 .map(|v| AtomicU64::new(v.load(Relaxed)))
                 .collect(),
             full: AtomicBool::new(self.full.load(Relaxed)),
+            epoch: AtomicU32::new(self.epoch.load(Relaxed)),
         }
     }
 }
@@ -261,10 +402,12 @@ impl SuffixTable {
         self.packed.iter_mut().for_each(|v| *v.get_mut() = UNKNOWN);
         self.packed.resize_with(n, || AtomicU64::new(UNKNOWN));
         *self.full.get_mut() = false;
+        *self.epoch.get_mut() = 0;
     }
-    /// Makes the entry of `sw` unknown again (its walk may have changed).
-    pub(super) fn forget(&self, sw: usize) {
-        self.packed[sw].store(UNKNOWN, Relaxed);
+    /// Makes every dead entry, and every live one set as tainted, unknown again: an entry
+    /// was rewritten, and only their walks can pass it.
+    pub(super) fn bump(&self) {
+        self.epoch.fetch_add(1, Relaxed);
         self.full.store(false, Relaxed);
     }
     pub(super) fn is_full(&self) -> bool {
@@ -273,13 +416,49 @@ impl SuffixTable {
     pub(super) fn mark_full(&self) {
         self.full.store(true, Relaxed);
     }
+    /// The packed suffix of `sw`, `NO_SUFFIX`, or a sentinel (`UNKNOWN`, `ON_WALK`).
     #[inline]
     pub(super) fn get(&self, sw: usize) -> u64 {
-        self.packed[sw].load(Relaxed)
+        let v = self.packed[sw].load(Relaxed);
+        // A live entry set untainted, the common case: top byte and taint bit clear.
+        if v & (0xFF << 56 | TAINT) == 0 || v >= ON_WALK {
+            return v;
+        }
+        let epoch = self.epoch.load(Relaxed);
+        if v >> 48 == DEAD >> 48 {
+            return if v as u32 == epoch {
+                NO_SUFFIX
+            } else {
+                UNKNOWN
+            };
+        }
+        if (v & EPOCH_BITS) >> 8 == epoch as u64 & 0x7F_FFFF {
+            v & !(TAINT | EPOCH_BITS)
+        } else {
+            UNKNOWN
+        }
     }
+    /// Whether the entry of `sw` was set live and tainted (meaningful once `get` gave it).
     #[inline]
-    pub(super) fn set(&self, sw: usize, v: u64) {
+    pub(super) fn tainted(&self, sw: usize) -> bool {
+        let v = self.packed[sw].load(Relaxed);
+        v & TAINT != 0 && v < DEAD
+    }
+    /// Sets a packed suffix, a sentinel (`NO_SUFFIX` stays across epochs), or with
+    /// `tainted` a live entry of this epoch only.
+    #[inline]
+    pub(super) fn set(&self, sw: usize, v: u64, tainted: bool) {
+        let v = if tainted && v < DEAD {
+            v | TAINT | (self.epoch.load(Relaxed) as u64 & 0x7F_FFFF) << 8
+        } else {
+            v
+        };
         self.packed[sw].store(v, Relaxed)
+    }
+    /// A dead entry of this epoch.
+    #[inline]
+    pub(super) fn set_dead(&self, sw: usize) {
+        self.packed[sw].store(DEAD | self.epoch.load(Relaxed) as u64, Relaxed)
     }
     pub(super) fn len(&self) -> usize {
         self.packed.len()
@@ -312,10 +491,10 @@ pub(super) const HI: u64 = 0xFFFF_FFFF_0000_0000;
 mod tests {
     use super::*;
 
-    /// The word-at-a-time mask equals the byte-by-byte definition on every length up to 64,
-    /// with sums below, at and above `d` and entries at `FAR`.
+    /// The mask equals the definition on every length up to 64, with sums below, at, inside
+    /// and above the range and entries at `FAR`; `within` visits its members ascending.
     #[test]
-    fn sum_mask_equals_the_bytewise_sum() {
+    fn range_mask_equals_the_bytewise_sum() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
             x ^= x << 13;
@@ -326,25 +505,35 @@ mod tests {
         let mut set = 0;
         for len in 0..=64usize {
             for d in [0u8, 1, 3, 7, FAR - 1] {
-                let pick = |r: u64| match r % 5 {
-                    0 => FAR,
-                    1 => d,
-                    _ => (r >> 8) as u8 % (d.max(1) + 1),
-                };
-                let a: Vec<u8> = (0..len).map(|_| pick(next())).collect();
-                let b: Vec<u8> = a
-                    .iter()
-                    .map(|&v| if v > d { pick(next()) } else { d - v })
-                    .collect();
-                let b: Vec<u8> = b
-                    .iter()
-                    .map(|&v| if next() % 3 == 0 { pick(next()) } else { v })
-                    .collect();
-                let want = (0..len).fold(0u64, |m, i| {
-                    m | u64::from(a[i] as u16 + b[i] as u16 == d as u16) << i
-                });
-                assert_eq!(sum_mask(&a, &b, d), want, "len {len}, d {d}");
-                set += want.count_ones();
+                for span in [0u8, 1, 4] {
+                    let pick = |r: u64| match r % 5 {
+                        0 => FAR,
+                        1 => d,
+                        _ => (r >> 8) as u8 % (d.max(1) + 1),
+                    };
+                    let a: Vec<u8> = (0..len).map(|_| pick(next())).collect();
+                    let b: Vec<u8> = a
+                        .iter()
+                        .map(|&v| if v > d { pick(next()) } else { d - v })
+                        .collect();
+                    let b: Vec<u8> = b
+                        .iter()
+                        .map(|&v| if next() % 3 == 0 { pick(next()) } else { v })
+                        .collect();
+                    let sum = |i: usize| a[i] as u16 + b[i] as u16;
+                    let inside = |i: usize| (d as u16..=d as u16 + span as u16).contains(&sum(i));
+                    let want = (0..len).fold(0u64, |m, i| m | u64::from(inside(i)) << i);
+                    assert_eq!(range_mask(&a, &b, d, span), want, "len {len}, d {d}");
+                    let mut seen = Vec::new();
+                    within((&a, &b), d as u32, (d + span) as u32, len, &mut |c, l| {
+                        assert_eq!(l as u16, sum(c));
+                        seen.push(c);
+                        false
+                    });
+                    let all: Vec<usize> = (0..len).filter(|&i| inside(i)).collect();
+                    assert_eq!(seen, all);
+                    set += want.count_ones();
+                }
             }
         }
         assert!(set > 1000, "only {set} members in the samples");
