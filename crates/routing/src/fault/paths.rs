@@ -117,6 +117,18 @@ impl PathStore {
         written_headroom(&mut self.dead_hi, p);
         written_headroom(&mut self.hops, h);
         written_headroom(&mut self.vl, h);
+        // The indexes too: a repair's path joins one list per hop, and a channel's list on a
+        // torus holds 100k paths, so growing a full one inside a repair copies it to fresh
+        // pages.
+        for v in self
+            .by_src
+            .iter_mut()
+            .chain(&mut self.by_dst)
+            .chain(&mut self.by_chan)
+        {
+            let extra = v.len() / 4 + 8;
+            written_headroom(v, extra);
+        }
     }
     pub fn is_empty(&self) -> bool {
         self.src.is_empty()

@@ -335,7 +335,8 @@ impl PrefixTrie {
         grouped.iter().copied().chain(later)
     }
 
-    /// Room for a quarter more nodes, written now (`written_headroom`): repairs append.
+    /// Room for a quarter more nodes, written now (`written_headroom`): repairs append a
+    /// chain per new path.
     pub(super) fn headroom(&mut self) {
         let extra = self.ch.len() / 4 + 64;
         written_headroom(&mut self.ch, extra);

@@ -1,0 +1,225 @@
+//! RFTR's prefix side: the sources' prefix tries, built at the start, and the packed
+//! table of the best live prefix per (join switch, class of the next channel), kept in step
+//! as faults kill paths and repairs add them.
+
+use super::*;
+
+impl<'f> Rftr<'f> {
+    /// Builds every source's prefix trie from its stored paths: paths sorted by their hops,
+    /// each sharing the nodes of its longest common prefix with the one before.
+    pub(super) fn build_tries(&mut self) {
+        let ns = self.f.num_switches();
+        let mut tries = Vec::with_capacity(ns);
+        let mut chain: Vec<u32> = Vec::new();
+        for s in 0..ns {
+            let mut t = PrefixTrie::default();
+            if self.slot_of[s] == NONE {
+                tries.push(t);
+                continue;
+            }
+            let mut ids = self.paths.by_src[s].clone();
+            ids.sort_by(|&a, &b| {
+                self.paths
+                    .hops_of(a)
+                    .cmp(self.paths.hops_of(b))
+                    .then(a.cmp(&b))
+            });
+            chain.clear();
+            let mut prev: &[ChannelId] = &[];
+            for &p in &ids {
+                let hops = self.paths.hops_of(p);
+                let vls = self.paths.vls_of(p);
+                let lcp = hops.iter().zip(prev).take_while(|(a, b)| a == b).count();
+                chain.truncate(lcp);
+                for &n in &chain {
+                    let m = &mut t.minpath[n as usize];
+                    *m = (*m).min(p);
+                }
+                for i in lcp..hops.len() {
+                    let parent = chain.last().copied().unwrap_or(NONE);
+                    let n = t.push(hops[i].0, parent, i as u32 + 1, vls[i], p);
+                    chain.push(n);
+                }
+                prev = hops;
+            }
+            t.index_ends(&self.ch_dst_sw, ns);
+            t.headroom();
+            tries.push(t);
+        }
+        self.tries = tries;
+        self.pre_tab = (0..ns as u32)
+            .map(|s| {
+                if self.slot_of[s as usize] == NONE {
+                    Vec::new()
+                } else {
+                    self.fast_prefixes(s)
+                }
+            })
+            .collect();
+    }
+
+    /// After a fault killed the paths `hit`: recomputes, in every source's prefix table, the
+    /// rows whose best prefix ran over a dead hop. Only rows of switches behind a dead hop of
+    /// a hit path can hold one (the best prefix of a row is the start of its `minpath`, which
+    /// then uses the dead channel), and a row keeps its value when its best survives.
+    pub(super) fn drop_dead_prefixes(&mut self, hit: &[PathId]) {
+        let m1 = self.ncls + 1;
+        for &p in hit {
+            let s = self.paths.src[p as usize] as usize;
+            if self.pre_tab[s].is_empty() {
+                continue;
+            }
+            let lo = self.paths.dead_lo[p as usize] as usize;
+            let (a, b) = (
+                self.paths.start[p as usize] as usize,
+                self.paths.start[p as usize + 1] as usize,
+            );
+            for j in a + lo..b {
+                let c = self.ch_dst_sw[self.paths.hops[j].idx()] as usize;
+                let row = &self.pre_tab[s][c * m1..(c + 1) * m1];
+                if row.iter().any(|&k| !self.prefix_live(k)) {
+                    self.refresh_prefix_row(s, c);
+                }
+            }
+        }
+    }
+
+    /// Whether packed prefix key `k` (a table entry) still runs over live hops only.
+    #[inline]
+    pub(super) fn prefix_live(&self, k: u64) -> bool {
+        let p = k as u32;
+        if k >= NO_PREFIX || p == NONE {
+            return true;
+        }
+        let depth = ((k >> 32) & 0xFFFF) as u32;
+        let lo = self.paths.dead_lo[p as usize];
+        lo == NONE || lo >= depth
+    }
+
+    /// Recomputes row `c` of source `s`'s prefix table from the live trie nodes ending at `c`.
+    pub(super) fn refresh_prefix_row(&mut self, s: usize, c: usize) {
+        let m1 = self.ncls + 1;
+        let mut t = std::mem::take(&mut self.pre_tab[s]);
+        let init = if c == s { NONE as u64 } else { NO_PREFIX };
+        t[c * m1..(c + 1) * m1].fill(init);
+        let tr = &self.tries[s];
+        for n in tr.ending_at(c, &self.ch_dst_sw) {
+            let n = n as usize;
+            let p = tr.minpath[n];
+            let lo = self.paths.dead_lo[p as usize];
+            if lo != NONE && lo < tr.depth[n] {
+                continue;
+            }
+            let key = (tr.vl[n] as u64) << 48 | (tr.depth[n] as u64) << 32 | p as u64;
+            self.relax_prefix(&mut t, tr.ch[n] as usize, key);
+        }
+        self.pre_tab[s] = t;
+    }
+
+    /// Adds the live prefixes of path `p` to a prefix map.
+    pub(super) fn add_prefixes(&self, p: PathId, m: &mut PrefixMap) {
+        let live = self.paths.live_prefix(p);
+        let hops = self.paths.hops_of(p);
+        let vls = self.paths.vls_of(p);
+        for i in 0..live {
+            let c = hops[i].idx();
+            let cand = (vls[i], i as u32 + 1, p, i as u32 + 1);
+            let e = &mut m.best[c];
+            if e.1 == 0 {
+                *e = cand;
+                m.touched.push(c as u32);
+            } else if (cand.0, cand.1) < (e.0, e.1) {
+                *e = cand;
+            }
+        }
+    }
+
+    /// Adds the live prefixes of path `p` to a packed prefix table (see [`Rftr::fast_prefixes`]).
+    pub(super) fn add_fast_prefixes(&self, p: PathId, t: &mut [u64]) {
+        let live = self.paths.live_prefix(p);
+        let hops = self.paths.hops_of(p);
+        let vls = self.paths.vls_of(p);
+        for i in 0..live {
+            let ch = hops[i].idx();
+            let key = (vls[i] as u64) << 48 | ((i as u64 + 1) << 32) | p as u64;
+            self.relax_prefix(t, ch, key);
+        }
+    }
+
+    /// Offers the prefix `key` ending with channel `ch` to a packed prefix table: per suffix
+    /// class with the turn's transition added, and unpenalised in the last column.
+    #[inline]
+    pub(super) fn relax_prefix(&self, t: &mut [u64], ch: usize, key: u64) {
+        let m = self.ncls;
+        let c = self.ch_dst_sw[ch] as usize;
+        let a = self.ch_class[ch] as usize;
+        let row = &mut t[c * (m + 1)..(c + 1) * (m + 1)];
+        let pen = &self.pen[a * m..a * m + m];
+        for b in 0..m {
+            let k = key + ((pen[b] as u64) << 48);
+            if k < row[b] {
+                row[b] = k;
+            }
+        }
+        if key < row[m] {
+            row[m] = key;
+        }
+    }
+
+    /// Best prefixes from switch `s`, packed: entry `c * (ncls + 1) + b` is the best prefix
+    /// ending at switch `c` for a suffix whose first channel has class `b`, with the VL
+    /// transition of the turn at `c` already counted; column `ncls` ignores the turn (the
+    /// destination's own switch). The empty prefix at `s` itself is (0, 0, NONE).
+    pub(super) fn fast_prefixes(&mut self, s: u32) -> Vec<u64> {
+        let m1 = self.ncls + 1;
+        let mut t = written(self.f.num_switches() * m1, NO_PREFIX);
+        t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
+        let mut alive = std::mem::take(&mut self.alive_buf);
+        let tr = &self.tries[s as usize];
+        alive.clear();
+        alive.resize(tr.ch.len(), false);
+        for i in 0..tr.ch.len() {
+            let ch = tr.ch[i] as usize;
+            let p = tr.parent[i];
+            if self.ch_dead[ch] || (p != NONE && !alive[p as usize]) {
+                continue;
+            }
+            alive[i] = true;
+            let key = (tr.vl[i] as u64) << 48 | (tr.depth[i] as u64) << 32 | tr.minpath[i] as u64;
+            self.relax_prefix(&mut t, ch, key);
+        }
+        self.alive_buf = alive;
+        t
+    }
+
+    /// Best prefixes from switch `s`: per input channel of the join switch the fewest
+    /// transitions, then fewest hops.
+    pub(super) fn prefixes(&mut self, s: u32) -> PrefixMap {
+        let mut m = self
+            .pre_map_pool
+            .pop()
+            .unwrap_or_else(|| PrefixMap::new(self.f.links.len() * 2));
+        for &p in &self.paths.by_src[s as usize] {
+            self.add_prefixes(p, &mut m);
+        }
+        m
+    }
+
+    /// Repairs pair (slot, e); returns the new path's transitions, or None if unsupported.
+    /// Fills the caches the candidate scan of (source switch `s`, end `e`) reads: the best
+    /// prefixes of `s` and the suffix tables of `e` for every LID offset in use.
+    pub(super) fn prepare(&mut self, s: u32, e: u32) {
+        if self.pre_tab[s as usize].is_empty() {
+            self.pre_tab[s as usize] = self.fast_prefixes(s);
+        }
+        let mut bits = self.lid_used[e as usize];
+        while bits != 0 {
+            let k = bits.trailing_zeros();
+            bits &= bits - 1;
+            if !self.suf_cache.contains_key(&(e, k)) {
+                let v = self.lazy_suffixes();
+                self.suf_cache.insert((e, k), v);
+            }
+        }
+    }
+}

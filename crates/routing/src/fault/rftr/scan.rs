@@ -1,0 +1,433 @@
+//! RFTR's candidate search: the best join for a pair by one scan over join switches in
+//! order of the distance bounds, the full candidate list (for the unit test and the
+//! fallbacks), the near-failure deviation and the tie that keeps the base LID.
+
+use super::*;
+
+thread_local! {
+    /// Scratch of `best_candidate`: `level << 16 | join switch` of the switches to scan.
+    static SCAN_ORDER: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl<'f> Rftr<'f> {
+    /// The best candidate for (s, t = switch of e) by one scan over join switches per LID
+    /// offset in use, or None when none fits the VL budget. Same choice as sorting every
+    /// candidate by (transitions, hops, join switch, offset, prefix path). `bound`: a lower
+    /// bound on the hops of every candidate, when known, to stop early.
+    pub(super) fn best_candidate(&self, s: u32, e: u32, bound: Option<u32>) -> Option<Cand> {
+        let m = self.ncls;
+        let m1 = m + 1;
+        let t = self.end_sw[e as usize] as usize;
+        let pre = &self.pre_tab[s as usize];
+        // Joining at the destination's switch itself (no suffix; no other candidate joins
+        // there, so no tie with one).
+        let mut best_rank = (pre[t * m1 + m] & HI) | t as u64;
+        let mut best_k = NONE;
+        let mut best_b = m;
+        // A candidate joining at `c` has at least sdist(s, c) + sdist(c, t) hops (its prefix
+        // and suffix are paths of the fabric), and a transition-free one at least lb(c) =
+        // legal(s, c) + legal(c, t) (it obeys the turn rule: `LegalDistances`). So the scan
+        // goes level by level, ascending within each: first the switches on fault-free
+        // shortest routes (`bound`, from `sdist`), then by lb from the turn rule's distance
+        // up to the best's hops. Before a level, a transition-free best of fewer hops ends
+        // the scan; within one, once the best is transition-free with the level's hops, only
+        // a lower join switch can beat it. Every switch is scanned when the best needs a
+        // transition or there is no bound.
+        let mut visit = |c: usize, best_rank: &mut u64| {
+            let mut bits = self.lid_used[e as usize];
+            while bits != 0 {
+                let k = bits.trailing_zeros();
+                bits &= bits - 1;
+                let sv = self.suffix_in(&self.suf_cache[&(e, k)], e, k, c as u32);
+                if sv == NO_SUFFIX {
+                    continue;
+                }
+                let b = (sv & 0xFF) as usize;
+                let key = pre[c * m1 + b] + (sv & !0xFF);
+                let rank = (key & HI) | c as u64;
+                if rank < *best_rank {
+                    *best_rank = rank;
+                    best_k = k;
+                    best_b = b;
+                }
+            }
+        };
+        let mut done = false;
+        if let Some(d0) = bound {
+            let floor = (d0 as u64) << 32;
+            within(
+                self.rows(s, t as u32, false),
+                d0,
+                d0,
+                usize::MAX,
+                &mut |c, _| {
+                    if best_rank & HI == floor && c as u64 >= best_rank & 0xFFFF_FFFF {
+                        return true;
+                    }
+                    visit(c, &mut best_rank);
+                    false
+                },
+            );
+            done = best_rank & HI <= floor;
+            if let (false, Some(l)) = (done, self.legal_distances()) {
+                let last = 2 * l.top as u32;
+                let first = self
+                    .legal_distance(s, t as u32)
+                    .map_or(d0 + 1, |x| x.max(d0 + 1));
+                let cap = if best_rank >> 48 == 0 {
+                    (((best_rank >> 32) & 0xFFFF) as u32).min(last)
+                } else {
+                    last
+                };
+                SCAN_ORDER.with(|order| {
+                    let mut order = order.borrow_mut();
+                    order.clear();
+                    within(
+                        self.rows(s, t as u32, true),
+                        first,
+                        cap,
+                        usize::MAX,
+                        &mut |c, lb| {
+                            order.push(lb << 16 | c as u32);
+                            false
+                        },
+                    );
+                    order.sort_unstable();
+                    for &x in order.iter() {
+                        let (level, c) = ((x >> 16) as u64, (x & 0xFFFF) as u64);
+                        if best_rank & HI < level << 32 {
+                            break;
+                        }
+                        if best_rank & HI == level << 32 && c >= best_rank & 0xFFFF_FFFF {
+                            continue;
+                        }
+                        visit(c as usize, &mut best_rank);
+                    }
+                });
+                // Transition-free and no longer than every level seen, or every level seen.
+                done = best_rank & HI <= (cap as u64) << 32
+                    || best_rank >> 48 == 0 && cap == last && l.top < FAR - 1;
+            }
+        }
+        let full = !done;
+        if full {
+            let mut bits = self.lid_used[e as usize];
+            while bits != 0 {
+                let k = bits.trailing_zeros();
+                bits &= bits - 1;
+                let sp = &self.suf_cache[&(e, k)];
+                self.complete_suffixes(e, k);
+                for c in 0..sp.len() {
+                    let sv = sp.get(c);
+                    if sv == NO_SUFFIX {
+                        continue;
+                    }
+                    let b = (sv & 0xFF) as usize;
+                    let key = pre[c * m1 + b] + (sv & !0xFF);
+                    let rank = (key & HI) | c as u64;
+                    if rank < best_rank {
+                        best_rank = rank;
+                        best_k = k;
+                        best_b = b;
+                    }
+                }
+            }
+        }
+        let trans = best_rank >> 48;
+        if best_rank == u64::MAX || trans >= self.cfg.vls as u64 {
+            return None;
+        }
+        let c = (best_rank & 0xFFFF_FFFF) as u32;
+        let pk = pre[c as usize * m1 + best_b];
+        Some(Cand {
+            trans: trans as u8,
+            hops: ((best_rank >> 32) & 0xFFFF) as u32,
+            c,
+            pre_path: pk as u32,
+            pre_len: ((pk >> 32) & 0xFFFF) as u32,
+            suf_off: best_k,
+        })
+    }
+
+    /// The turn-rule distances (None where they are not kept).
+    pub(super) fn legal_distances(&self) -> Option<&LegalDistances> {
+        self.legal.as_ref().as_ref()
+    }
+
+    /// Hops of the shortest path from switch `a` to switch `b` that obeys the turn rule,
+    /// when kept and finite.
+    pub(super) fn legal_distance(&self, a: u32, b: u32) -> Option<u32> {
+        let ns = self.f.num_switches();
+        match self.legal_distances()?.from[a as usize * ns + b as usize] {
+            FAR => None,
+            d => Some(d as u32),
+        }
+    }
+
+    /// The rows of the distance matrices from `s` and to `t`: the turn rule's with `legal`
+    /// (when kept), else the fault-free fabric's (empty when not kept).
+    pub(super) fn rows(&self, s: u32, t: u32, legal: bool) -> (&[u8], &[u8]) {
+        let ns = self.f.num_switches();
+        let (from, to) = match self.legal_distances() {
+            Some(l) if legal => (&l.from[..], &l.to[..]),
+            _ => (&self.sdist[..], &self.sdist[..]),
+        };
+        if from.is_empty() {
+            return (&[], &[]);
+        }
+        (
+            &from[s as usize * ns..(s as usize + 1) * ns],
+            &to[t as usize * ns..(t as usize + 1) * ns],
+        )
+    }
+
+    /// Fault-free hops between switches `a` and `b`, when known.
+    #[inline]
+    pub(super) fn static_distance(&self, a: u32, b: u32) -> Option<u32> {
+        let ns = self.f.num_switches();
+        match self.sdist.get(a as usize * ns + b as usize) {
+            Some(&d) if d != FAR => Some(d as u32),
+            _ => None,
+        }
+    }
+
+    /// The best candidate for (s, e) (`best_candidate`), bounded below by the fault-free
+    /// distance (a candidate's prefix and suffix are at least the fault-free distances to and
+    /// from its join switch), so the scan ends at the first transition-free candidate that
+    /// reaches it.
+    pub(super) fn scan_best(&self, s: u32, e: u32) -> Option<Cand> {
+        let d0 = self.static_distance(s, self.end_sw[e as usize]);
+        self.best_candidate(s, e, d0)
+    }
+
+    /// Every candidate join for (source switch `s`, end `e`) within the VL budget, from the
+    /// per-input-channel prefix table, sorted by (transitions, hops, join switch, offset,
+    /// prefix path, prefix length): the order the specification ranks them in. The fast scan
+    /// ([`Rftr::best_candidate`]) must find the first of them.
+    pub(super) fn candidates(&mut self, s: u32, e: u32) -> Vec<Cand> {
+        let f = self.f;
+        let t = self.end_sw[e as usize];
+        let max_trans = self.cfg.vls - 1;
+        if !self.pre_cache.contains_key(&s) {
+            let m = self.prefixes(s);
+            self.pre_cache.insert(s, m);
+        }
+        let pre = &self.pre_cache[&s];
+        let offs: Vec<u32> = (0..128u32)
+            .filter(|&k| self.lid_used[e as usize] >> k & 1 == 1)
+            .collect();
+        let sufs: Vec<(u32, &SuffixTable)> = offs
+            .iter()
+            .map(|&k| {
+                self.complete_suffixes(e, k);
+                (k, &self.suf_cache[&(e, k)])
+            })
+            .collect();
+        let mut cands: Vec<Cand> = Vec::new();
+        // The empty prefix at the source, then the best prefix per input channel.
+        let entries = std::iter::once((s, NONE, (0u8, 0u32, NONE, 0u32))).chain(
+            pre.touched.iter().map(|&ch| {
+                let c = f.switch_index[f.port(f.channel_dst(ChannelId(ch))).node.idx()];
+                (c, ch, pre.best[ch as usize])
+            }),
+        );
+        for (c, inch, (vl, h, p, len)) in entries {
+            if c == t {
+                cands.push(Cand {
+                    trans: vl,
+                    hops: h,
+                    c,
+                    pre_path: p,
+                    pre_len: len,
+                    suf_off: NONE,
+                });
+                continue;
+            }
+            for &(k, suf) in &sufs {
+                let Some((sh, st, first)) = unpack_suffix(suf.get(c as usize)) else {
+                    continue;
+                };
+                // Legality depends only on the classes (the `TurnRule` invariant).
+                let ill = if inch != NONE {
+                    self.pen_class(self.ch_class[inch as usize], first)
+                } else {
+                    0
+                };
+                let trans = vl + ill + st;
+                if trans > max_trans {
+                    continue;
+                }
+                cands.push(Cand {
+                    trans,
+                    hops: h + sh,
+                    c,
+                    pre_path: p,
+                    pre_len: len,
+                    suf_off: k,
+                });
+            }
+        }
+        cands
+    }
+
+    /// Sorts candidates in the order the specification ranks them.
+    pub(super) fn sort_candidates(cands: &mut [Cand]) {
+        let key = |c: &Cand| (c.trans, c.hops, c.c, c.suf_off, c.pre_path, c.pre_len);
+        cands.sort_unstable_by_key(key);
+    }
+
+    /// A transition-free candidate of `hops` hops that follows the pair's own broken path as
+    /// far as it can: its first `k` hops (k = the live hops before the dead one, then one
+    /// fewer), then a hop out of the switch reached that one of the source's stored paths
+    /// takes after the same `k` hops, then the base-LID walk from there (or the
+    /// destination's switch itself). Tried, lowest next switch first, before the
+    /// specification's tie-break (lowest join switch), which on a tree often rewrites the
+    /// source's own first hop: the entry rewritten here is the one next to the failure, the
+    /// other sources behind that switch find their walk live again, and the repair writes
+    /// one entry where it would write one per source.
+    pub(super) fn late_deviation(
+        &mut self,
+        slot: u32,
+        s: u32,
+        e: u32,
+        hops: u32,
+        buf: &mut Vec<ChannelId>,
+        vls: &mut Vec<u8>,
+    ) -> Option<u8> {
+        let ne = self.f.end_ports.len();
+        let p = self.sel[slot as usize * ne + e as usize];
+        if p >= DROPPED {
+            return None;
+        }
+        let live = self.paths.live_prefix(p);
+        // Scratch kept across calls (this runs once per pair the keep check did not settle).
+        let (mut own, mut cands) = std::mem::take(&mut self.deviation_scratch);
+        own.clear();
+        own.extend_from_slice(&self.paths.hops_of(p)[..live]);
+        let t = self.end_sw[e as usize];
+        let mut done = None;
+        for k in (live.saturating_sub(1).max(1)..=live).rev() {
+            let k32 = k as u32;
+            if k32 + 1 > hops {
+                continue;
+            }
+            let x = self.ch_dst_sw[own[k - 1].idx()] as usize;
+            // Every path deviating at `x` after `k` hops is at least `k` plus the fault-free
+            // distance from `x` to `t` long (the next switch is one hop nearer at best).
+            if self
+                .static_distance(x as u32, t)
+                .is_some_and(|d| k32 + d > hops)
+            {
+                continue;
+            }
+            let tr = &self.tries[s as usize];
+            let Some(n) = tr.ending_at(x, &self.ch_dst_sw).find(|&n| {
+                let m = tr.minpath[n as usize];
+                tr.depth[n as usize] == k32
+                    && (n as usize) < tr.indexed as usize
+                    && self.paths.hops_of(m).get(..k) == Some(&own[..k])
+            }) else {
+                continue;
+            };
+            cands.clear();
+            let mut m = n as usize + 1;
+            while m < tr.indexed as usize && tr.depth[m] > k32 {
+                if tr.parent[m] == n && tr.vl[m] == 0 && !self.ch_dead[tr.ch[m] as usize] {
+                    let ch = tr.ch[m] as usize;
+                    let y = self.ch_dst_sw[ch];
+                    let path = tr.minpath[m];
+                    let fits = if y == t {
+                        k32 + 1 == hops
+                    } else {
+                        matches!(
+                            unpack_suffix(self.suffix(e, 0, y)),
+                            Some((h, 0, cls)) if k32 + 1 + h == hops
+                                && self.pen_class(self.ch_class[ch], cls) == 0
+                        )
+                    };
+                    if fits {
+                        cands.push(Cand {
+                            trans: 0,
+                            hops,
+                            c: y,
+                            pre_path: path,
+                            pre_len: k32 + 1,
+                            suf_off: if y == t { NONE } else { 0 },
+                        });
+                    }
+                }
+                m += 1;
+            }
+            cands.sort_by_key(|c| (c.c, c.pre_path));
+            done = cands
+                .iter()
+                .find_map(|cand| self.try_candidate(slot, s, e, cand, false, buf, vls));
+            if done.is_some() {
+                break;
+            }
+        }
+        self.deviation_scratch = (own, cands);
+        done
+    }
+
+    /// A transition-free candidate as short as `best` that can keep the base LID: a join into
+    /// the base-LID walk (offset 0) of `e`, or at `e`'s own switch, whose prefix passes
+    /// `base_lid_prefix_ok`; lowest join switch first. None when `best` is such a candidate
+    /// already or there is none.
+    pub(super) fn base_lid_tie(&self, s: u32, e: u32, best: &Cand) -> Option<Cand> {
+        if matches!(best.suf_off, 0 | NONE)
+            && self.base_lid_prefix_ok(s, e, best.pre_path, best.pre_len)
+        {
+            return None;
+        }
+        let m = self.ncls;
+        let m1 = m + 1;
+        let t = self.end_sw[e as usize] as usize;
+        let pre = &self.pre_tab[s as usize];
+        let n = self.f.num_switches();
+        let sp = &self.suf_cache[&(e, 0)];
+        let want = (best.hops as u64) << 32;
+        let tie = |c: usize, col: usize, sv: u64| -> Option<Cand> {
+            let pk = pre[c * m1 + col];
+            if (pk + (sv & !0xFF)) & HI != want {
+                return None;
+            }
+            let (p, len) = (pk as u32, ((pk >> 32) & 0xFFFF) as u32);
+            self.base_lid_prefix_ok(s, e, p, len).then_some(Cand {
+                trans: 0,
+                hops: best.hops,
+                c: c as u32,
+                pre_path: p,
+                pre_len: len,
+                suf_off: if c == t { NONE } else { 0 },
+            })
+        };
+        let look = |c: usize| {
+            if c == t {
+                return tie(t, m, 0);
+            }
+            match self.suffix_in(sp, e, 0, c as u32) {
+                NO_SUFFIX => None,
+                sv => tie(c, (sv & 0xFF) as usize, sv),
+            }
+        };
+        // Every tie joins at a switch whose fault-free distances from the source and to
+        // the destination add up to at most the best's hops (`best_candidate`).
+        let d0 = self.static_distance(s, t as u32).unwrap_or(u32::MAX);
+        let legal = best.hops > d0;
+        let (top, first) = match self.legal_distances() {
+            Some(l) if legal => (l.top, self.legal_distance(s, t as u32).unwrap_or(0)),
+            _ => (self.sdist_top, d0),
+        };
+        let rows = self.rows(s, t as u32, legal);
+        if rows.0.is_empty() || top >= FAR - 1 {
+            return (0..n).find_map(look);
+        }
+        let mut found = None;
+        within(rows, first, best.hops, n, &mut |c, _| {
+            found = look(c);
+            found.is_some()
+        });
+        found
+    }
+}

@@ -1,0 +1,340 @@
+//! RFTR's start: the base routing taken in (its LFTs LID-major, LID offsets above 0
+//! cleared, the turn rule's classes and distances), the base paths of every switch to every
+//! end port, and the tables built from them.
+
+use super::*;
+
+/// The VLs (one past the highest on an inter-switch hop of any SL in use) and SLs (one past
+/// the highest path SL) a routing uses.
+fn vls_and_sls(f: &Fabric, r: &Routing) -> (u8, u8) {
+    let sls = match &r.path_sl {
+        PathSl::Uniform(s) => *s + 1,
+        PathSl::PerDest(v) => v.iter().copied().max().unwrap_or(0) + 1,
+        PathSl::PerPair { sl, .. } => sl.iter().copied().max().unwrap_or(0) + 1,
+    };
+    let mut vls = 0u8;
+    for &n in &f.switches {
+        let np = f.node(n).nports;
+        for i in 0..=np {
+            for o in 1..=np {
+                for sl in 0..sls {
+                    vls = vls.max(r.sl2vl.vl(n, i, o, sl) + 1);
+                }
+            }
+        }
+    }
+    (vls.max(1), sls)
+}
+
+impl<'f> Rftr<'f> {
+    /// Starts RFTR from a base routing. The routing's virtual LIDs (offsets ≥ 1) are cleared.
+    /// With a turn rule (`Base::Turns`, or an `Arc` of a rule) the base paths must obey it (an
+    /// error names the first path that does not), and RFTR owns every SL and VL; with
+    /// `Base::FreshVls` the base keeps its path SLs and SL2VL tables and repaired paths go on
+    /// VLs and SLs above the ones it uses (module documentation).
+    pub fn new(
+        f: &'f Fabric,
+        base: &Routing,
+        how: impl Into<Base<'f>>,
+        cfg: RftrConfig,
+    ) -> Result<Self, RftrError> {
+        let how = how.into();
+        let (rule, fresh, cfg): (Arc<dyn TurnRule + 'f>, _, _) = match how {
+            Base::Turns(r) => (r, None, cfg),
+            Base::FreshVls => {
+                let (vls, sls) = vls_and_sls(f, base);
+                if vls >= cfg.vls {
+                    return Err(RftrError::NoFreshVl {
+                        base: vls,
+                        available: cfg.vls,
+                    });
+                }
+                if sls >= cfg.max_sls {
+                    return Err(RftrError::NoFreshSl {
+                        base: sls,
+                        available: cfg.max_sls,
+                    });
+                }
+                let fresh = Fresh {
+                    base_vls: vls,
+                    base_sls: sls,
+                    layers: Layers::new(f.links.len() * 2, (cfg.vls - vls) as usize),
+                };
+                // Every repaired path takes a virtual LID: base-LID entries carry the base's
+                // SLs, which know nothing of the fresh VLs.
+                let cfg = RftrConfig {
+                    reuse_dead_base: false,
+                    prefer_base_lid: false,
+                    ..cfg
+                };
+                (Arc::new(AllTurns), Some(fresh), cfg)
+            }
+        };
+        if cfg.vls == 0 || cfg.vls > crate::tables::NUM_DATA_VLS {
+            return Err(RftrError::Vls(cfg.vls));
+        }
+        if cfg.max_sls == 0 || cfg.max_sls as usize > NUM_SLS {
+            return Err(RftrError::Sls(cfg.max_sls));
+        }
+        let ns = f.num_switches();
+        let ne = f.end_ports.len();
+        let mut routing = base.clone();
+        let lmc = f.end_lmc();
+        // Clear virtual LIDs.
+        for &p in &f.end_ports {
+            let base_lid = f.port(p).lid;
+            for k in 1..(1u32 << f.port(p).lmc) {
+                let lid = base_lid as u32 + k;
+                if lid <= routing.max_lid as u32 {
+                    for s in 0..ns {
+                        routing.lft_of_mut(s)[lid as usize] = NO_PORT;
+                    }
+                }
+            }
+        }
+        if fresh.is_none() {
+            // SL2VL: every SL to VL 0 everywhere (SL 0 only when keeping the base's), then
+            // RFTR sets entries for SLs ≥ 1.
+            for n in 0..f.nodes.len() {
+                let node = NodeId(n as u32);
+                if cfg.keep_sl2vl {
+                    let np = f.node(node).nports;
+                    for i in 0..=np {
+                        for o in 0..=np {
+                            if routing.sl2vl.vl(node, i, o, 0) != 0 {
+                                routing.sl2vl.set(node, i, o, 0, 0);
+                            }
+                        }
+                    }
+                } else {
+                    routing.sl2vl.table_mut(node).fill(0);
+                }
+            }
+            routing.path_sl = PathSl::PerPair {
+                stride: routing.stride(),
+                sl: written(ne * routing.stride(), 0),
+            };
+        } else {
+            // The base's own SLs, per pair, for RFTR to overwrite pair by pair.
+            let stride = routing.stride();
+            let mut sl = written(ne * stride, 0);
+            for e in 0..ne {
+                for lid in 0..stride {
+                    sl[e * stride + lid] = base.path_sl.get(e, lid as Lid);
+                }
+            }
+            routing.path_sl = PathSl::PerPair { stride, sl };
+        }
+        let mut end_sw = vec![NONE; ne];
+        let mut end_swport = vec![NO_PORT; ne];
+        let mut slot_of = vec![NONE; ns];
+        let mut slot_switch = Vec::new();
+        let mut slot_ends: Vec<Vec<u32>> = Vec::new();
+        for (e, &p) in f.end_ports.iter().enumerate() {
+            if let Some(r) = f.attached_switch(p) {
+                let s = f.switch_index[f.port(r).node.idx()];
+                end_sw[e] = s;
+                end_swport[e] = f.port(r).num;
+                if slot_of[s as usize] == NONE {
+                    slot_of[s as usize] = slot_switch.len() as u32;
+                    slot_switch.push(s);
+                    slot_ends.push(Vec::new());
+                }
+                slot_ends[slot_of[s as usize] as usize].push(e as u32);
+            }
+        }
+        let nch = f.links.len() * 2;
+        let ch_class: Vec<u8> = (0..nch as u32).map(|c| rule.class(ChannelId(c))).collect();
+        let ncls = ch_class.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
+        if ncls > MAX_CLASSES {
+            return Err(RftrError::Classes {
+                rule: rule.name(),
+                classes: ncls,
+            });
+        }
+        // One representative channel per class gives the penalty table (legality depends
+        // only on the classes: the TurnRule invariant).
+        let mut rep_ch = vec![NONE; ncls];
+        for (c, &k) in ch_class.iter().enumerate() {
+            if rep_ch[k as usize] == NONE {
+                rep_ch[k as usize] = c as u32;
+            }
+        }
+        let mut pen = vec![0u8; ncls * ncls];
+        for a in 0..ncls {
+            for b in 0..ncls {
+                if rep_ch[a] != NONE && rep_ch[b] != NONE {
+                    pen[a * ncls + b] =
+                        u8::from(!rule.legal(f, ChannelId(rep_ch[a]), ChannelId(rep_ch[b])));
+                }
+            }
+        }
+        let ch_dst_sw: Vec<u32> = (0..nch as u32)
+            .map(|c| f.switch_index[f.port(f.channel_dst(ChannelId(c))).node.idx()])
+            .collect();
+        let mut me = Rftr {
+            f,
+            rule,
+            cfg,
+            mask: FaultMask::none(f),
+            by_lid: lid_major(&routing, ns),
+            routing,
+            paths: PathStore::new(ns, ne, f.links.len() * 2),
+            slot_of,
+            slot_switch,
+            slot_ends,
+            end_sw,
+            end_swport,
+            sel: Vec::new(),
+            colours: SlColouring::new(fresh.as_ref().map_or(1, |x| x.base_sls), cfg.max_sls),
+            fresh,
+            lid_used: vec![1; ne],
+            lmc,
+            delta: Delta::default(),
+            last: StepLog::default(),
+            reports: Vec::new(),
+            ch_class,
+            ncls,
+            pen,
+            ch_dst_sw,
+            plane: Plane::new(f, None),
+            ch_dead: vec![false; nch],
+            pre_tab: Vec::new(),
+            tries: Vec::new(),
+            pre_cache: FxHashMap::default(),
+            pre_map_pool: Vec::new(),
+            suf_cache: FxHashMap::default(),
+            suf_pool: Vec::new(),
+            alive_buf: Vec::new(),
+            sdist: Arc::new(Vec::new()),
+            sdist_top: 0,
+            legal: Arc::default(),
+            deviation_scratch: (Vec::new(), Vec::new()),
+            dist: FxHashMap::default(),
+            dist_pool: Vec::new(),
+            bfs_queue: Vec::new(),
+            stamp: vec![0; ns],
+            stamp_gen: 0,
+            rewritten: vec![0; ns],
+            group_e: NONE,
+            claimed: vec![0; ns],
+            group: 0,
+            lid_short: false,
+        };
+        me.sel = vec![NONE; me.slot_switch.len() * ne];
+        me.sdist = Arc::new(static_distances(f, &me.ch_dst_sw));
+        me.sdist_top = me
+            .sdist
+            .iter()
+            .copied()
+            .filter(|&d| d != FAR)
+            .max()
+            .unwrap_or(0);
+        let legal = LegalDistances::new(f, &me.ch_dst_sw, &me.ch_class, &me.pen, me.ncls);
+        me.legal = Arc::new(legal);
+        me.reserve_base_paths();
+        // Base paths from every switch to every end port (the IRT needs all switches).
+        let mut buf = Vec::new();
+        let zeros = vec![0u8; ns + 1];
+        for s in 0..ns as u32 {
+            for e in 0..ne as u32 {
+                let t = me.end_sw[e as usize];
+                if t == NONE {
+                    continue;
+                }
+                let slot = me.slot_of[s as usize];
+                if t == s {
+                    if slot != NONE {
+                        me.sel[slot as usize * ne + e as usize] = SAME;
+                    }
+                    continue;
+                }
+                let lid = f.port(f.end_ports[e as usize]).lid;
+                buf.clear();
+                if !me.walk_switch_major(s, e, lid, &mut buf) {
+                    continue;
+                }
+                for w in buf.windows(2) {
+                    if !me.rule.legal(f, w[0], w[1]) {
+                        // A switch without end ports sources no traffic, and no source's
+                        // path runs through it to `e` (its walk would be that path's tail,
+                        // rule break included). Up/down engines give such a switch the path
+                        // with the fewest down->up turns where it has no up*/down* path
+                        // (a management switch hung off a leaf): it is simply no suffix
+                        // for RFTR.
+                        if slot == NONE {
+                            buf.clear();
+                            break;
+                        }
+                        let at = f.port(f.channel_dst(w[0])).node;
+                        return Err(RftrError::BaseBreaksRule {
+                            rule: me.rule.name(),
+                            at: f.node(at).name.clone(),
+                            from: f.node(f.switches[s as usize]).name.clone(),
+                            lid,
+                        });
+                    }
+                }
+                if buf.is_empty() {
+                    continue;
+                }
+                let id = me.paths.push(s, e, 0, 0, &buf, &zeros[..buf.len()]);
+                if slot != NONE {
+                    me.sel[slot as usize * ne + e as usize] = id;
+                }
+            }
+        }
+        me.build_tries();
+        me.paths.reserve_headroom();
+        me.warm_pools();
+        Ok(me)
+    }
+
+    /// Reserves the path store for the base paths (one per switch and end port, about as
+    /// long as the fault-free distance), so that filling it does not grow and copy arrays
+    /// of hundreds of MB on large fabrics. Capacity only: pages are mapped when written.
+    pub(super) fn reserve_base_paths(&mut self) {
+        let ns = self.f.num_switches();
+        let mut ends_on = vec![0u64; ns];
+        for &t in &self.end_sw {
+            if t != NONE {
+                ends_on[t as usize] += 1;
+            }
+        }
+        let paths = ns * self.end_sw.iter().filter(|&&t| t != NONE).count();
+        // Hops: the fault-free distances when known (a base path may be longer: the
+        // arrays grow as usual then).
+        let hops = if self.sdist.is_empty() {
+            0
+        } else {
+            let d: u64 = self
+                .sdist
+                .chunks(ns)
+                .map(|row| {
+                    row.iter()
+                        .zip(&ends_on)
+                        .filter(|(&d, _)| d != FAR)
+                        .map(|(&d, &n)| d as u64 * n)
+                        .sum::<u64>()
+                })
+                .sum();
+            (d + d / 8) as usize
+        };
+        self.paths.reserve(paths, hops);
+    }
+
+    /// Fills the suffix tables' pool with written buffers for a repair (a few per LID
+    /// offset: tables go back to the pool after each destination, `end_group`), so that the first repair finds its memory mapped instead of
+    /// faulting fresh pages in. (Prefix tables are kept, not pooled: `pre_tab`.)
+    pub(super) fn warm_pools(&mut self) {
+        let ns = self.f.num_switches();
+        let dests = self.f.end_ports.len().min(4 << self.lmc);
+        self.suf_pool = (0..dests)
+            .map(|_| {
+                let mut st = SuffixTable::default();
+                st.reset(ns);
+                st
+            })
+            .collect();
+    }
+}

@@ -1,0 +1,243 @@
+//! RFTR's suffix side: the lazy suffix tables per (destination, LID offset), filled by
+//! walking the LFTs, the group of repairs toward one destination, and the live distances
+//! toward its switch.
+
+use super::*;
+
+impl<'f> Rftr<'f> {
+    /// Starts repairing pairs toward end `e`, with a lazy base-LID suffix table.
+    pub(super) fn start_group(&mut self, e: u32) {
+        self.group += 1;
+        self.group_e = e;
+        if !self.suf_cache.contains_key(&(e, 0)) {
+            let v = self.lazy_suffixes();
+            self.suf_cache.insert((e, 0), v);
+        }
+    }
+
+    /// Whether switch `sw`'s base-LID walk toward the group's end was dead when the group
+    /// started. Only entries whose walks were dead are rewritten, so a walk was dead then
+    /// when it is dead now, or when it passes a rewritten entry: the walk then was the same
+    /// up to that entry, and dead from there (the table's taint, `SuffixTable::tainted`).
+    pub(super) fn dead_at_start(&self, sw: u32) -> bool {
+        let e = self.group_e;
+        if sw == self.end_sw[e as usize] {
+            return false;
+        }
+        let st = &self.suf_cache[&(e, 0)];
+        self.suffix_in(st, e, 0, sw) == NO_SUFFIX || st.tainted(sw as usize)
+    }
+
+    /// Done with end `e` (pairs come destination by destination, and `next` is the next
+    /// one): its suffix tables go back to the pool, and so do the live distances toward its
+    /// switch unless the next destination hangs off the same one. A fault that moves
+    /// thousands of destinations then needs a handful of tables, not one each of fresh
+    /// memory.
+    pub(super) fn end_group(&mut self, e: u32, next: Option<u32>) {
+        let mut bits = self.lid_used[e as usize];
+        while bits != 0 {
+            let k = bits.trailing_zeros();
+            bits &= bits - 1;
+            if let Some(t) = self.suf_cache.remove(&(e, k)) {
+                self.suf_pool.push(t);
+            }
+        }
+        let t = self.end_sw[e as usize];
+        if next.map(|n| self.end_sw[n as usize]) != Some(t) {
+            if let Some(d) = self.dist.remove(&t) {
+                self.dist_pool.push(d);
+            }
+        }
+    }
+
+    /// A suffix table with every entry unknown (from the pool), filled as scans ask
+    /// (`suffix`, `complete_suffixes`).
+    pub(super) fn lazy_suffixes(&mut self) -> SuffixTable {
+        let mut st = self.suf_pool.pop().unwrap_or_default();
+        st.reset(self.f.num_switches());
+        st
+    }
+
+    /// The packed suffix of switch `c` toward (`e`, offset `k`), computed now if unknown.
+    #[inline]
+    pub(super) fn suffix(&self, e: u32, k: u32, c: u32) -> u64 {
+        self.suffix_in(&self.suf_cache[&(e, k)], e, k, c)
+    }
+
+    /// `suffix` with the table of (`e`, `k`) at hand.
+    #[inline]
+    pub(super) fn suffix_in(&self, st: &SuffixTable, e: u32, k: u32, c: u32) -> u64 {
+        let v = st.get(c as usize);
+        if v != UNKNOWN {
+            return v;
+        }
+        self.fill_suffixes(e, k, st, std::iter::once(c));
+        st.get(c as usize)
+    }
+
+    /// Computes every unknown entry of the suffix table of (`e`, `k`), for the scans that
+    /// read all of it.
+    pub(super) fn complete_suffixes(&self, e: u32, k: u32) {
+        let st = &self.suf_cache[&(e, k)];
+        if !st.is_full() {
+            self.fill_suffixes(e, k, st, 0..st.len() as u32);
+            st.mark_full();
+        }
+    }
+
+    /// Fills the unknown entries of the switches `starts` (and of the switches their walks
+    /// pass) by following the LFT entries over live channels until the destination's switch,
+    /// a switch already known, a loop, or a hop to nowhere or to an end port. Two passes
+    /// over each walk, so nothing is allocated: the first counts its hops, sums its
+    /// transitions and finds what follows it, the second writes its entries.
+    pub(super) fn fill_suffixes(
+        &self,
+        e: u32,
+        off: u32,
+        st: &SuffixTable,
+        starts: impl Iterator<Item = u32>,
+    ) {
+        let f = self.f;
+        let ns = f.num_switches();
+        let lid = (f.port(f.end_ports[e as usize]).lid + off as Lid) as usize;
+        let t = self.end_sw[e as usize];
+        let col: &[u8] = self.by_lid.get(lid * ns..(lid + 1) * ns).unwrap_or(&[]);
+        let entry = |sw: u32| col.get(sw as usize).copied().unwrap_or(NO_PORT);
+        let arrives = entry(t) == self.end_swport[e as usize];
+        // The base-LID table of the group's end marks walks that pass a rewritten entry.
+        let taints = off == 0 && e == self.group_e;
+        let rewritten = |sw: u32| taints && self.rewritten[sw as usize] == self.group;
+        for s0 in starts {
+            if s0 == t {
+                st.set(t as usize, NO_SUFFIX, false);
+                continue;
+            }
+            if st.get(s0 as usize) != UNKNOWN {
+                continue;
+            }
+            st.set(s0 as usize, ON_WALK, false);
+            // Pass 1: hops, transitions between them, and what follows the last one as
+            // (hops, transitions, class of its first channel) from the switch it leads to,
+            // or None when that switch's walk does not arrive.
+            let mut n = 0u32;
+            let mut ill = 0u8;
+            let mut last_cls = None;
+            let mut tail: Option<(u32, u8, Option<u8>)> = None;
+            // Hops before the last rewritten switch of the walk (+1), and whether what
+            // follows it is tainted.
+            let mut rewritten_upto = 0u32;
+            let mut tail_tainted = false;
+            let mut sw = s0;
+            // True while the walk ends at `sw` for want of a hop to a switch.
+            let mut stuck = true;
+            while let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw)) {
+                let cls = self.ch_class[ch.idx()];
+                if let Some(p) = last_cls {
+                    ill += self.pen_class(p, cls);
+                }
+                last_cls = Some(cls);
+                if rewritten(sw) {
+                    rewritten_upto = n + 1;
+                }
+                n += 1;
+                if next == t {
+                    if arrives {
+                        tail = Some((0, 0, None));
+                    }
+                    stuck = false;
+                    break;
+                }
+                match st.get(next as usize) {
+                    UNKNOWN => {
+                        st.set(next as usize, ON_WALK, false);
+                        sw = next;
+                    }
+                    ON_WALK => {
+                        stuck = false;
+                        break;
+                    }
+                    v => {
+                        tail = unpack_suffix(v).map(|(h, tr, cls)| (h, tr, Some(cls)));
+                        tail_tainted = st.tainted(next as usize);
+                        stuck = false;
+                        break;
+                    }
+                }
+            }
+            if stuck {
+                st.set_dead(sw as usize);
+            }
+            // Pass 2: the same hops again, each switch's entry.
+            let total = tail.map(|(h, tr, tc)| {
+                let join = match (last_cls, tc) {
+                    (Some(l), Some(c)) => self.pen_class(l, c),
+                    _ => 0,
+                };
+                (h, tr + ill + join)
+            });
+            let mut run = 0u8;
+            let mut prev = None;
+            let mut sw = s0;
+            for i in 0..n {
+                let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw))
+                else {
+                    debug_assert!(false, "pass 1 walked this hop");
+                    break;
+                };
+                let cls = self.ch_class[ch.idx()];
+                if let Some(p) = prev {
+                    run += self.pen_class(p, cls);
+                }
+                prev = Some(cls);
+                match total {
+                    Some((h, tr)) => st.set(
+                        sw as usize,
+                        Self::pack_suffix(n - i + h, tr - run, cls),
+                        tail_tainted || i < rewritten_upto,
+                    ),
+                    None => st.set_dead(sw as usize),
+                }
+                sw = next;
+            }
+        }
+    }
+
+    pub(super) fn pack_suffix(hops: u32, trans: u8, class: u8) -> u64 {
+        (trans as u64) << 48 | (hops as u64) << 32 | class as u64
+    }
+
+    /// Hops from every switch to switch `t` over the live links (`u32::MAX`: none), by one
+    /// breadth-first search per destination switch and fault.
+    pub(super) fn live_distances(&mut self, t: u32) -> &[u32] {
+        if !self.dist.contains_key(&t) {
+            let ns = self.f.num_switches();
+            let mut d = self.dist_pool.pop().unwrap_or_default();
+            d.clear();
+            d.resize(ns, u32::MAX);
+            d[t as usize] = 0;
+            let mut queue = std::mem::take(&mut self.bfs_queue);
+            queue.clear();
+            queue.push(t);
+            let mut at = 0;
+            while at < queue.len() {
+                let u = queue[at];
+                at += 1;
+                // Channels out of u, reversed: into u (links are symmetric, and a failure
+                // kills both directions).
+                for &c in self.f.switch_links(u as usize) {
+                    if self.ch_dead[c.idx()] {
+                        continue;
+                    }
+                    let v = self.ch_dst_sw[c.idx()];
+                    if v != NONE && d[v as usize] == u32::MAX {
+                        d[v as usize] = d[u as usize] + 1;
+                        queue.push(v);
+                    }
+                }
+            }
+            self.bfs_queue = queue;
+            self.dist.insert(t, d);
+        }
+        &self.dist[&t]
+    }
+}
