@@ -109,28 +109,17 @@ impl<'f> Rftr<'f> {
                     || best_rank >> 48 == 0 && cap == last && l.top < FAR - 1;
             }
         }
-        let full = !done;
-        if full {
+        if !done {
+            // Every switch, with every table walked in one go first (the candidates of one
+            // switch tie only among themselves, offsets ascending, in any order of switches).
             let mut bits = self.lid_used[e as usize];
             while bits != 0 {
                 let k = bits.trailing_zeros();
                 bits &= bits - 1;
-                let sp = &self.suf_cache[&(e, k)];
                 self.complete_suffixes(e, k);
-                for c in 0..sp.len() {
-                    let sv = sp.get(c);
-                    if sv == NO_SUFFIX {
-                        continue;
-                    }
-                    let b = (sv & 0xFF) as usize;
-                    let key = pre[c * m1 + b] + (sv & !0xFF);
-                    let rank = (key & HI) | c as u64;
-                    if rank < best_rank {
-                        best_rank = rank;
-                        best_k = k;
-                        best_b = b;
-                    }
-                }
+            }
+            for c in 0..self.f.num_switches() {
+                visit(c, &mut best_rank);
             }
         }
         let trans = best_rank >> 48;
