@@ -2,20 +2,22 @@
 # Time to repair on a live (ibsim) fabric: OpenSM against `fabroute sm`, same fabric, same
 # cable pulled on ibsim's console.
 #
-#   scripts/bench-live.sh [-R ENGINE] [-n RUNS] OUTDIR SPEC CABLE [SPEC CABLE ...]
+#   scripts/bench-live.sh [-R ENGINE] [-l LMC] [-n RUNS] OUTDIR SPEC CABLE [SPEC CABLE ...]
 #
 # SPEC is a `fabroute gen` spec in quotes ("torus 8x8 hcas=1"), CABLE an ibsim port
 # ("S_3_3"[2]). For each fabric and run: OpenSM (`opensm -R ENGINE` under libumad2sim) comes
 # up, the cable is unlinked, and its log gives trap received → SUBNET UP (and the unlink →
 # SUBNET UP wall time); then `fabroute sm -R ENGINE` with `--repair rftr` and with
 # `--repair full` on fresh ibsim instances, whose events give trap received → last block
-# confirmed. Prints one Markdown row per fabric (medians over the runs) and writes every log
+# confirmed. Both SMs run LMC (`-l`, default: each SM's own default, 0 for OpenSM and 2 for
+# fabroute). Prints one Markdown row per fabric (medians over the runs) and writes every log
 # under OUTDIR. Needs ibsim-utils, libumad2sim0, opensm; builds fabroute if needed.
 set -euo pipefail
-engine=updn runs=3
+engine=updn runs=3 osm_lmc=() fr_lmc=()
 while [ $# -gt 0 ]; do
   case "$1" in
     -R) engine="$2"; shift 2 ;;
+    -l) osm_lmc=(-l "$2"); fr_lmc=(--lmc "$2"); shift 2 ;;
     -n) runs="$2"; shift 2 ;;
     *) break ;;
   esac
@@ -66,9 +68,9 @@ while [ $# -ge 2 ]; do
     start_ibsim "$d" "$net"
     printf 'force_log_flush TRUE\n' > "$d/opensm.conf"
     (cd "$d" && SIM_HOST="$host" OSM_CACHE_DIR="$d" LD_PRELOAD=$preload \
-      exec opensm -F "$d/opensm.conf" -f "$d/opensm.log" -D 0x07 -R "$engine" > "$d/opensm.out" 2>&1) &
+      exec opensm -F "$d/opensm.conf" -f "$d/opensm.log" -D 0x07 -R "$engine" "${osm_lmc[@]}" > "$d/opensm.out" 2>&1) &
     osm=$!; pids+=($osm)
-    for _ in $(seq 1200); do grep -q -- '-> SUBNET UP' "$d/opensm.log" 2>/dev/null && break; sleep 0.05; done
+    for _ in $(seq 6000); do grep -q -- '-> SUBNET UP' "$d/opensm.log" 2>/dev/null && break; sleep 0.05; done
     # OpenSM may sweep again after its first SUBNET UP: wait until its last sweep has come
     # up and nothing has moved for a second.
     prev=""
@@ -83,7 +85,7 @@ while [ $# -ge 2 ]; do
     unl=$(TZ=UTC date -d "@$t_unlink" '+%H %M %S %N' | awk '{ printf "%.6f\n", $1*3600 + $2*60 + $3 + $4/1e9 }')
     unl_fallback=$unl
     echo "Unlink $cable" >&3
-    for _ in $(seq 1500); do [ "$(grep -c -- '-> SUBNET UP' "$d/opensm.log")" -gt "$n0" ] && break; sleep 0.02; done
+    for _ in $(seq 6000); do [ "$(grep -c -- '-> SUBNET UP' "$d/opensm.log")" -gt "$n0" ] && break; sleep 0.02; done
     up=$(grep -- '-> SUBNET UP' "$d/opensm.log" | sed -n "$((n0 + 1))p" | osm_s)
     trap_t=$( (grep -m1 'Received Generic Notice type:1 num:128' "$d/opensm.log" || true) | osm_s)
     [ -n "$trap_t" ] || { echo "OpenSM got no trap in $d" >&2; trap_t=$unl_fallback; }
@@ -95,13 +97,13 @@ while [ $# -ge 2 ]; do
       d="$fd/$rep.$run"; rm -rf "$d"; mkdir -p "$d"
       export IBSIM_SOCKNAME="frb$$f$rep$run"
       start_ibsim "$d" "$net"
-      (cd "$d" && SIM_HOST="$host" LD_PRELOAD=$preload exec "$fr" sm -R "$engine" --repair $rep \
-        --sweep-interval 0 --max-seconds 300 --exit-after repaired --events "$d/events.jsonl" > "$d/sm.log" 2>&1) &
+      (cd "$d" && SIM_HOST="$host" LD_PRELOAD=$preload exec "$fr" sm -R "$engine" "${fr_lmc[@]}" --repair $rep \
+        --sweep-interval 0 --max-seconds 900 --exit-after repaired --events "$d/events.jsonl" > "$d/sm.log" 2>&1) &
       smp=$!; pids+=($smp)
-      for _ in $(seq 3000); do grep -q subnet_up "$d/events.jsonl" 2>/dev/null && break; sleep 0.05; done
+      for _ in $(seq 12000); do grep -q subnet_up "$d/events.jsonl" 2>/dev/null && break; sleep 0.05; done
       sleep 0.2
       echo "Unlink $cable" >&3
-      for _ in $(seq 1200); do grep -q '"repaired"' "$d/events.jsonl" 2>/dev/null && break; sleep 0.02; done
+      for _ in $(seq 15000); do grep -q '"repaired"' "$d/events.jsonl" 2>/dev/null && break; sleep 0.02; done
       python3 - "$d/events.jsonl" >> "$fd/$rep.txt" <<'PY'
 import json, sys
 for l in open(sys.argv[1]):

@@ -21,7 +21,7 @@ pub const NUM_DATA_VLS: u8 = 15;
 pub const DROP_VL: u8 = 15;
 
 /// How path SLs are stored (dense per-pair storage is only used when an engine needs it).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum PathSl {
     /// Every path uses this SL.
     Uniform(u8),
@@ -30,6 +30,31 @@ pub enum PathSl {
     /// SL per (source end port, destination LID): `sl[src * stride + lid]`, where `src` is the
     /// index of the source in `Fabric::end_ports`.
     PerPair { stride: usize, sl: Vec<u8> },
+}
+
+impl Clone for PathSl {
+    fn clone(&self) -> Self {
+        match self {
+            PathSl::Uniform(s) => PathSl::Uniform(*s),
+            PathSl::PerDest(v) => PathSl::PerDest(v.clone()),
+            PathSl::PerPair { stride, sl } => PathSl::PerPair {
+                stride: *stride,
+                sl: sl.clone(),
+            },
+        }
+    }
+
+    /// Reuses `self`'s storage when both are of the same kind.
+    fn clone_from(&mut self, src: &Self) {
+        match (self, src) {
+            (PathSl::PerDest(a), PathSl::PerDest(b)) => a.clone_from(b),
+            (PathSl::PerPair { stride: a, sl: x }, PathSl::PerPair { stride: b, sl: y }) => {
+                *a = *b;
+                x.clone_from(y);
+            }
+            (me, src) => *me = src.clone(),
+        }
+    }
 }
 
 impl PathSl {
@@ -49,13 +74,30 @@ impl PathSl {
 /// SL-to-VL tables for every node. `None` for a node means the identity map (VL = SL, which is
 /// what OpenSM programs with `-Q` for SL0..14; SL15 maps to VL 15 = "drop" in IB, we map
 /// SL → SL mod 15 to stay within data VLs).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Sl2Vl {
     /// Per node: offset into `data` or `u32::MAX` for identity.
     offset: Vec<u32>,
     /// Per node: number of ports + 1 (row stride in input ports and output ports).
     width: Vec<u16>,
     data: Vec<u8>,
+}
+
+impl Clone for Sl2Vl {
+    fn clone(&self) -> Self {
+        Sl2Vl {
+            offset: self.offset.clone(),
+            width: self.width.clone(),
+            data: self.data.clone(),
+        }
+    }
+
+    /// Reuses `self`'s storage.
+    fn clone_from(&mut self, src: &Self) {
+        self.offset.clone_from(&src.offset);
+        self.width.clone_from(&src.width);
+        self.data.clone_from(&src.data);
+    }
 }
 
 impl Sl2Vl {
@@ -123,7 +165,7 @@ impl Sl2Vl {
 }
 
 /// A complete routing result.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Routing {
     /// Highest LID covered by the LFTs; `stride = max_lid + 1`.
     pub max_lid: Lid,
@@ -131,6 +173,26 @@ pub struct Routing {
     pub lft: Vec<u8>,
     pub path_sl: PathSl,
     pub sl2vl: Sl2Vl,
+}
+
+impl Clone for Routing {
+    fn clone(&self) -> Self {
+        Routing {
+            max_lid: self.max_lid,
+            lft: self.lft.clone(),
+            path_sl: self.path_sl.clone(),
+            sl2vl: self.sl2vl.clone(),
+        }
+    }
+
+    /// Reuses `self`'s storage: a copy into tables of the same shape touches no fresh
+    /// memory (a live subnet manager builds each repair's tables this way).
+    fn clone_from(&mut self, src: &Self) {
+        self.max_lid = src.max_lid;
+        self.lft.clone_from(&src.lft);
+        self.path_sl.clone_from(&src.path_sl);
+        self.sl2vl.clone_from(&src.sl2vl);
+    }
 }
 
 impl Routing {

@@ -2,7 +2,7 @@
 //! (a switch whose every cable went down is one [`Fault::Switch`]), their repair, and links
 //! that come back taken in again.
 
-use crate::live::{node_routes, Event, Live, Pushed, Rep};
+use crate::live::{node_routes, Event, Live, Pushed, Rep, Scope};
 use crate::pipe::Req;
 use crate::SmError;
 use fabric::{Fabric, FaultMask, Lid, LinkId, NodeId, PortId};
@@ -323,6 +323,8 @@ impl<'f, T: Transport> Live<'f, T> {
         }
         let (mut affected, mut repaired, mut unsupported, mut union_ok) = (0, 0, 0, true);
         let mut before = None;
+        // Over RFTR: the LFT blocks and SL2VL tables its entries touch.
+        let (mut touched, mut touched_nodes) = (Vec::new(), Vec::new());
         let mut first = match &mut self.rep {
             Rep::Rftr(s) => {
                 before = Some(
@@ -339,13 +341,22 @@ impl<'f, T: Transport> Live<'f, T> {
                 // RFTR's entries (all of them so far: earlier ones are in place already)
                 // over what the switches hold.
                 let r = s.rftr();
-                let mut t = self.current.clone();
+                let mut t = self.spare.take().unwrap_or_else(|| self.current.clone());
+                debug_assert!(
+                    t.lft == self.current.lft,
+                    "the spare tables are out of step"
+                );
                 for (&(sw, lid), &(_, new)) in &r.delta.lft {
                     t.lft_of_mut(sw as usize)[lid as usize] = new;
+                    touched.push((sw as usize, lid as usize / LFT_BLOCK));
                 }
                 for (&(sw, i, o, sl), &(_, new)) in &r.delta.sl2vl {
                     t.sl2vl.set(f.switches[sw as usize], i, o, sl, new);
+                    touched_nodes.push(f.switches[sw as usize]);
                 }
+                touched.dedup();
+                touched_nodes.sort_unstable();
+                touched_nodes.dedup();
                 if let PathSl::PerPair { stride, sl } = &mut t.path_sl {
                     for (&(src, _), &(dlid, psl)) in &r.delta.sources {
                         sl[src as usize * *stride + dlid as usize] = psl;
@@ -362,7 +373,11 @@ impl<'f, T: Transport> Live<'f, T> {
             }
         };
         let compute = self.pipe.now() - t_compute;
-        let pushed = self.push(&mut first, false)?;
+        let scope = match self.rep {
+            Rep::Rftr(_) => Scope::Only(&touched, &touched_nodes),
+            Rep::Full(_) => Scope::All,
+        };
+        let pushed = self.push(&mut first, scope)?;
         let old = std::mem::replace(&mut self.current, first);
         let seconds = (self.pipe.now() - since).as_secs_f64();
         let smps = self.pipe.stats.sent - sent0;
@@ -373,11 +388,16 @@ impl<'f, T: Transport> Live<'f, T> {
         if let Rep::Rftr(_) = self.rep {
             let (mut full, u) = self.complete();
             uncovered = u;
-            completion = self.push(&mut full, false)?;
+            completion = self.push(&mut full, Scope::All)?;
             self.current = full;
         }
         let completion_seconds = (self.pipe.now() - t_completion).as_secs_f64();
         let blocks_changed = changed_blocks(f, &old, &self.current);
+        if let Rep::Rftr(_) = self.rep {
+            let mut spare = old;
+            spare.clone_from(&self.current);
+            self.spare = Some(spare);
+        }
         // Verified after the push, outside the timed repair: the tables now in the switches
         // walked and checked, and over RFTR the union of the old walks' surviving prefixes
         // and the new ones (what packets in flight during the migration can meet).
@@ -550,8 +570,11 @@ impl<'f, T: Transport> Live<'f, T> {
         }
         let (mut target, uncovered) = self.complete();
         let compute_seconds = (self.pipe.now() - t_compute).as_secs_f64();
-        let pushed = self.push(&mut target, false)?;
+        let pushed = self.push(&mut target, Scope::All)?;
         let old = std::mem::replace(&mut self.current, target);
+        if let Rep::Rftr(_) = self.rep {
+            self.spare = Some(self.current.clone());
+        }
         let seconds = (self.pipe.now() - since).as_secs_f64();
         let smps = self.pipe.stats.sent - sent0;
 

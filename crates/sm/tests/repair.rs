@@ -411,6 +411,19 @@ fn a_cable_put_back_is_taken_in() {
         // The last cable back always returns to the base.
         assert!(deferred.is_empty(), "{spec} {engine}");
         eprintln!("{spec} {engine} {repair:?}: {refused} return(s) deferred");
+        // A fault after the returns: the repair pushes only the blocks its entries touch,
+        // over the tables the returns left, and the switches end up holding the SM's tables.
+        live.pipe.transport_mut().unlink(phys_link(&phys, df, a));
+        let ev = steps(&mut live, 4);
+        assert!(
+            ev.iter().any(|e| matches!(e, Event::Repaired { .. })),
+            "{spec} {engine}: {ev:?}"
+        );
+        assert_eq!(
+            lfts_held(live.pipe.transport(), df, &[]),
+            lfts_of(live.tables(), df, &[]),
+            "{spec} {engine}: a repair after the returns"
+        );
     }
 }
 
