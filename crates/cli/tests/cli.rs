@@ -1219,6 +1219,30 @@ fn pictures_of_loads_loops_and_fault_tolerance() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         files.push(s(&out));
     }
+    // The incremental check gives the same lines, and says so in the summary.
+    let inc = d.join("t.k2.inc.jsonl");
+    let o = fr(&[
+        "sweep",
+        &t,
+        "--faults",
+        "2",
+        "--samples",
+        "20",
+        "--check",
+        "incremental",
+        "-o",
+        &s(&inc),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&inc).unwrap(),
+        std::fs::read_to_string(&files[1]).unwrap()
+    );
+    let sj: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(d.join("t.k2.inc.jsonl.summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(sj["check"], "incremental");
     let tol = d.join("tol.svg");
     let mut args = vec!["plot", "sweep"];
     args.extend(files.iter().map(String::as_str));

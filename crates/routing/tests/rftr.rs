@@ -7,7 +7,7 @@ use fabric::gen::{generate, TopoSpec};
 use fabric::{ChannelId, Fabric, FaultMask, Lid, NodeId, NO_PORT};
 use proptest::prelude::*;
 use routing::engines::{by_name, Dir, RouteOptions, UpDownRanking};
-use routing::fault::{Fault, Rftr, RftrConfig, UpDownRule};
+use routing::fault::{CheckMode, Fault, Rftr, RftrConfig, UpDownRule};
 use routing::{PathSl, Routing};
 
 mod common;
@@ -634,6 +634,14 @@ mod sweeps {
     use routing::fault::sweep::{self, Scenarios, SweepContext, SweepSpec};
 
     fn ctx<'f>(f: &'f Fabric, engine: &'f dyn routing::engines::Engine) -> SweepContext<'f> {
+        ctx_checked(f, engine, CheckMode::Full)
+    }
+
+    fn ctx_checked<'f>(
+        f: &'f Fabric,
+        engine: &'f dyn routing::engines::Engine,
+        mode: CheckMode,
+    ) -> SweepContext<'f> {
         let opts = RouteOptions::default();
         let base = engine.route(f, &FaultMask::none(f), &opts).unwrap();
         let rule = routing::fault::base_rule(f, engine, &opts).unwrap();
@@ -643,7 +651,97 @@ mod sweeps {
             base,
             engine,
             opts,
+            mode,
         )
+    }
+
+    /// The incremental check (a tracker started once, copied per scenario and per shared
+    /// prefix) gives every scenario the verdict the full check of each migration union
+    /// gives, with and without shared prefixes, including scenarios that lose pairs.
+    #[test]
+    fn incremental_checks_give_the_full_checks_verdicts() {
+        for (spec_text, faults, scenarios) in [
+            ("torus 3x3 hcas=2 lmc=2", 3, Scenarios::Exhaustive),
+            (
+                "torus 4x4 hcas=2 lmc=1",
+                5,
+                Scenarios::Samples { count: 40, seed: 7 },
+            ),
+            (
+                "torus 4x4 hcas=1 lmc=0",
+                6,
+                Scenarios::Samples { count: 40, seed: 3 },
+            ),
+        ] {
+            let f = fabric(spec_text);
+            let e = by_name("updn").unwrap();
+            let (full, inc) = (
+                ctx(&f, e.as_ref()),
+                ctx_checked(&f, e.as_ref(), CheckMode::Incremental),
+            );
+            let spec = SweepSpec {
+                faults,
+                scenarios,
+                shard: (0, 1),
+                full: false,
+            };
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let p = sweep::run(&full, &spec, |r| a.push(r.clone()), |_| {});
+            sweep::run(&inc, &spec, |r| b.push(r.clone()), |_| {});
+            assert!(!a.is_empty(), "{spec_text}");
+            assert_eq!(a, b, "{spec_text}");
+            if spec_text.ends_with("lmc=0") {
+                assert!(
+                    a.iter().any(|r| !r.supported),
+                    "{spec_text}: some scenario loses pairs, and both checks say so"
+                );
+            }
+            let links = sweep::switch_links(&f);
+            let mut alone = Vec::new();
+            for id in 0..p.total {
+                let fs = sweep::scenario_faults(&f, &links, &spec, id);
+                alone.extend(sweep::evaluate(&inc, id, &fs, false));
+            }
+            assert_eq!(b, alone, "{spec_text}: shared prefixes under the tracker");
+        }
+        // A start state that drops some pairs (one destination's own switch sends its base
+        // LID nowhere): both checks find it in every scenario that keeps the entry.
+        let f = fabric("torus 4x4 hcas=2 lmc=1");
+        let e = by_name("updn").unwrap();
+        let opts = RouteOptions::default();
+        let base = e.route(&f, &FaultMask::none(&f), &opts).unwrap();
+        let dst = f.end_ports[5];
+        let s = f.switch_index[f.port(f.remote(dst).unwrap()).node.idx()] as usize;
+        let broken = |mode| {
+            let rule = routing::fault::base_rule(&f, e.as_ref(), &opts).unwrap();
+            let mut r = Rftr::new(&f, &base, rule, RftrConfig::default()).unwrap();
+            r.routing.lft_of_mut(s)[f.port(dst).lid as usize] = NO_PORT;
+            SweepContext::new(&f, r, base.clone(), e.as_ref(), opts.clone(), mode)
+        };
+        let spec = SweepSpec {
+            faults: 2,
+            scenarios: Scenarios::Samples { count: 12, seed: 2 },
+            shard: (0, 1),
+            full: false,
+        };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        sweep::run(
+            &broken(CheckMode::Full),
+            &spec,
+            |r| a.push(r.clone()),
+            |_| {},
+        );
+        sweep::run(
+            &broken(CheckMode::Incremental),
+            &spec,
+            |r| b.push(r.clone()),
+            |_| {},
+        );
+        assert_eq!(a, b);
+        assert!(
+            a.iter().any(|r| !r.supported),
+            "the dropped pairs are found"
+        );
     }
 
     #[test]

@@ -8,13 +8,21 @@
 //! - sampled: scenario `i` is drawn from a generator seeded with (seed, i): N distinct links in
 //!   the drawn order.
 //!
+//! Each fault's repair is checked as the sweep's [`CheckMode`] says: the full check of the
+//! migration union (the walks before the fault and after; it lists every selected pair of
+//! both states, 12 bytes a pair), or the incremental tracker of fault sessions (one whole
+//! walk at the start, copied for each scenario; the union of every walk of the scenario so
+//! far), for fabrics whose pair lists do not fit in memory.
+//!
 //! Shard `I/N` takes the scenarios whose index is `I mod N`. Only scenarios that keep the
 //! switch graph connected count; the others are skipped (and counted as skipped). Results are
 //! produced in index order, identical whatever the thread count.
 
 use super::reconf::{full_reconfiguration, Reconfig};
 use super::rftr::{Fault, Rftr};
+use super::tracker::Tracker;
 use super::verify::{check_tables, Snapshot};
+use super::CheckMode;
 use crate::cdg;
 use crate::engines::{Engine, RouteOptions};
 use crate::tables::Routing;
@@ -170,26 +178,48 @@ pub struct SweepContext<'f> {
     pub fabric: &'f Fabric,
     /// RFTR state on the fault-free fabric (cloned per scenario).
     pub start: Rftr<'f>,
-    /// Tables and selected pairs of `start` (taken once by [`SweepContext::new`]).
-    pub start_snapshot: Snapshot,
+    /// What the first fault's check starts from (taken once by [`SweepContext::new`]).
+    pub start_check: CheckFrom<'f>,
     pub base: Routing,
     pub engine: &'f dyn Engine,
     pub opts: RouteOptions,
 }
 
+/// What a scenario's next fault is checked against: the full check's tables and pairs of
+/// the state before, or the incremental tracker of the scenario so far.
+#[derive(Clone)]
+pub enum CheckFrom<'f> {
+    Full(Snapshot),
+    Incremental(Box<Tracker<'f>>),
+}
+
+impl std::fmt::Debug for CheckFrom<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckFrom::Full(s) => write!(f, "CheckFrom::Full({} pairs)", s.pairs.len()),
+            CheckFrom::Incremental(t) => write!(f, "CheckFrom::Incremental({t:?})"),
+        }
+    }
+}
+
 impl<'f> SweepContext<'f> {
+    /// A sweep from `start`, each fault checked as `mode` says.
     pub fn new(
         fabric: &'f Fabric,
         start: Rftr<'f>,
         base: Routing,
         engine: &'f dyn Engine,
         opts: RouteOptions,
+        mode: CheckMode,
     ) -> Self {
-        let start_snapshot = Snapshot::of(&start);
+        let start_check = match mode {
+            CheckMode::Full => CheckFrom::Full(Snapshot::of(&start)),
+            CheckMode::Incremental => CheckFrom::Incremental(Box::new(Tracker::start(&start))),
+        };
         SweepContext {
             fabric,
             start,
-            start_snapshot,
+            start_check,
             base,
             engine,
             opts,
@@ -199,13 +229,14 @@ impl<'f> SweepContext<'f> {
 
 impl<'f> SweepContext<'f> {
     /// A sweep from a fault session's fault-free state (before its first fault).
-    pub fn of(s: &super::Session<'f>) -> Self {
+    pub fn of(s: &super::Session<'f>, mode: CheckMode) -> Self {
         Self::new(
             s.fabric(),
             s.rftr().clone(),
             s.base().clone(),
             s.engine(),
             s.options().clone(),
+            mode,
         )
     }
 }
@@ -255,46 +286,79 @@ pub fn scenario_faults(f: &Fabric, links: &[LinkId], spec: &SweepSpec, id: u64) 
     }
 }
 
-/// The state after some of a scenario's faults: RFTR, the tables and pairs the next fault's
-/// union check starts from (not kept after the last fault), and the verdict so far.
+/// The state after some of a scenario's faults: RFTR, what the next fault's check starts
+/// from (not kept after the last fault), and the verdict so far.
 struct Level<'f> {
     rftr: Rftr<'f>,
-    snapshot: Option<Snapshot>,
+    kept: Option<CheckFrom<'f>>,
     /// Every remaining pair delivered and the union CDG acyclic after every fault so far.
     supported: bool,
     deadlock_free: bool,
     unsupported_pairs: u64,
 }
 
-/// Applies fault `l` to a copy of `r` (whose tables and pairs are `before`) and checks the
-/// result: the new walks together with the surviving old ones.
+/// What one fault's check starts from: a state's tables and pairs, shared by the
+/// scenarios that continue from it, or a tracker of its own.
+enum Before<'a, 'f> {
+    Full(&'a Snapshot),
+    Incremental(Box<Tracker<'f>>),
+}
+
+impl<'a, 'f> Before<'a, 'f> {
+    /// What continuing from `k` starts from, leaving `k` intact.
+    fn of(k: &'a CheckFrom<'f>) -> Self {
+        match k {
+            CheckFrom::Full(s) => Before::Full(s),
+            CheckFrom::Incremental(t) => Before::Incremental(t.clone()),
+        }
+    }
+}
+
+/// Applies fault `l` to `r` (whose check starts from `before`) and checks the result: the
+/// new walks together with the surviving old ones.
 fn step<'f>(
     ctx: &SweepContext<'f>,
     mut r: Rftr<'f>,
-    before: &Snapshot,
+    before: Before<'_, 'f>,
     (supported, deadlock_free, unsupported): (bool, bool, u64),
     l: LinkId,
-    keep_snapshot: bool,
+    keep: bool,
 ) -> Level<'f> {
     let rep = r.apply(Fault::Link(l));
-    // The selected pairs are listed once: checked now, kept for the next fault's union.
-    let pairs = r.selected_pairs();
-    let chk = check_tables(
-        ctx.fabric,
-        &r.mask,
-        &r.routing,
-        &pairs,
-        Some((&before.routing, &before.pairs[..])),
-    );
-    let snapshot = keep_snapshot.then(|| Snapshot {
-        routing: r.routing.clone(),
-        pairs,
-    });
+    let (undelivered, dl_free, kept) = match before {
+        Before::Full(before) => {
+            // The selected pairs are listed once: checked now, kept for the next fault's
+            // union.
+            let pairs = r.selected_pairs();
+            let chk = check_tables(
+                ctx.fabric,
+                &r.mask,
+                &r.routing,
+                &pairs,
+                Some((&before.routing, &before.pairs[..])),
+            );
+            let kept = keep.then(|| {
+                CheckFrom::Full(Snapshot {
+                    routing: r.routing.clone(),
+                    pairs,
+                })
+            });
+            (chk.undelivered, chk.deadlock_free, kept)
+        }
+        Before::Incremental(mut t) => {
+            let chk = t.step(&r, Fault::Link(l));
+            (
+                chk.undelivered,
+                chk.deadlock_free,
+                keep.then_some(CheckFrom::Incremental(t)),
+            )
+        }
+    };
     Level {
         rftr: r,
-        snapshot,
-        supported: supported && chk.undelivered == 0,
-        deadlock_free: deadlock_free && chk.deadlock_free,
+        kept,
+        supported: supported && undelivered == 0,
+        deadlock_free: deadlock_free && dl_free,
         unsupported_pairs: unsupported + rep.unsupported_pairs,
     }
 }
@@ -304,42 +368,39 @@ fn step_after<'f>(
     ctx: &SweepContext<'f>,
     parent: Option<&Level<'f>>,
     l: LinkId,
-    keep_snapshot: bool,
+    keep: bool,
 ) -> Level<'f> {
     match parent {
         None => step(
             ctx,
             ctx.start.clone(),
-            &ctx.start_snapshot,
+            Before::of(&ctx.start_check),
             (true, true, 0),
             l,
-            keep_snapshot,
+            keep,
         ),
         Some(p) => step(
             ctx,
             p.rftr.clone(),
-            p.snapshot.as_ref().expect("kept below the last fault"),
+            Before::of(p.kept.as_ref().expect("kept below the last fault")),
             (p.supported, p.deadlock_free, p.unsupported_pairs),
             l,
-            keep_snapshot,
+            keep,
         ),
     }
 }
 
 /// Applies fault `l` after `parent`, reusing its state instead of copying it.
-fn step_from<'f>(
-    ctx: &SweepContext<'f>,
-    parent: Level<'f>,
-    l: LinkId,
-    keep_snapshot: bool,
-) -> Level<'f> {
-    let before = parent.snapshot.expect("kept below the last fault");
+fn step_from<'f>(ctx: &SweepContext<'f>, parent: Level<'f>, l: LinkId, keep: bool) -> Level<'f> {
     let acc = (
         parent.supported,
         parent.deadlock_free,
         parent.unsupported_pairs,
     );
-    step(ctx, parent.rftr, &before, acc, l, keep_snapshot)
+    match parent.kept.expect("kept below the last fault") {
+        CheckFrom::Full(s) => step(ctx, parent.rftr, Before::Full(&s), acc, l, keep),
+        CheckFrom::Incremental(t) => step(ctx, parent.rftr, Before::Incremental(t), acc, l, keep),
+    }
 }
 
 /// The scenario's line once all its faults are applied (`last` is the final level).
@@ -638,7 +699,7 @@ mod tests {
         let base = engine.route(&f, &FaultMask::none(&f), &opts).unwrap();
         let rule = super::super::base_rule(&f, engine.as_ref(), &opts).unwrap();
         let start = Rftr::new(&f, &base, rule, super::super::RftrConfig::default()).unwrap();
-        let ctx = SweepContext::new(&f, start, base, engine.as_ref(), opts);
+        let ctx = SweepContext::new(&f, start, base, engine.as_ref(), opts, CheckMode::Full);
         let spec = SweepSpec {
             faults: 2,
             scenarios: Scenarios::Exhaustive,

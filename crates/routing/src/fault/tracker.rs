@@ -46,7 +46,9 @@ struct ChunkWalk {
     vmax: u8,
 }
 
-/// See the module documentation.
+/// See the module documentation. A copy is independent: a sweep starts one tracker (the
+/// whole walk) and copies it for each scenario.
+#[derive(Clone)]
 pub struct Tracker<'f> {
     f: &'f Fabric,
     walker: Walker<'f>,

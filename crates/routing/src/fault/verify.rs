@@ -59,6 +59,7 @@ const FAILS: u8 = 2;
 
 /// Memoised table walker: stamps per (channel, VL) vertex record the (DLID, SL) group that
 /// expanded it and the outcome from there.
+#[derive(Clone)]
 pub(super) struct Walker<'a> {
     f: &'a Fabric,
     pub(super) plane: Plane,
