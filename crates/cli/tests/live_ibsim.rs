@@ -564,6 +564,8 @@ fn sa_path_records_follow_the_tables_and_a_repair() {
                 "--virtual-lids-only",
                 "--sweep-interval",
                 "1",
+                "--priority",
+                "13",
             ])
             .args(["--max-seconds", "120", "--events"])
             .arg(&ev)
@@ -652,6 +654,22 @@ fn sa_path_records_follow_the_tables_and_a_repair() {
     assert!(
         t.contains("ping succeeded"),
         "ibsysstat: {t}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // `sminfo` (infiniband-diags) finds the SM by the SM LID of its port and asks it.
+    let o = sim_client("sminfo", &dir, &sock, asker).output().unwrap();
+    let t = String::from_utf8_lossy(&o.stdout);
+    let lst = read(&out.join("opensm-subnet.lst"));
+    let sm_line = lst
+        .lines()
+        .find(|l| l.contains(&format!("{{{}}}", net.hcas[0])))
+        .expect("the SM's node in the subnet list");
+    let guid = u64::from_str_radix(&sm_line.split("PortGUID:").nth(1).unwrap()[..16], 16).unwrap();
+    assert!(
+        o.status.success()
+            && t.contains(&format!("sm lid {sm_lid} sm guid {guid:#x}"))
+            && t.contains("priority 13 state 3 SMINFO_MASTER"),
+        "sminfo: {t}{}",
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(

@@ -56,6 +56,7 @@ pub mod attr_id {
     pub const NODE_DESC: u16 = 0x0010;
     pub const NODE_INFO: u16 = 0x0011;
     pub const SWITCH_INFO: u16 = 0x0012;
+    pub const SM_INFO: u16 = 0x0020;
     pub const PORT_INFO: u16 = 0x0015;
     pub const SL2VL: u16 = 0x0017;
     pub const LFT: u16 = 0x0019;

@@ -5,7 +5,7 @@ use crate::pipe::{Pipe, Req, ReqError};
 use crate::sa::{Sa, SaStats, View};
 use crate::{Session, SmError};
 use fabric::{Fabric, FaultMask, LinkId, NodeId, NodeKind, PortId};
-use mad::attr::{self, port_state, Notice, PortInfo, SwitchInfo, LFT_BLOCK};
+use mad::attr::{self, port_state, sm_state, Notice, PortInfo, SmInfo, SwitchInfo, LFT_BLOCK};
 use mad::{attr_id, Method, Route, Smp, Transport};
 use routing::cdg;
 use routing::engines::{Engine, RouteOptions};
@@ -38,6 +38,8 @@ pub struct SmConfig {
     pub opts: RouteOptions,
     /// Light sweep period: SwitchInfo.PortStateChange of every switch (`None`: traps only).
     pub sweep_interval: Option<Duration>,
+    /// SMInfo.Priority (0-15) the SM answers with.
+    pub priority: u8,
 }
 
 /// What the SM reports, one JSON object per line in `fabroute sm --events`.
@@ -304,6 +306,12 @@ impl<'f, T: Transport> Live<'f, T> {
             revived_unreported: Vec::new(),
             sa: Sa::new(f, d.node_info.clone()),
         };
+        live.sa.sm = SmInfo {
+            guid: f.port(d.sm_port).guid,
+            priority: live.cfg.priority & 0xf,
+            state: sm_state::MASTER,
+            ..SmInfo::default()
+        };
         let (mut tables, _) = live.complete();
         let mut failed = live.program_lids()?;
         let pushed = live.push(&mut tables, Scope::First)?;
@@ -353,6 +361,7 @@ impl<'f, T: Transport> Live<'f, T> {
     /// RFTR's per-pair DLIDs), error statuses for other classes.
     pub fn serve_requests(&mut self) -> Result<(), SmError> {
         while let Some(r) = self.pipe.requests.pop_front() {
+            self.sa.sm.act_count = self.pipe.stats.sent as u32;
             let view = View {
                 f: self.f,
                 tables: &self.current,

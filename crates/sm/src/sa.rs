@@ -21,12 +21,12 @@
 //! query beyond the answer itself.
 
 use fabric::{Fabric, NodeId, PortId};
-use mad::attr::{self, NodeInfo, PortInfo};
+use mad::attr::{self, NodeInfo, PortInfo, SmInfo};
 use mad::sa::{
     self, method, pir_mask, pr_mask, sa_attr, sa_status, Gid, NodeRecord, PathRecord,
     PortInfoRecord, SaRequest, DEFAULT_GID_PREFIX, SA_DATA,
 };
-use mad::{status, MAD_SIZE};
+use mad::{attr_id, status, Method, Smp, MAD_SIZE};
 use routing::fault::rftr::Rftr;
 use routing::forward::{Control, Forward, Plane, WalkEnd};
 use routing::Routing;
@@ -67,6 +67,8 @@ pub struct SaStats {
     pub errors: u64,
     /// MADs of other classes answered with "unsupported class".
     pub other_classes: u64,
+    /// SMInfo Gets answered (LID-routed SMPs to the SM's port).
+    pub sm_info: u64,
     /// MADs that get no answer (responses, RMPP acknowledgements, undecodable bytes).
     pub dropped: u64,
 }
@@ -77,6 +79,8 @@ pub struct Sa {
     node_info: Vec<NodeInfo>,
     by_guid: HashMap<u64, PortId>,
     pub stats: SaStats,
+    /// What an SMInfo Get is answered with (its ActCount kept current by the SM).
+    pub sm: SmInfo,
 }
 
 /// An answer under construction: up to `cap` records of `len` bytes (padded), or an error.
@@ -151,12 +155,19 @@ impl Sa {
             node_info,
             by_guid,
             stats: SaStats::default(),
+            sm: SmInfo::default(),
         }
     }
 
     /// The answer to a MAD a host sent to the SM's port, or `None` when it gets none.
     pub fn answer(&mut self, v: &View<'_, '_>, m: &[u8; MAD_SIZE]) -> Option<[u8; MAD_SIZE]> {
         let class = m[1];
+        if class == mad::CLASS_SUBN_LID {
+            if let Some(a) = self.sm_info(m) {
+                self.stats.sm_info += 1;
+                return Some(a);
+            }
+        }
         if class == mad::CLASS_SUBN_LID || class == mad::CLASS_SUBN_DR {
             let a = sa::error_response(m, status::ATTR_UNSUPPORTED);
             self.count_other(a.is_some());
@@ -190,6 +201,15 @@ impl Sa {
             (true, _) => self.stats.errors += 1,
         }
         a
+    }
+
+    /// The answer to a LID-routed SMInfo Get (`sminfo`, or another SM looking for the
+    /// master): this SM's GUID, priority, state and ActCount. `None` for anything else (a
+    /// Set, which another SM's handover would send, gets "unsupported attribute").
+    fn sm_info(&self, m: &[u8; MAD_SIZE]) -> Option<[u8; MAD_SIZE]> {
+        let smp = Smp::decode(m).ok()?;
+        (smp.attr == attr_id::SM_INFO && smp.method == Method::Get)
+            .then(|| smp.response(0, self.sm.encode()).encode())
     }
 
     fn count_other(&mut self, answered: bool) {

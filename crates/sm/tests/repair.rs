@@ -37,6 +37,7 @@ fn config(engine: &dyn Engine, f: &Fabric, repair: Repair) -> SmConfig {
         },
         opts,
         sweep_interval: None,
+        priority: 0,
     }
 }
 

@@ -44,6 +44,7 @@ fn bring_up<'f>(d: &'f Discovery, e: &'f dyn Engine, phys: &Fabric) -> Live<'f, 
         },
         opts: RouteOptions::default(),
         sweep_interval: None,
+        priority: 0,
     };
     Live::bring_up(d, pipe, e, cfg).unwrap().0
 }
@@ -358,15 +359,18 @@ fn bad_and_unsupported_queries_get_their_status() {
     // ClassPortInfo.
     let cpi = SaRequest::new(method::GET, sa::sa_attr::CLASS_PORT_INFO, 9, 0, &[]).encode();
     assert_eq!(q(cpi), 0);
-    // Other classes: "unsupported class" as a kernel answers; an SMInfo Get to the SM:
-    // unsupported attribute; responses and traps: nothing.
+    // Other classes: "unsupported class" as a kernel answers; an SMInfo Get to the SM: its
+    // SMInfo; another SMP attribute: unsupported attribute; responses and traps: nothing.
     let mut cc = [0u8; MAD_SIZE];
     cc[..4].copy_from_slice(&[1, 0x21, 2, method::GET]);
     assert_eq!(q(cc), status::BAD_VERSION);
     let mut sminfo = [0u8; MAD_SIZE];
     sminfo[..4].copy_from_slice(&[1, mad::CLASS_SUBN_LID, 1, method::GET]);
     sminfo[16..18].copy_from_slice(&0x20u16.to_be_bytes());
-    assert_eq!(q(sminfo), status::ATTR_UNSUPPORTED);
+    assert_eq!(q(sminfo), 0);
+    let mut node_info = sminfo;
+    node_info[16..18].copy_from_slice(&0x11u16.to_be_bytes());
+    assert_eq!(q(node_info), status::ATTR_UNSUPPORTED);
     for m in [0x81, 0x92, method::TRAP, method::SEND] {
         cc[3] = m;
         assert_eq!(ask(&mut live, cc, from), None, "method {m:#x}");
@@ -394,4 +398,50 @@ fn bad_and_unsupported_queries_get_their_status() {
     }
     let r = one_path(&ask(&mut live, path_query(method::GET, both, lids), from).unwrap());
     assert_eq!(r.slid, lids.slid);
+}
+
+/// A LID-routed SMInfo Get (what `sminfo` sends) gets the SM's port GUID, its priority, the
+/// MASTER state and an ActCount that grows with the SMPs sent; a Set of SMInfo (another SM's
+/// handover) and a directed-route SMInfo get "unsupported attribute" or nothing.
+#[test]
+fn sm_info_says_who_the_master_is() {
+    use mad::attr::{sm_state, SmInfo};
+    use mad::{attr_id, Method, Route, Smp};
+    let phys = fabric("torus 4x4 hcas=1");
+    let d = setup(&phys);
+    let e = by_name("updn").unwrap();
+    let fake = FakeFabric::new(&phys, phys.end_ports[0]);
+    let mut pipe = Pipe::new(fake, PipeConfig::default());
+    let _ = discover(&mut pipe, 2).unwrap();
+    let cfg = SmConfig {
+        repair: Repair::Full,
+        rftr: RftrConfig::default(),
+        opts: RouteOptions::default(),
+        sweep_interval: None,
+        priority: 11,
+    };
+    let mut live = Live::bring_up(&d, pipe, e.as_ref(), cfg).unwrap().0;
+    let f = &d.fabric;
+    let from = host(f, f.end_ports[5]);
+    let get = Smp::request(Method::Get, Route::Lid(0), 7, attr_id::SM_INFO, 0).encode();
+    let a = ask(&mut live, get, from).expect("an answer");
+    let r = Smp::decode(&a).unwrap();
+    assert_eq!((r.method, r.status, r.tid), (Method::GetResp, 0, 7));
+    assert_eq!(r.attr, attr_id::SM_INFO);
+    let i = SmInfo::decode(&r.data);
+    assert_eq!(i.guid, f.port(f.end_ports[0]).guid, "the SM's port");
+    assert_eq!((i.priority, i.state), (11, sm_state::MASTER));
+    let sent = live.pipe.stats.sent;
+    assert!(sent > 0);
+    assert_eq!(i.act_count as u64, sent);
+    // Set (a handover): not served.
+    let set = Smp::request(Method::Set, Route::Lid(0), 8, attr_id::SM_INFO, 1).encode();
+    assert_eq!(
+        u16::from_be_bytes(ask(&mut live, set, from).unwrap()[4..6].try_into().unwrap()),
+        status::ATTR_UNSUPPORTED
+    );
+    // Directed route: the SM answers no DR SMP (it is not the port's SMA).
+    let dr = Smp::request(Method::Get, Route::Direct(vec![1]), 9, attr_id::SM_INFO, 0).encode();
+    assert_eq!(ask(&mut live, dr, from), None);
+    assert_eq!(live.sa_stats().sm_info, 1);
 }

@@ -27,6 +27,9 @@ pub struct Args {
     /// Routing engine (with `--repair rftr`: one RFTR can build on).
     #[arg(short = 'R', long, default_value = "updn")]
     pub engine: String,
+    /// SMInfo priority (0-15) the SM answers `sminfo` and other SMs with.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=15))]
+    pub priority: u8,
     /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for RFTR's new paths.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=7))]
     pub lmc: u8,
@@ -403,6 +406,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         rftr: a.rftr.config(vls, a.sls),
         opts,
         sweep_interval: (a.sweep_interval > 0.0).then(|| Duration::from_secs_f64(a.sweep_interval)),
+        priority: a.priority,
     };
     let (mut live, up) =
         Live::bring_up(&d, pipe, engine.as_ref(), cfg).context("bring-up failed")?;
