@@ -75,8 +75,10 @@ fn config(engine: &dyn routing::engines::Engine, f: &Fabric, repair: Repair) -> 
     }
     SmConfig {
         repair,
+        // As `fabroute sm` runs: the switches' identity SL2VL kept, RFTR's entries on top.
         rftr: RftrConfig {
             vls,
+            keep_sl2vl: true,
             ..RftrConfig::default()
         },
         opts,
