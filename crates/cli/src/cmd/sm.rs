@@ -139,6 +139,7 @@ fn describe(e: &Event) -> String {
             engine,
             seconds,
             discovery_seconds,
+            check_seconds,
             smps,
             lft_blocks,
             sl2vl_entries,
@@ -147,9 +148,10 @@ fn describe(e: &Event) -> String {
             unreachable_pairs,
             ..
         } => format!(
-            "subnet up: {switches} switches, {cas} end nodes, {links} links; discovered in {:.1} ms, routed with {engine} and programmed in {:.1} ms in all ({smps} SMPs: {lft_blocks} LFT blocks, {sl2vl_entries} SL2VL rows, {failed_smps} failed); {}, {unreachable_pairs} pairs undelivered",
+            "subnet up: {switches} switches, {cas} end nodes, {links} links; discovered in {:.1} ms, routed with {engine} and programmed in {:.1} ms in all ({smps} SMPs: {lft_blocks} LFT blocks, {sl2vl_entries} SL2VL rows, {failed_smps} failed); checked in {:.1} ms: {}, {unreachable_pairs} pairs undelivered",
             discovery_seconds * 1e3,
             seconds * 1e3,
+            check_seconds * 1e3,
             if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
         ),
         Event::Trap { lid, node, ports_down, .. } => format!(
