@@ -22,6 +22,7 @@ pub mod discover;
 pub mod fake;
 pub mod live;
 pub mod pipe;
+mod program;
 pub mod repair;
 pub mod sa;
 

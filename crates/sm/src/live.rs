@@ -1,18 +1,18 @@
 //! Bring-up and the repair loop over a discovered fabric.
 
 use crate::discover::Discovery;
-use crate::pipe::{Pipe, Req, ReqError};
+use crate::pipe::Pipe;
+use crate::program::Scope;
 use crate::sa::{Sa, SaStats, View};
 use crate::{Session, SmError};
-use fabric::{Fabric, FaultMask, LinkId, NodeId, NodeKind, PortId};
-use mad::attr::{self, port_state, sm_state, Notice, PortInfo, SmInfo, SwitchInfo, LFT_BLOCK};
-use mad::{attr_id, Method, Route, Smp, Transport};
+use fabric::{Fabric, FaultMask, LinkId, NodeId, PortId};
+use mad::attr::{sm_state, Notice, PortInfo, SmInfo, SwitchInfo};
+use mad::{Method, Route, Smp, Transport};
 use routing::cdg;
 use routing::engines::{Engine, RouteOptions};
 use routing::fault::verify::Snapshot;
 use routing::fault::{Fault, RftrConfig};
 use routing::forward::{Control, Forward, Hop, Plane, WalkEnd};
-use routing::tables::NUM_SLS;
 use routing::Routing;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -221,36 +221,6 @@ impl<T: Transport> std::fmt::Debug for Live<'_, T> {
             .field("dead_links", &self.mask.dead_links().count())
             .finish_non_exhaustive()
     }
-}
-
-/// Counts of one push.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Pushed {
-    pub(crate) lft_blocks: u64,
-    pub(crate) sl2vl_entries: u64,
-    pub(crate) failed: u64,
-    /// Blocks and rows that differ but are not in the switches: no live route to them
-    /// (a switch cut off from the SM) or no good answer.
-    pub(crate) unsent: u64,
-}
-
-/// Which LFT blocks and SL2VL tables a push compares.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Scope<'a> {
-    /// Everything, sent whether it differs or not (bring-up).
-    First,
-    /// Everything, sent where it differs.
-    All,
-    /// Only these (switch index, LFT block)s and these nodes' SL2VL tables, sent where
-    /// they differ (a repair that knows what it wrote).
-    Only(&'a [(usize, usize)], &'a [NodeId]),
-}
-
-/// What one request of a push writes.
-#[derive(Clone, Copy, Debug)]
-enum Target {
-    Lft(usize, usize),
-    Sl2Vl(NodeId, u8, u8),
 }
 
 impl<'f, T: Transport> Live<'f, T> {
@@ -462,241 +432,6 @@ impl<'f, T: Transport> Live<'f, T> {
         let mut path = vec![f.port(self.sm_port).num];
         path.extend(entered.iter().rev());
         Some(path)
-    }
-
-    fn program_lids(&mut self) -> Result<u64, SmError> {
-        let f = self.f;
-        let mut reqs = Vec::new();
-        let mut ports = Vec::new();
-        for &n in &f.switches {
-            let Some(r) = self.routes[n.idx()].clone() else {
-                continue;
-            };
-            let p0 = f.port_id(n, 0);
-            let mut pi = self.port_info[p0.idx()].for_set();
-            pi.set_lid(f.port(p0).lid);
-            pi.set_lmc(0);
-            pi.set_master_sm_lid(self.sm_lid);
-            reqs.push(Req::set(Route::Direct(r), attr_id::PORT_INFO, 0, pi.0));
-            ports.push(p0);
-        }
-        for &p in &f.end_ports {
-            let Some(r) = self.port_route(p) else {
-                continue;
-            };
-            let mut pi = self.port_info[p.idx()].for_set();
-            pi.set_lid(f.port(p).lid);
-            pi.set_lmc(f.port(p).lmc);
-            pi.set_master_sm_lid(self.sm_lid);
-            let num = f.port(p).num as u32;
-            reqs.push(Req::set(Route::Direct(r), attr_id::PORT_INFO, num, pi.0));
-            ports.push(p);
-        }
-        let got = self.pipe.run(&reqs)?;
-        Ok(self.absorb_port_info(&ports, &got))
-    }
-
-    /// Keeps the PortInfo that the Set responses for `ports` return; counts failures.
-    pub(crate) fn absorb_port_info(
-        &mut self,
-        ports: &[PortId],
-        got: &[Result<Smp, ReqError>],
-    ) -> u64 {
-        let mut failed = 0;
-        for (&p, g) in ports.iter().zip(got) {
-            match g {
-                Ok(s) => self.port_info[p.idx()] = PortInfo(s.data),
-                Err(_) => failed += 1,
-            }
-        }
-        failed
-    }
-
-    /// Ports ARMED, then ACTIVE (ibsim and the spec allow one step at a time, with the peer
-    /// within one step).
-    pub(crate) fn activate(&mut self) -> Result<u64, SmError> {
-        let mut failed = 0;
-        for (from, to) in [
-            (port_state::INIT, port_state::ARMED),
-            (port_state::ARMED, port_state::ACTIVE),
-        ] {
-            let f = self.f;
-            let mut reqs = Vec::new();
-            let mut ports = Vec::new();
-            for (i, p) in f.ports.iter().enumerate() {
-                if p.num == 0 || p.link.is_none() || self.port_info[i].port_state() != from {
-                    continue;
-                }
-                let pid = PortId(i as u32);
-                let route = if f.is_switch(p.node) {
-                    self.routes[p.node.idx()].clone()
-                } else {
-                    self.port_route(pid)
-                };
-                let Some(r) = route else { continue };
-                let mut pi = self.port_info[i].for_set();
-                pi.set_port_state(to);
-                reqs.push(Req::set(
-                    Route::Direct(r),
-                    attr_id::PORT_INFO,
-                    p.num as u32,
-                    pi.0,
-                ));
-                ports.push(pid);
-            }
-            let got = self.pipe.run(&reqs)?;
-            failed += self.absorb_port_info(&ports, &got);
-        }
-        Ok(failed)
-    }
-
-    /// SwitchInfo Set on `only` (or every switch): LinearFDBTop = the highest LID, and
-    /// PortStateChange cleared.
-    pub(crate) fn set_switch_info(&mut self, only: Option<&[NodeId]>) -> Result<u64, SmError> {
-        let f = self.f;
-        let list: Vec<NodeId> = only.map_or_else(|| f.switches.clone(), |s| s.to_vec());
-        let mut reqs = Vec::new();
-        let mut who = Vec::new();
-        for n in list {
-            let Some(r) = self.routes[n.idx()].clone() else {
-                continue;
-            };
-            let mut si = self.switch_info[n.idx()];
-            si.set_linear_fdb_top(f.max_lid());
-            si.set_port_state_change(1);
-            reqs.push(Req::set(Route::Direct(r), attr_id::SWITCH_INFO, 0, si.0));
-            who.push(n);
-        }
-        let got = self.pipe.run(&reqs)?;
-        let mut failed = 0;
-        for (n, g) in who.into_iter().zip(got) {
-            match g {
-                Ok(s) => self.switch_info[n.idx()] = SwitchInfo(s.data),
-                Err(_) => failed += 1,
-            }
-        }
-        Ok(failed)
-    }
-
-    /// Sends the LFT blocks and SL2VL rows of `new` that differ from what the switches
-    /// hold, within `scope`, by directed route over live links, and waits for every answer.
-    pub(crate) fn push(&mut self, new: &mut Routing, scope: Scope) -> Result<Pushed, SmError> {
-        let f = self.f;
-        let first = matches!(scope, Scope::First);
-        let mut reqs = Vec::new();
-        // What each request writes, and what could not be sent (no live route).
-        let mut what: Vec<Target> = Vec::new();
-        let mut unsent: Vec<Target> = Vec::new();
-        let stride = new.stride();
-        let blocks = stride.div_ceil(LFT_BLOCK);
-        let mut pushed = Pushed::default();
-        let every: Vec<(usize, usize)>;
-        let (lft_blocks, nodes): (&[(usize, usize)], Option<&[NodeId]>) = match scope {
-            Scope::Only(b, n) => (b, Some(n)),
-            Scope::First | Scope::All => {
-                every = (0..f.num_switches())
-                    .flat_map(|s| (0..blocks).map(move |b| (s, b)))
-                    .collect();
-                (&every, None)
-            }
-        };
-        for &(s, b) in lft_blocks {
-            let newl = new.lft_of(s);
-            let oldl = self.current.lft_of(s);
-            let range = b * LFT_BLOCK..((b + 1) * LFT_BLOCK).min(stride);
-            if !first && newl[range.clone()] == oldl[range.clone()] {
-                continue;
-            }
-            let Some(r) = self.routes[f.switches[s].idx()].clone() else {
-                unsent.push(Target::Lft(s, b));
-                continue;
-            };
-            let mut d = [fabric::NO_PORT; mad::SMP_DATA];
-            d[..range.len()].copy_from_slice(&newl[range]);
-            reqs.push(Req::set(Route::Direct(r), attr_id::LFT, b as u32, d));
-            what.push(Target::Lft(s, b));
-            pushed.lft_blocks += 1;
-        }
-        let all_nodes: Vec<NodeId>;
-        let nodes = match nodes {
-            Some(n) => n,
-            None => {
-                all_nodes = (0..f.nodes.len() as u32).map(NodeId).collect();
-                &all_nodes
-            }
-        };
-        for &n in nodes {
-            let (i, node) = (n.idx(), &f.nodes[n.idx()]);
-            if first && new.sl2vl.is_identity(n) {
-                continue;
-            }
-            if !first && new.sl2vl.table(n) == self.current.sl2vl.table(n) {
-                continue;
-            }
-            let rows: Vec<(u8, u8)> = if node.kind == NodeKind::Switch {
-                (0..=node.nports)
-                    .flat_map(|i| {
-                        (1..=node.nports)
-                            .filter(move |&o| o != i)
-                            .map(move |o| (i, o))
-                    })
-                    .collect()
-            } else {
-                (1..=node.nports).map(|o| (0, o)).collect()
-            };
-            for (inp, out) in rows {
-                let v: [u8; NUM_SLS] =
-                    std::array::from_fn(|sl| new.sl2vl.vl(n, inp, out, sl as u8));
-                let old: [u8; NUM_SLS] =
-                    std::array::from_fn(|sl| self.current.sl2vl.vl(n, inp, out, sl as u8));
-                if !first && v == old {
-                    continue;
-                }
-                let (route, modifier) = if node.kind == NodeKind::Switch {
-                    (self.routes[i].clone(), attr::sl2vl_modifier(inp, out))
-                } else {
-                    (self.port_route(f.port_id(n, out)), 0)
-                };
-                let Some(r) = route else {
-                    unsent.push(Target::Sl2Vl(n, inp, out));
-                    continue;
-                };
-                reqs.push(Req::set(
-                    Route::Direct(r),
-                    attr_id::SL2VL,
-                    modifier,
-                    attr::sl2vl_encode(&v),
-                ));
-                what.push(Target::Sl2Vl(n, inp, out));
-                pushed.sl2vl_entries += 1;
-            }
-        }
-        let got = self.pipe.run(&reqs)?;
-        for (t, g) in what.into_iter().zip(&got) {
-            if g.is_err() {
-                pushed.failed += 1;
-                unsent.push(t);
-            }
-        }
-        // What was not confirmed is still what it was: `new` keeps the old values there, so
-        // that it says what the switches hold.
-        pushed.unsent = unsent.len() as u64;
-        for t in unsent {
-            match t {
-                Target::Lft(s, b) => {
-                    let range = b * LFT_BLOCK..((b + 1) * LFT_BLOCK).min(stride);
-                    let old = self.current.lft_of(s)[range.clone()].to_vec();
-                    new.lft_of_mut(s)[range].copy_from_slice(&old);
-                }
-                Target::Sl2Vl(n, inp, out) => {
-                    for sl in 0..NUM_SLS as u8 {
-                        let vl = self.current.sl2vl.vl(n, inp, out, sl);
-                        new.sl2vl.set(n, inp, out, sl, vl);
-                    }
-                }
-            }
-        }
-        Ok(pushed)
     }
 
     /// The switch a trap 128 (link state change) comes from, by its issuer LID.

@@ -2,8 +2,9 @@
 //! (a switch whose every cable went down is one [`Fault::Switch`]), their repair, and links
 //! that come back taken in again.
 
-use crate::live::{node_routes, Event, Live, Pushed, Rep, Scope};
+use crate::live::{node_routes, Event, Live, Rep};
 use crate::pipe::Req;
+use crate::program::{Pushed, Scope};
 use crate::SmError;
 use fabric::{Fabric, FaultMask, Lid, LinkId, NodeId, PortId};
 use mad::attr::{port_state, PortInfo, SwitchInfo, LFT_BLOCK};
