@@ -341,4 +341,62 @@ mod tests {
         m[0] = 2;
         assert_eq!(Smp::decode(&m), Err(DecodeError::BaseVersion(2)));
     }
+
+    /// What `fuzz/fuzz_targets/fuzz_smp.rs` checks, on seeded pseudo-random MADs: whole
+    /// random bytes (mostly refused) and random bytes under a valid first word (mostly
+    /// accepted). An accepted SMP encodes to bytes that decode to the same SMP, its response
+    /// too; the attribute decoders run on its data and SMInfo round-trips.
+    #[test]
+    fn random_mads_decode_or_are_refused_and_round_trip() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut ok, mut refused) = (0, 0);
+        for i in 0..20_000 {
+            let mut m = [0u8; MAD_SIZE];
+            for b in m.iter_mut() {
+                *b = next() as u8;
+            }
+            if i % 2 == 0 {
+                let methods = [0x01, 0x02, 0x81, 0x05, 0x07];
+                m[0] = 1;
+                m[1] = if next() % 2 == 0 {
+                    CLASS_SUBN_LID
+                } else {
+                    CLASS_SUBN_DR
+                };
+                m[3] = methods[(next() % 5) as usize];
+                m[7] %= 80;
+            }
+            let len = if i % 97 == 0 {
+                (next() % 300) as usize
+            } else {
+                MAD_SIZE
+            };
+            let bytes: Vec<u8> = (0..len).map(|k| m.get(k).copied().unwrap_or(0)).collect();
+            match Smp::decode(&bytes) {
+                Ok(s) => {
+                    ok += 1;
+                    assert_eq!(Smp::decode(&s.encode()).unwrap(), s);
+                    let r = Smp::decode(&s.response(0, s.data).encode()).unwrap();
+                    assert_eq!(r.method, Method::GetResp);
+                    let _ = (
+                        attr::NodeInfo::decode(&s.data),
+                        attr::Notice::decode(&s.data),
+                    );
+                    let i = attr::SmInfo::decode(&s.data);
+                    assert_eq!(attr::SmInfo::decode(&i.encode()), i);
+                }
+                Err(_) => refused += 1,
+            }
+        }
+        assert!(
+            ok > 5_000 && refused > 5_000,
+            "{ok} decoded, {refused} refused"
+        );
+    }
 }
