@@ -17,19 +17,10 @@ mkdir -p "$out"
 cd "$(dirname "$0")/.."
 cargo build --release -q -p fabroute
 fr=$PWD/target/release/fabroute
-gen() { $fr gen "$@" --no-companions >/dev/null 2>&1; }
+. scripts/scale-fabrics.sh
 for fab in $fabrics; do
   net="$out/$fab.net"
-  if [ ! -s "$net" ]; then
-    case $fab in
-      k16) gen ktree 16 3 -o "$net" ;;
-      k20) gen ktree 20 3 -o "$net" ;;
-      k24) gen ktree 24 3 -o "$net" ;;
-      t16x16x8) gen torus 16x16x8 hcas=4 -o "$net" ;;
-      dfp25k) gen dragonflyplus groups=25 leaves=32 spines=32 hosts=32 global=32 -o "$net" ;;
-      *) echo "unknown fabric $fab" >&2; exit 2 ;;
-    esac
-  fi
+  scale_fabric "$fr" "$fab" "$net"
   engine=updn
   mapfile -t links < <(python3 - "$net" "$k" <<'EOF'
 import sys, re, random
