@@ -167,17 +167,18 @@ impl<T: Transport> Live<'_, T> {
         let stride = new.stride();
         let blocks = stride.div_ceil(LFT_BLOCK);
         let mut pushed = Pushed::default();
-        let every: Vec<(usize, usize)>;
-        let (lft_blocks, nodes): (&[(usize, usize)], Option<&[NodeId]>) = match scope {
-            Scope::Only(b, n) => (b, Some(n)),
+        // What the scope covers, walked without listing every block of the fabric.
+        let lft_blocks: Box<dyn Iterator<Item = (usize, usize)>> = match scope {
+            Scope::Only(b, _) => Box::new(b.iter().copied()),
             Scope::First | Scope::All => {
-                every = (0..f.num_switches())
-                    .flat_map(|s| (0..blocks).map(move |b| (s, b)))
-                    .collect();
-                (&every, None)
+                Box::new((0..f.num_switches()).flat_map(move |s| (0..blocks).map(move |b| (s, b))))
             }
         };
-        for &(s, b) in lft_blocks {
+        let nodes: Box<dyn Iterator<Item = NodeId>> = match scope {
+            Scope::Only(_, n) => Box::new(n.iter().copied()),
+            Scope::First | Scope::All => Box::new((0..f.nodes.len() as u32).map(NodeId)),
+        };
+        for (s, b) in lft_blocks {
             let newl = new.lft_of(s);
             let oldl = self.current.lft_of(s);
             let range = b * LFT_BLOCK..((b + 1) * LFT_BLOCK).min(stride);
@@ -194,15 +195,7 @@ impl<T: Transport> Live<'_, T> {
             what.push(Target::Lft(s, b));
             pushed.lft_blocks += 1;
         }
-        let all_nodes: Vec<NodeId>;
-        let nodes = match nodes {
-            Some(n) => n,
-            None => {
-                all_nodes = (0..f.nodes.len() as u32).map(NodeId).collect();
-                &all_nodes
-            }
-        };
-        for &n in nodes {
+        for n in nodes {
             let (i, node) = (n.idx(), &f.nodes[n.idx()]);
             if first && new.sl2vl.is_identity(n) {
                 continue;
