@@ -32,7 +32,8 @@ pub enum Repair {
 #[derive(Clone, Debug)]
 pub struct SmConfig {
     pub repair: Repair,
-    /// RFTR's settings (VLs in all, SLs, tie-break).
+    /// RFTR's settings (VLs in all, SLs, tie-break). `keep_sl2vl` is set by the SM itself:
+    /// the switches' identity SL2VL stays.
     pub rftr: RftrConfig,
     /// The engine's options (its VL budget already leaving RFTR's VLs free).
     pub opts: RouteOptions,
@@ -238,7 +239,14 @@ impl<'f, T: Transport> Live<'f, T> {
         let mask = FaultMask::none(f);
         let rep = match cfg.repair {
             Repair::Rftr => {
-                let s = Session::start(f, engine, &cfg.opts, cfg.rftr)
+                // The switches come up with the identity SL2VL, which the SM does not write:
+                // RFTR keeps it (SL 0 on VL 0 as the base has it) and sets only the entries
+                // its new paths need, instead of an SL2VL row for every port pair at subnet up.
+                let rftr = RftrConfig {
+                    keep_sl2vl: true,
+                    ..cfg.rftr
+                };
+                let s = Session::start(f, engine, &cfg.opts, rftr)
                     .map_err(|e| SmError::Routing(e.reason()))?;
                 Rep::Rftr(Box::new(s))
             }

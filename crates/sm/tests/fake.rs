@@ -75,7 +75,8 @@ fn config(engine: &dyn routing::engines::Engine, f: &Fabric, repair: Repair) -> 
     }
     SmConfig {
         repair,
-        // As `fabroute sm` runs: the switches' identity SL2VL kept, RFTR's entries on top.
+        // As the SM runs RFTR (it sets keep_sl2vl itself), so that the sessions the tests
+        // build for their expectations match.
         rftr: RftrConfig {
             vls,
             keep_sl2vl: true,

@@ -31,8 +31,11 @@ fn config(engine: &dyn Engine, f: &Fabric, repair: Repair) -> SmConfig {
     }
     SmConfig {
         repair,
+        // As the SM runs RFTR (it sets keep_sl2vl itself), so that the sessions the tests
+        // build for their expectations match.
         rftr: RftrConfig {
             vls: if fresh { 8 } else { 2 },
+            keep_sl2vl: true,
             ..RftrConfig::default()
         },
         opts,

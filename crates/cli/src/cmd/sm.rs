@@ -7,7 +7,6 @@ use crate::util::{write_tables, OutputDir};
 use crate::{say, warn};
 use anyhow::{Context, Result};
 use routing::engines::RouteOptions;
-use routing::fault::RftrConfig;
 use routing::opensm::SetOptions;
 use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
 use std::io::Write;
@@ -406,13 +405,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             RepairKind::Rftr => Repair::Rftr,
             RepairKind::Full => Repair::Full,
         },
-        // The switches come up with the identity SL2VL, which the SM does not write: RFTR
-        // keeps it (SL 0 on VL 0 as the base has it) and sets only the entries its new paths
-        // need, instead of an SL2VL row for every port pair at subnet up.
-        rftr: RftrConfig {
-            keep_sl2vl: true,
-            ..a.rftr.config(vls, a.sls)
-        },
+        rftr: a.rftr.config(vls, a.sls),
         opts,
         sweep_interval: (a.sweep_interval > 0.0).then(|| Duration::from_secs_f64(a.sweep_interval)),
         priority: a.priority,
