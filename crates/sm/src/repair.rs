@@ -304,6 +304,15 @@ impl<'f, T: Transport> Live<'f, T> {
         self.routes = node_routes(self.f, &self.mask, self.sm_port);
     }
 
+    /// Over RFTR, makes `spare` a copy of `current` again, in the storage of `old` (tables
+    /// of the same shape that `current` replaced): no fresh pages. Outside timed parts.
+    fn refresh_spare(&mut self, mut old: Routing) {
+        if let Rep::Rftr(_) = self.rep {
+            old.clone_from(&self.current);
+            self.spare = Some(old);
+        }
+    }
+
     /// Applies `faults`, repairs, pushes the difference and waits for it.
     ///
     /// Over RFTR in two phases: first RFTR's own entries (the new paths of the affected
@@ -394,11 +403,7 @@ impl<'f, T: Transport> Live<'f, T> {
         }
         let completion_seconds = (self.pipe.now() - t_completion).as_secs_f64();
         let blocks_changed = changed_blocks(f, &old, &self.current);
-        if let Rep::Rftr(_) = self.rep {
-            let mut spare = old;
-            spare.clone_from(&self.current);
-            self.spare = Some(spare);
-        }
+        self.refresh_spare(old);
         // Verified after the push, outside the timed repair: the tables now in the switches
         // walked and checked, and over RFTR the union of the old walks' surviving prefixes
         // and the new ones (what packets in flight during the migration can meet).
@@ -573,14 +578,12 @@ impl<'f, T: Transport> Live<'f, T> {
         let compute_seconds = (self.pipe.now() - t_compute).as_secs_f64();
         let pushed = self.push(&mut target, Scope::All)?;
         let old = std::mem::replace(&mut self.current, target);
-        if let Rep::Rftr(_) = self.rep {
-            self.spare = Some(self.current.clone());
-        }
         let seconds = (self.pipe.now() - since).as_secs_f64();
         let smps = self.pipe.stats.sent - sent0;
 
         // Checked after the push, outside the timed part.
         let blocks_changed = changed_blocks(f, &old, &self.current);
+        self.refresh_spare(old);
         let report = cdg::check(f, &self.current, Some(&self.mask));
         let (mut returned, mut off_base) = (0, 0);
         if let (Rep::Rftr(s), Some(b)) = (&self.rep, &before) {
