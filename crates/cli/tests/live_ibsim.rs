@@ -16,170 +16,11 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_fabroute")
-}
-
-fn tools_present() -> bool {
-    let have = ["ibsim", "dump_lfts", "ibtracert", "saquery"]
-        .iter()
-        .all(|t| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {t}")])
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false)
-        })
-        && Path::new(PRELOAD).exists();
-    if !have && std::env::var_os("FABROUTE_NO_EXTERNAL_TOOLS").is_none() {
-        panic!("ibsim/libumad2sim/infiniband-diags are not installed: run scripts/install-test-deps.sh (or set FABROUTE_NO_EXTERNAL_TOOLS=1 to skip these tests)");
-    }
-    if !have {
-        eprintln!("SKIPPED (FABROUTE_NO_EXTERNAL_TOOLS): ibsim/libumad2sim/infiniband-diags not installed");
-    }
-    have
-}
-
-/// `program` as an ibsim client: attached as HCA `host` of the ibsim listening on `sock`,
-/// through libumad2sim, working in `dir` (where libumad2sim writes its sysfs tree).
-fn sim_client(program: &str, dir: &Path, sock: &str, host: &str) -> Command {
-    let mut c = Command::new(program);
-    c.env("IBSIM_SOCKNAME", sock)
-        .env("SIM_HOST", host)
-        .env("LD_PRELOAD", PRELOAD)
-        .current_dir(dir);
-    c
-}
-
-/// A child process killed (by its pid) when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !done() {
-        assert!(
-            t.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_default()
-}
-
-fn run(cmd: &mut Command) -> (bool, String) {
-    let o = cmd.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.success(), text)
-}
-
-/// Switch names and switch-to-switch cables (name, port) of an ibsim net file written by
-/// `fabroute gen` or `convert`, and the HCA names.
-struct Net {
-    sizes: Vec<String>,
-    cables: Vec<(String, u8)>,
-    hcas: Vec<String>,
-    /// Per HCA name, the node description that opensm-subnet.lst shows (the `# "…"` comment
-    /// of a dump converted to a net file; a generated fabric's HCAs are described by name).
-    desc: std::collections::BTreeMap<String, String>,
-}
-
-fn parse_net(text: &str) -> Net {
-    let quoted = |s: &str| s.split('"').nth(1).unwrap_or("").to_string();
-    let mut switches = BTreeSet::new();
-    let mut hcas = Vec::new();
-    let mut desc = std::collections::BTreeMap::new();
-    let mut sizes = Vec::new();
-    for l in text.lines() {
-        if let Some(rest) = l.strip_prefix("# ibsim needs at least: ") {
-            sizes = rest
-                .split(" (")
-                .next()
-                .unwrap()
-                .split_whitespace()
-                .map(String::from)
-                .collect();
-        }
-        if l.starts_with("Switch") {
-            switches.insert(quoted(l));
-        } else if l.starts_with("Hca") || l.starts_with("Ca") {
-            let name = quoted(l);
-            let d = l
-                .split_once('#')
-                .map(|(_, c)| quoted(c))
-                .unwrap_or_default();
-            desc.insert(name.clone(), if d.is_empty() { name.clone() } else { d });
-            hcas.push(name);
-        }
-    }
-    let mut cables = Vec::new();
-    let mut cur = String::new();
-    for l in text.lines() {
-        if l.starts_with("Switch") {
-            cur = quoted(l);
-        } else if l.starts_with("Hca") || l.starts_with("Ca") {
-            cur.clear();
-        } else if let (false, Some(rest)) = (cur.is_empty(), l.strip_prefix('[')) {
-            let port: u8 = rest.split(']').next().unwrap().parse().unwrap();
-            let remote = quoted(l);
-            // Each cable once: from the end whose name sorts first.
-            if switches.contains(&remote) && cur < remote {
-                cables.push((cur.clone(), port));
-            }
-        }
-    }
-    Net {
-        sizes,
-        cables,
-        hcas,
-        desc,
-    }
-}
-
-/// Every LID an opensm-subnet.lst names (base LIDs of every port).
-fn base_lids(lst: &str) -> BTreeSet<u64> {
-    lst.split("LID:")
-        .skip(1)
-        .filter_map(|s| u64::from_str_radix(&s[..4], 16).ok())
-        .collect()
-}
-
-fn events(p: &Path) -> Vec<serde_json::Value> {
-    read(p)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn count(p: &Path, event: &str) -> usize {
-    events(p).iter().filter(|e| e["event"] == event).count()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
-}
+mod common;
+use common::ibsim::*;
 
 /// The whole loop on one generated fabric: `cuts` cables pulled one after another.
 fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
@@ -210,23 +51,7 @@ fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
     assert!(ok, "{text}");
     let net = parse_net(&read(&netf));
     let sock = format!("frlive{}{name}", std::process::id());
-    let sim_log = dir.join("ibsim.log");
-    let mut ibsim = Proc(
-        Command::new("ibsim")
-            .arg("-s")
-            .args(&net.sizes)
-            .arg(&netf)
-            .env("IBSIM_SOCKNAME", &sock)
-            .current_dir(&dir)
-            .stdin(Stdio::piped())
-            .stdout(std::fs::File::create(&sim_log).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ibsim starts"),
-    );
-    wait_for("ibsim", Duration::from_secs(20), || {
-        read(&sim_log).contains("simulator ready")
-    });
+    let mut ibsim = start_ibsim(&dir, &netf, &net, &sock);
 
     let ev = dir.join("events.jsonl");
     let out = dir.join("tables");
@@ -368,11 +193,33 @@ fn verify(dir: &Path, sock: &str, net: &Net, k: usize, name: &str) {
     );
     std::fs::write(&dump, &o.stdout).unwrap();
     let last = dir.join(format!("t{k}"));
+    // ibroute (dump_lfts) reads LFT blocks up to ALIGN(top, 64) / 64 exclusive: when
+    // LinearFDBTop is a multiple of 64 the block holding the top LID is never read, and
+    // that LID is missing from every switch of the read-back. Compare what it can show;
+    // the top LID is walked by ibtracert below.
+    let text = String::from_utf8_lossy(&o.stdout);
+    let top = text
+        .split("Unicast lids [0x0-0x")
+        .nth(1)
+        .and_then(|t| u64::from_str_radix(t.split(']').next()?, 16).ok())
+        .expect("dump_lfts names the top LID");
+    let written = if top.is_multiple_of(64) {
+        let cut = dir.join(format!("written{k}.dump"));
+        let keep: String = read(&last.join("opensm-lfts.dump"))
+            .lines()
+            .filter(|l| !l.starts_with(&format!("0x{top:04x} ")))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&cut, keep).unwrap();
+        cut
+    } else {
+        last.join("opensm-lfts.dump")
+    };
     let (ok, text) = run(Command::new(bin())
         .args(["diff", "--lmc", "2", "--fabric"])
         .arg(last.join("opensm-subnet.lst"))
         .arg(&dump)
-        .arg(last.join("opensm-lfts.dump")));
+        .arg(&written));
     assert!(
         ok,
         "{name}: the switches hold other tables than the SM wrote:\n{text}"
@@ -425,14 +272,18 @@ fn verify(dir: &Path, sock: &str, net: &Net, k: usize, name: &str) {
             s["dlid"].as_u64().unwrap(),
         ));
     }
+    if top.is_multiple_of(64) {
+        pairs.push((lid_of(&net.hcas[0]), top));
+    }
     for (s, d) in &pairs {
         let o = sim_client("ibtracert", dir, sock, &net.hcas[1])
             .args([s.to_string(), d.to_string()])
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout);
+        let arrived = text.contains("To ca") || (*d == top && text.contains("To switch"));
         assert!(
-            o.status.success() && text.contains("To ca"),
+            o.status.success() && arrived,
             "{name}: ibtracert {s} {d}: {text}{}",
             String::from_utf8_lossy(&o.stderr)
         );
@@ -526,33 +377,8 @@ fn sa_path_records_follow_the_tables_and_a_repair() {
         return;
     }
     let name = "sa";
-    let dir = std::env::temp_dir().join(format!("fabroute-live-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let netf = dir.join("fabric.net");
-    let (ok, text) = run(Command::new(bin())
-        .args(["gen", "torus", "4x4", "hcas=2", "-o"])
-        .arg(&netf));
-    assert!(ok, "{text}");
-    let net = parse_net(&read(&netf));
-    let sock = format!("frlive{}{name}", std::process::id());
-    let sim_log = dir.join("ibsim.log");
-    let mut ibsim = Proc(
-        Command::new("ibsim")
-            .arg("-s")
-            .args(&net.sizes)
-            .arg(&netf)
-            .env("IBSIM_SOCKNAME", &sock)
-            .current_dir(&dir)
-            .stdin(Stdio::piped())
-            .stdout(std::fs::File::create(&sim_log).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ibsim starts"),
-    );
-    wait_for("ibsim", Duration::from_secs(20), || {
-        read(&sim_log).contains("simulator ready")
-    });
+    let (dir, netf, net, sock) = generated_net(name, &["torus", "4x4", "hcas=2"]);
+    let mut ibsim = start_ibsim(&dir, &netf, &net, &sock);
     let ev = dir.join("events.jsonl");
     let out = dir.join("tables");
     let mut sm = Proc(
@@ -755,33 +581,8 @@ fn cable_back_then_switch_removed() {
         return;
     }
     let name = "relink";
-    let dir = std::env::temp_dir().join(format!("fabroute-live-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let netf = dir.join("fabric.net");
-    let (ok, text) = run(Command::new(bin())
-        .args(["gen", "torus", "4x4", "hcas=2", "-o"])
-        .arg(&netf));
-    assert!(ok, "{text}");
-    let net = parse_net(&read(&netf));
-    let sock = format!("frlive{}{name}", std::process::id());
-    let sim_log = dir.join("ibsim.log");
-    let mut ibsim = Proc(
-        Command::new("ibsim")
-            .arg("-s")
-            .args(&net.sizes)
-            .arg(&netf)
-            .env("IBSIM_SOCKNAME", &sock)
-            .current_dir(&dir)
-            .stdin(Stdio::piped())
-            .stdout(std::fs::File::create(&sim_log).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ibsim starts"),
-    );
-    wait_for("ibsim", Duration::from_secs(20), || {
-        read(&sim_log).contains("simulator ready")
-    });
+    let (dir, netf, net, sock) = generated_net(name, &["torus", "4x4", "hcas=2"]);
+    let mut ibsim = start_ibsim(&dir, &netf, &net, &sock);
     let ev = dir.join("events.jsonl");
     let out = dir.join("tables");
     let _sm = Proc(

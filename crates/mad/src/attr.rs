@@ -154,6 +154,12 @@ macro_rules! field {
     };
 }
 
+/// PortInfo.CapabilityMask bits.
+pub mod cap {
+    /// IsSM: an SM runs behind this port (set when an SM opens the port's issm device).
+    pub const IS_SM: u32 = 0x0000_0002;
+}
+
 impl PortInfo {
     field!(lid, set_lid, 128, 16, u16);
     field!(master_sm_lid, set_master_sm_lid, 144, 16, u16);

@@ -63,9 +63,24 @@ fn speed_of(pi: &PortInfo) -> Speed {
     }
 }
 
+/// Which LIDs the discovered fabric gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lids {
+    /// Every LID assigned afresh, end ports with this LMC (an SM bringing a subnet up).
+    Assign(u8),
+    /// The LIDs and LMCs the ports hold (an SM taking over from another): only ports
+    /// without one get a LID.
+    Keep,
+}
+
 /// Discovers the fabric behind the pipeline's port and assigns LIDs with `lmc` for end
 /// ports.
 pub fn discover<T: Transport>(pipe: &mut Pipe<T>, lmc: u8) -> Result<Discovery, SmError> {
+    discover_with(pipe, Lids::Assign(lmc))
+}
+
+/// [`discover`] with the LIDs `lids` says.
+pub fn discover_with<T: Transport>(pipe: &mut Pipe<T>, lids: Lids) -> Result<Discovery, SmError> {
     let t0 = pipe.now();
     let sent0 = pipe.stats.sent;
     let mut failed = 0u64;
@@ -218,7 +233,26 @@ pub fn discover<T: Transport>(pipe: &mut Pipe<T>, lmc: u8) -> Result<Discovery, 
         }
     }
 
-    // Into a fabric.
+    // Into a fabric, nodes in node GUID order: the fabric (its LIDs when assigned, and so
+    // the routing) is the same whichever port discovers it, so that two SMs on one subnet
+    // (a master and its standby) build the same tables.
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by_key(|&i| nodes[i].info.node_guid);
+    let mut new_of = vec![0usize; nodes.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_of[old] = new;
+    }
+    let nodes: Vec<DNode> = {
+        let mut slots: Vec<Option<DNode>> = nodes.into_iter().map(Some).collect();
+        order
+            .iter()
+            .map(|&i| slots[i].take().expect("a permutation"))
+            .collect()
+    };
+    let links: BTreeMap<(usize, u8), (usize, u8)> = links
+        .into_iter()
+        .map(|((a, pa), (z, pz))| ((new_of[a], pa), (new_of[z], pz)))
+        .collect();
     let mut b = FabricBuilder::new();
     let mut names: HashSet<String> = HashSet::new();
     for n in &nodes {
@@ -250,6 +284,20 @@ pub fn discover<T: Transport>(pipe: &mut Pipe<T>, lmc: u8) -> Result<Discovery, 
             b.set_port_guid(id, p, g)
                 .map_err(|e| SmError::Discovery(e.to_string()))?;
         }
+        if lids == Lids::Keep {
+            // A switch's LID is its port 0's; an end port's, its own (with its LMC).
+            for (&p, pi) in &n.ports {
+                let (lid, lmc) = match kind {
+                    NodeKind::Switch if p == 0 => (pi.lid(), 0),
+                    NodeKind::Switch => continue,
+                    _ => (pi.lid(), pi.lmc()),
+                };
+                if lid != 0 && lid <= fabric::MAX_UNICAST_LID {
+                    b.set_lid(id, p, lid as u32, lmc)
+                        .map_err(|e| SmError::Discovery(e.to_string()))?;
+                }
+            }
+        }
     }
     for (&(a, pa), &(z, pz)) in &links {
         if (a, pa) > (z, pz) {
@@ -273,9 +321,15 @@ pub fn discover<T: Transport>(pipe: &mut Pipe<T>, lmc: u8) -> Result<Discovery, 
         .map_err(|e| SmError::Discovery(e.to_string()))?;
     }
     let fabric = b
-        .build_with(BuildOptions {
-            lmc,
-            reassign_lids: true,
+        .build_with(match lids {
+            Lids::Assign(lmc) => BuildOptions {
+                lmc,
+                reassign_lids: true,
+            },
+            Lids::Keep => BuildOptions {
+                lmc: 0,
+                reassign_lids: false,
+            },
         })
         .map_err(|e| SmError::Discovery(e.to_string()))?;
     let mut port_info = vec![PortInfo::default(); fabric.ports.len()];
@@ -288,7 +342,7 @@ pub fn discover<T: Transport>(pipe: &mut Pipe<T>, lmc: u8) -> Result<Discovery, 
         switch_info[i] = n.sw;
     }
     let node_info = nodes.iter().map(|n| n.info).collect();
-    let sm_port = fabric.port_id(fabric::NodeId(0), local_port);
+    let sm_port = fabric.port_id(fabric::NodeId(new_of[0] as u32), local_port);
     Ok(Discovery {
         fabric,
         sm_port,

@@ -4,12 +4,14 @@
 //! the peer within one step) / SwitchInfo (LinearFDBTop, PortStateChange) /
 //! LinearForwardingTable / SLtoVLMappingTable, and trap 128 on [`FakeFabric::unlink`],
 //! LID-routed to the SM through the programmed tables, and lost when that route is broken,
-//! as in ibsim. Its clock is virtual: each answered SMP takes `smp_time`, a `recv` that
+//! as in ibsim. Another SM ([`FakeSm`]) can stand on a second port and answer SMInfo. Its clock is virtual: each answered SMP takes `smp_time`, a `recv` that
 //! finds nothing waits out its timeout. So tests of discovery, programming and repair run
 //! without ibsim and give the same result every time.
 
 use fabric::{Fabric, LinkId, NodeId, NodeKind, PortId};
-use mad::attr::{self, phys_state, port_state, NodeInfo, Notice, PortInfo, SwitchInfo, LFT_BLOCK};
+use mad::attr::{
+    self, cap, phys_state, port_state, NodeInfo, Notice, PortInfo, SmInfo, SwitchInfo, LFT_BLOCK,
+};
 use mad::{attr_id, status, Address, Method, Route, Smp, Transport, MAD_SIZE, SMP_DATA};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -37,6 +39,15 @@ pub struct FakeStats {
     pub traps_lost: u64,
 }
 
+/// Another SM on the fake fabric: it answers LID-routed SMInfo Gets to its port's LID with
+/// `info` while `alive` (killing it is `alive = false`).
+#[derive(Clone, Debug)]
+pub struct FakeSm {
+    pub port: PortId,
+    pub info: SmInfo,
+    pub alive: bool,
+}
+
 /// See the module documentation.
 #[derive(Debug)]
 pub struct FakeFabric {
@@ -58,6 +69,8 @@ pub struct FakeFabric {
     /// command drops a share of SMPs: for tests of the pipeline's retries.
     pub drop_every: u64,
     received: u64,
+    /// Another SM (see [`FakeFabric::add_sm`]).
+    pub other_sm: Option<FakeSm>,
 }
 
 impl FakeFabric {
@@ -130,7 +143,50 @@ impl FakeFabric {
             next_trap_tid: 1 << 40,
             drop_every: 0,
             received: 0,
+            other_sm: None,
         }
+        .with_sm_bit(sm_port)
+    }
+
+    fn with_sm_bit(mut self, p: PortId) -> Self {
+        let pi = &mut self.port[p.idx()];
+        pi.set_cap_mask(pi.cap_mask() | cap::IS_SM);
+        self
+    }
+
+    /// The SM's client attaches at end port `p` instead (its port advertises IsSM, as
+    /// ibsim sets it when an SM opens the issm device); the ports keep what the previous SM
+    /// programmed.
+    pub fn attach_sm(&mut self, p: PortId) {
+        self.sm_port = p;
+        let pi = &mut self.port[p.idx()];
+        pi.set_cap_mask(pi.cap_mask() | cap::IS_SM);
+    }
+
+    /// Another SM at `sm.port` (its port advertises IsSM).
+    pub fn add_sm(&mut self, sm: FakeSm) {
+        let pi = &mut self.port[sm.port.idx()];
+        pi.set_cap_mask(pi.cap_mask() | cap::IS_SM);
+        self.other_sm = Some(sm);
+    }
+
+    /// The answer of the other SM to a LID-routed SMInfo Get from the SM, when it is alive
+    /// and the forwarding tables carry the request from the SM's switch to its LID.
+    fn other_sm_answer(&self, s: &Smp, to: Address) -> Option<([u8; MAD_SIZE], Address)> {
+        let o = self.other_sm.as_ref().filter(|o| o.alive)?;
+        let pi = &self.port[o.port.idx()];
+        if s.attr != attr_id::SM_INFO || s.method != Method::Get || to.lid != pi.lid() {
+            return None;
+        }
+        let sw = self.f.port(self.f.remote(self.sm_port)?).node;
+        if !self.active(self.sm_port) || !self.lid_route_reaches(sw, to.lid) {
+            return None;
+        }
+        let from = Address {
+            lid: pi.lid(),
+            qpn: 0,
+        };
+        Some((s.response(0, o.info.encode()).encode(), from))
     }
 
     /// The fabric the fake was built from.
@@ -143,6 +199,37 @@ impl FakeFabric {
         self.sw[sw.idx()]
             .as_ref()
             .map_or(0xff, |s| s.lft[lid as usize])
+    }
+    /// What the switches hold, as tables of `d` (a fabric discovered on this fake, matched
+    /// by GUID): every LFT entry up to `d`'s top LID, and the SL2VL rows that were set
+    /// (others stay the identity). Path SLs are the hosts', not the switches': SL 0.
+    pub fn held(&self, d: &Fabric) -> routing::Routing {
+        let mut r = routing::Routing::empty(d);
+        for (s, &n) in d.switches.iter().enumerate() {
+            if let Some(pn) = self.f.node_by_guid(d.node(n).guid) {
+                for lid in 0..=d.max_lid() {
+                    r.lft_of_mut(s)[lid as usize] = self.lft(pn, lid);
+                }
+            }
+        }
+        for (i, node) in d.nodes.iter().enumerate() {
+            let Some(pn) = self.f.node_by_guid(node.guid) else {
+                continue;
+            };
+            for (&(_, inp, out), v) in self.sl2vl.range((pn.0, 0, 0)..=(pn.0, u8::MAX, u8::MAX)) {
+                for (sl, &vl) in v.iter().enumerate() {
+                    r.sl2vl.set(NodeId(i as u32), inp, out, sl as u8, vl);
+                }
+            }
+        }
+        r
+    }
+
+    /// Writes one LFT entry behind the SM's back (a table another SM left wrong).
+    pub fn set_lft(&mut self, sw: NodeId, lid: u16, port: u8) {
+        if let Some(s) = self.sw[sw.idx()].as_mut() {
+            s.lft[lid as usize] = port;
+        }
     }
     /// A switch's LinearFDBTop.
     pub fn fdb_top(&self, sw: NodeId) -> u16 {
@@ -479,8 +566,12 @@ impl Transport for FakeFabric {
             return Ok(());
         };
         let Route::Direct(path) = &s.route else {
-            // LID-routed requests (TrapRepress) are dropped, as ibsim drops them.
-            self.stats.dropped += 1;
+            // LID-routed: SMInfo to the other SM is answered by it; other requests
+            // (TrapRepress) are dropped, as ibsim drops them.
+            match self.other_sm_answer(&s, to) {
+                Some(a) => self.queue.push_back(a),
+                None => self.stats.dropped += 1,
+            }
             return Ok(());
         };
         if !matches!(s.method, Method::Get | Method::Set) {

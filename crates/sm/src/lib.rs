@@ -14,6 +14,10 @@
 //!    from what the switches hold, by directed route over live links; wait for every
 //!    response. Each step reports an [`Event`].
 //!
+//! 4. With another SM master ([`find_sms`], [`master_to_follow`]): [`Standby`] polls it, and
+//!    when it goes silent [`Live::take_over`] reads back the tables the switches hold,
+//!    checks them, and adopts them when clean (nothing written), else pushes what differs.
+//!
 //! [`fake::FakeFabric`] answers SMPs with ibsim's semantics, so all of this is tested
 //! without ibsim. No I/O of its own and no clock but the transport's: given a
 //! deterministic transport the events are identical on every run.
@@ -25,12 +29,15 @@ pub mod pipe;
 mod program;
 pub mod repair;
 pub mod sa;
+pub mod standby;
+mod takeover;
 
-pub use discover::{discover, Discovery};
+pub use discover::{discover, discover_with, Discovery, Lids};
 pub use live::{Event, Live, Repair, SmConfig};
 pub use pipe::{Incoming, Pipe, PipeConfig, PipeStats, Req, ReqError};
 pub use repair::fault_name;
 pub use sa::{Sa, SaStats};
+pub use standby::{find_sms, master_to_follow, MasterLost, OtherSm, Standby};
 
 use routing::fault::Session;
 

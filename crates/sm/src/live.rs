@@ -2,7 +2,7 @@
 
 use crate::discover::Discovery;
 use crate::pipe::Pipe;
-use crate::program::Scope;
+use crate::program::{Pushed, Scope};
 use crate::sa::{Sa, SaStats, View};
 use crate::{Session, SmError};
 use fabric::{Fabric, FaultMask, LinkId, NodeId, PortId};
@@ -66,6 +66,52 @@ pub enum Event {
         sl2vl_entries: u64,
         /// SMPs that got no good answer after retries (0 on a healthy fabric).
         failed_smps: u64,
+        deadlock_free: bool,
+        unreachable_pairs: u64,
+    },
+    /// Another SM is master: this one stands by and polls it.
+    Standby {
+        master_guid: String,
+        master_node: String,
+        master_lid: u16,
+        master_priority: u8,
+        priority: u8,
+        /// Discovery and the SMInfo queries to the other SMs.
+        seconds: f64,
+        smps: u64,
+    },
+    /// The master went silent (or stopped being master) and this SM took the subnet over:
+    /// discovered it with the LIDs the ports hold, read back the tables the switches hold,
+    /// checked them, and adopted them when clean.
+    TakeOver {
+        master_guid: String,
+        master_node: String,
+        master_priority: u8,
+        /// How the master was lost: `silent`, or `not master (state N)`.
+        lost: String,
+        /// From the master's last answer to the decision to take over (at most the poll
+        /// interval and the poll's retries).
+        silent_seconds: f64,
+        engine: &'static str,
+        /// Discovery, read-back, check, routing and programming.
+        seconds: f64,
+        discovery_seconds: f64,
+        readback_seconds: f64,
+        readback_smps: u64,
+        /// The tables found in the switches, walked and checked.
+        held_deadlock_free: bool,
+        held_unreachable_pairs: u64,
+        /// True when the tables found were kept as they are (the repairs build on them);
+        /// otherwise why not, and the engine's tables were pushed where they differ.
+        adopted: bool,
+        refused: Option<String>,
+        compute_seconds: f64,
+        smps: u64,
+        /// LFT blocks and SL2VL rows written (0 and 0 on a clean fabric).
+        lft_blocks: u64,
+        sl2vl_entries: u64,
+        failed_smps: u64,
+        /// The tables now in the switches, walked and checked.
         deadlock_free: bool,
         unreachable_pairs: u64,
     },
@@ -236,74 +282,10 @@ impl<'f, T: Transport> Live<'f, T> {
         let f = &d.fabric;
         let t0 = pipe.now();
         let sent0 = pipe.stats.sent;
-        let mask = FaultMask::none(f);
-        let rep = match cfg.repair {
-            Repair::Rftr => {
-                // The switches come up with the identity SL2VL, which the SM does not write:
-                // RFTR keeps it (SL 0 on VL 0 as the base has it) and sets only the entries
-                // its new paths need, instead of an SL2VL row for every port pair at subnet up.
-                let rftr = RftrConfig {
-                    keep_sl2vl: true,
-                    ..cfg.rftr
-                };
-                let s = Session::start(f, engine, &cfg.opts, rftr)
-                    .map_err(|e| SmError::Routing(e.reason()))?;
-                Rep::Rftr(Box::new(s))
-            }
-            Repair::Full => {
-                let (opts, routing) = Session::route_base(f, engine, &cfg.opts)
-                    .map_err(|e| SmError::Routing(e.reason()))?;
-                Rep::Full(Box::new(FullState {
-                    engine,
-                    opts,
-                    routing,
-                }))
-            }
-        };
+        let rep = Self::fresh_rep(f, engine, &cfg)?;
         let t_routed = pipe.now();
-        let sm_lid = f.port(d.sm_port).lid;
-        let next_sweep = cfg.sweep_interval.map(|i| pipe.now() + i);
-        let mut live = Live {
-            f,
-            pipe,
-            cfg,
-            sm_port: d.sm_port,
-            sm_lid,
-            port_info: d.port_info.clone(),
-            switch_info: d.switch_info.clone(),
-            plane: Plane::new(f, Some(&mask)),
-            routes: node_routes(f, &mask, d.sm_port),
-            mask,
-            rep,
-            current: Routing::empty(f),
-            spare: None,
-            next_sweep,
-            pending: VecDeque::new(),
-            snapshot: None,
-            faults: Vec::new(),
-            revived: Vec::new(),
-            revived_new: Vec::new(),
-            deferred: Vec::new(),
-            revived_unreported: Vec::new(),
-            sa: Sa::new(f, d.node_info.clone()),
-        };
-        live.sa.sm = SmInfo {
-            guid: f.port(d.sm_port).guid,
-            priority: live.cfg.priority & 0xf,
-            state: sm_state::MASTER,
-            ..SmInfo::default()
-        };
-        let (mut tables, _) = live.complete();
-        let mut failed = live.program_lids()?;
-        let pushed = live.push(&mut tables, Scope::First)?;
-        failed += pushed.failed + live.activate()? + live.set_switch_info(None)?;
-        let t_up = live.pipe.now();
-        live.current = tables;
-        let report = cdg::check(f, &live.current, Some(&live.mask));
-        if let Rep::Rftr(s) = &live.rep {
-            live.snapshot = Some(Snapshot::of(s.rftr()));
-            live.spare = Some(live.current.clone());
-        }
+        let mut live = Self::assemble(d, pipe, cfg, rep, Routing::empty(f));
+        let (pushed, failed, t_up, report) = live.take_charge(Scope::First)?;
         let ev = Event::SubnetUp {
             switches: f.num_switches(),
             cas: f.nodes.len() - f.num_switches(),
@@ -322,6 +304,102 @@ impl<'f, T: Transport> Live<'f, T> {
             unreachable_pairs: report.unreachable_pairs.count,
         };
         Ok((live, ev))
+    }
+
+    /// Programs the fabric as master: LIDs and MasterSMLID, the tables within `scope`
+    /// (everything at bring-up, what differs at a take-over), ports ACTIVE, SwitchInfo;
+    /// then checks what the switches hold and, over RFTR, takes the state the first
+    /// repair's check starts from. Returns the push, the failed SMPs, when the last
+    /// confirmation came, and the checker's report.
+    pub(crate) fn take_charge(
+        &mut self,
+        scope: Scope,
+    ) -> Result<(Pushed, u64, Duration, cdg::CheckReport), SmError> {
+        let (mut tables, _) = self.complete();
+        let mut failed = self.program_lids()?;
+        let pushed = self.push(&mut tables, scope)?;
+        failed += pushed.failed + self.activate()? + self.set_switch_info(None)?;
+        let t_up = self.pipe.now();
+        self.current = tables;
+        let report = cdg::check(self.f, &self.current, Some(&self.mask));
+        if let Rep::Rftr(s) = &self.rep {
+            self.snapshot = Some(Snapshot::of(s.rftr()));
+            self.spare = Some(self.current.clone());
+        }
+        Ok((pushed, failed, t_up, report))
+    }
+
+    /// The engine's tables for the fault-free fabric: an RFTR session over them, or the
+    /// tables alone for full reconfiguration.
+    pub(crate) fn fresh_rep(
+        f: &'f Fabric,
+        engine: &'f dyn Engine,
+        cfg: &SmConfig,
+    ) -> Result<Rep<'f>, SmError> {
+        Ok(match cfg.repair {
+            Repair::Rftr => {
+                // The switches come up with the identity SL2VL, which the SM does not write:
+                // RFTR keeps it (SL 0 on VL 0 as the base has it) and sets only the entries
+                // its new paths need, instead of an SL2VL row for every port pair at subnet up.
+                let s = Session::start(f, engine, &cfg.opts, rftr_config(cfg))
+                    .map_err(|e| SmError::Routing(e.reason()))?;
+                Rep::Rftr(Box::new(s))
+            }
+            Repair::Full => {
+                let (opts, routing) = Session::route_base(f, engine, &cfg.opts)
+                    .map_err(|e| SmError::Routing(e.reason()))?;
+                Rep::Full(Box::new(FullState {
+                    engine,
+                    opts,
+                    routing,
+                }))
+            }
+        })
+    }
+
+    /// The SM over a discovered fabric, master of it, with `current` as what the switches
+    /// hold; nothing sent yet.
+    pub(crate) fn assemble(
+        d: &'f Discovery,
+        pipe: Pipe<T>,
+        cfg: SmConfig,
+        rep: Rep<'f>,
+        current: Routing,
+    ) -> Self {
+        let f = &d.fabric;
+        let mask = FaultMask::none(f);
+        let next_sweep = cfg.sweep_interval.map(|i| pipe.now() + i);
+        let mut live = Live {
+            f,
+            pipe,
+            sm_port: d.sm_port,
+            sm_lid: f.port(d.sm_port).lid,
+            port_info: d.port_info.clone(),
+            switch_info: d.switch_info.clone(),
+            plane: Plane::new(f, Some(&mask)),
+            routes: node_routes(f, &mask, d.sm_port),
+            mask,
+            rep,
+            current,
+            spare: None,
+            next_sweep,
+            pending: VecDeque::new(),
+            snapshot: None,
+            faults: Vec::new(),
+            revived: Vec::new(),
+            revived_new: Vec::new(),
+            deferred: Vec::new(),
+            revived_unreported: Vec::new(),
+            sa: Sa::new(f, d.node_info.clone()),
+            cfg,
+        };
+        live.sa.sm = SmInfo {
+            guid: f.port(d.sm_port).guid,
+            priority: live.cfg.priority & 0xf,
+            state: sm_state::MASTER,
+            ..SmInfo::default()
+        };
+        live
     }
 
     pub fn fabric(&self) -> &'f Fabric {
@@ -523,6 +601,14 @@ impl<'f, T: Transport> Live<'f, T> {
             });
         }
         Ok(events)
+    }
+}
+
+/// RFTR's settings as the SM runs it: the switches' SL2VL tables kept.
+pub(crate) fn rftr_config(cfg: &SmConfig) -> RftrConfig {
+    RftrConfig {
+        keep_sl2vl: true,
+        ..cfg.rftr
     }
 }
 

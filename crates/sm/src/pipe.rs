@@ -165,6 +165,10 @@ impl<T: Transport> Pipe<T> {
     pub fn now(&self) -> Duration {
         self.t.now()
     }
+    /// Gives the transport back.
+    pub fn into_transport(self) -> T {
+        self.t
+    }
 
     /// The next transaction id (never 0).
     fn fresh_tid(&mut self) -> u32 {

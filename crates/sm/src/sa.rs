@@ -26,7 +26,7 @@ use mad::sa::{
     self, method, pir_mask, pr_mask, sa_attr, sa_status, Gid, NodeRecord, PathRecord,
     PortInfoRecord, SaRequest, DEFAULT_GID_PREFIX, SA_DATA,
 };
-use mad::{attr_id, status, Method, Smp, MAD_SIZE};
+use mad::{status, MAD_SIZE};
 use routing::fault::rftr::Rftr;
 use routing::forward::{Control, Forward, Plane, WalkEnd};
 use routing::Routing;
@@ -207,9 +207,7 @@ impl Sa {
     /// master): this SM's GUID, priority, state and ActCount. `None` for anything else (a
     /// Set, which another SM's handover would send, gets "unsupported attribute").
     fn sm_info(&self, m: &[u8; MAD_SIZE]) -> Option<[u8; MAD_SIZE]> {
-        let smp = Smp::decode(m).ok()?;
-        (smp.attr == attr_id::SM_INFO && smp.method == Method::Get)
-            .then(|| smp.response(0, self.sm.encode()).encode())
+        crate::standby::sm_info_answer(m, &self.sm)
     }
 
     fn count_other(&mut self, answered: bool) {

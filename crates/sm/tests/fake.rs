@@ -20,12 +20,11 @@ fn fabric(spec: &str) -> Fabric {
 }
 
 /// The tables the fake's switches hold, as a `Routing` of the discovered fabric, with the
-/// path SLs the SM publishes (they live in the sources, not the switches).
+/// path SLs the SM publishes (they live in the sources, not the switches); every switch's
+/// LinearFDBTop is the top LID.
 fn read_back(fake: &FakeFabric, d: &Fabric, published: &Routing) -> Routing {
-    let mut r = Routing::empty(d);
-    r.path_sl = published.path_sl.clone();
     let phys = fake.fabric();
-    for (s, &n) in d.switches.iter().enumerate() {
+    for &n in &d.switches {
         let pn = phys.node_by_guid(d.node(n).guid).unwrap();
         assert_eq!(
             fake.fdb_top(pn),
@@ -33,22 +32,9 @@ fn read_back(fake: &FakeFabric, d: &Fabric, published: &Routing) -> Routing {
             "LinearFDBTop of {}",
             d.node(n).name
         );
-        for lid in 0..=d.max_lid() {
-            r.lft_of_mut(s)[lid as usize] = fake.lft(pn, lid);
-        }
     }
-    for (i, node) in d.nodes.iter().enumerate() {
-        let pn = phys.node_by_guid(node.guid).unwrap();
-        for inp in 0..=node.nports {
-            for out in 0..=node.nports {
-                if let Some(v) = fake.sl2vl(pn, inp, out) {
-                    for (sl, &vl) in v.iter().enumerate() {
-                        r.sl2vl.set(NodeId(i as u32), inp, out, sl as u8, vl);
-                    }
-                }
-            }
-        }
-    }
+    let mut r = fake.held(d);
+    r.path_sl = published.path_sl.clone();
     r
 }
 

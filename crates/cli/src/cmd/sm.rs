@@ -8,7 +8,10 @@ use crate::{say, warn};
 use anyhow::{Context, Result};
 use routing::engines::RouteOptions;
 use routing::opensm::SetOptions;
-use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
+use sm::{
+    discover, discover_with, find_sms, master_to_follow, Event, Lids, Live, Pipe, PipeConfig,
+    Repair, SmConfig, Standby,
+};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +33,10 @@ pub struct Args {
     /// SMInfo priority (0-15) the SM answers `sminfo` and other SMs with.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=15))]
     pub priority: u8,
+    /// Seconds between the SMInfo polls a standby sends its master; the master counts as
+    /// gone when one poll gets no answer after `--retries`.
+    #[arg(long, default_value_t = 2.0)]
+    pub poll_interval: f64,
     /// LMC of the end ports: 2^LMC - 1 virtual LIDs per destination for RFTR's new paths.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=7))]
     pub lmc: u8,
@@ -49,7 +56,7 @@ pub struct Args {
     #[arg(long)]
     pub events: Option<PathBuf>,
     /// Stop after this event: `subnet_up`, `trap`, `sweep`, `link_up`, `repaired`,
-    /// `link_restored`, or `EVENT:N` (the N-th such event, e.g. `repaired:2`). Without it the SM runs until `--max-seconds` or is killed.
+    /// `link_restored`, `standby`, `take_over`, or `EVENT:N` (the N-th such event, e.g. `repaired:2`). Without it the SM runs until `--max-seconds` or is killed.
     #[arg(long)]
     pub exit_after: Option<String>,
     /// Stop after this many seconds whatever happened (0 = no limit).
@@ -105,11 +112,13 @@ fn parse_exit_after(s: &str) -> Result<ExitAfter> {
         "link_up",
         "repaired",
         "link_restored",
+        "standby",
+        "take_over",
     ]
     .contains(&event)
     {
         crate::usage_bail!(
-            "--exit-after {s}: expected subnet_up, trap, sweep, link_up, repaired, link_restored, or one of them with :N"
+            "--exit-after {s}: expected subnet_up, trap, sweep, link_up, repaired, link_restored, standby, take_over, or one of them with :N"
         );
     }
     Ok(ExitAfter {
@@ -126,6 +135,8 @@ fn event_name(e: &Event) -> &'static str {
         Event::LinkUp { .. } => "link_up",
         Event::Repaired { .. } => "repaired",
         Event::LinkRestored { .. } => "link_restored",
+        Event::Standby { .. } => "standby",
+        Event::TakeOver { .. } => "take_over",
     }
 }
 
@@ -151,6 +162,42 @@ fn describe(e: &Event) -> String {
             discovery_seconds * 1e3,
             seconds * 1e3,
             check_seconds * 1e3,
+            if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
+        ),
+        Event::Standby {
+            master_guid,
+            master_node,
+            master_lid,
+            master_priority,
+            priority,
+            ..
+        } => format!(
+            "standby: {master_node} (port GUID {master_guid}, LID {master_lid}, priority {master_priority}) is master; this SM (priority {priority}) polls it"
+        ),
+        Event::TakeOver {
+            master_node,
+            lost,
+            seconds,
+            readback_seconds,
+            readback_smps,
+            adopted,
+            refused,
+            lft_blocks,
+            sl2vl_entries,
+            smps,
+            failed_smps,
+            deadlock_free,
+            unreachable_pairs,
+            ..
+        } => format!(
+            "took over from {master_node} ({lost}) in {:.1} ms: tables read back in {:.1} ms ({readback_smps} SMPs), {}; {lft_blocks} LFT blocks and {sl2vl_entries} SL2VL rows written ({smps} SMPs, {failed_smps} failed); {}, {unreachable_pairs} pairs undelivered",
+            seconds * 1e3,
+            readback_seconds * 1e3,
+            if *adopted {
+                "adopted as they are".to_string()
+            } else {
+                format!("not adopted ({})", refused.as_deref().unwrap_or("?"))
+            },
             if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
         ),
         Event::Trap { lid, node, ports_down, .. } => format!(
@@ -241,7 +288,13 @@ fn describe(e: &Event) -> String {
 /// Whether an event leaves the fabric in a clean state (exit status 0).
 fn clean(e: &Event) -> bool {
     match e {
-        Event::SubnetUp {
+        Event::TakeOver {
+            failed_smps,
+            deadlock_free,
+            unreachable_pairs,
+            ..
+        }
+        | Event::SubnetUp {
             failed_smps,
             deadlock_free,
             unreachable_pairs,
@@ -350,6 +403,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if !(a.sweep_interval >= 0.0 && a.max_seconds >= 0.0) {
         crate::usage_bail!("--sweep-interval and --max-seconds must be 0 or more");
     }
+    if !(a.poll_interval > 0.0 && a.poll_interval <= 3600.0) {
+        crate::usage_bail!("--poll-interval must be more than 0 and at most 3600 seconds");
+    }
     let engine = crate::names::engine(&a.engine, "engines", &routing::engines::engine_names())?;
     if let Some(o) = &a.output {
         // A bad -o is found before the fabric is touched.
@@ -394,36 +450,39 @@ pub fn run(a: Args) -> Result<ExitCode> {
             d.failed
         );
     }
-    let f = &d.fabric;
-    let mut opts = RouteOptions::default();
-    if let Some(r) = &a.roots {
-        opts.root_guids = crate::util::read_guid_file(r, f, crate::util::GuidList::Roots)?;
-    }
-    let (vls, opts) = a.rftr.plan(f, engine.as_ref(), &opts, a.sls)?;
-    let cfg = SmConfig {
-        repair: match a.repair {
-            RepairKind::Rftr => Repair::Rftr,
-            RepairKind::Full => Repair::Full,
-        },
-        rftr: a.rftr.config(vls, a.sls),
-        opts,
-        sweep_interval: (a.sweep_interval > 0.0).then(|| Duration::from_secs_f64(a.sweep_interval)),
-        priority: a.priority,
+    let config = |f: &fabric::Fabric| -> Result<SmConfig> {
+        let mut opts = RouteOptions::default();
+        if let Some(r) = &a.roots {
+            opts.root_guids = crate::util::read_guid_file(r, f, crate::util::GuidList::Roots)?;
+        }
+        let (vls, opts) = a.rftr.plan(f, engine.as_ref(), &opts, a.sls)?;
+        Ok(SmConfig {
+            repair: match a.repair {
+                RepairKind::Rftr => Repair::Rftr,
+                RepairKind::Full => Repair::Full,
+            },
+            rftr: a.rftr.config(vls, a.sls),
+            opts,
+            sweep_interval: (a.sweep_interval > 0.0)
+                .then(|| Duration::from_secs_f64(a.sweep_interval)),
+            priority: a.priority,
+        })
     };
-    let (mut live, up) =
-        Live::bring_up(&d, pipe, engine.as_ref(), cfg).context("bring-up failed")?;
     let mut all_clean = true;
     let mut seen: std::collections::BTreeMap<&'static str, u32> = Default::default();
     let mut log = Vec::new();
-    let mut emit = |e: &Event, live: &Live<'_, umad::UmadPort>| -> Result<bool> {
+    let mut emit = |e: &Event, live: Option<&Live<'_, umad::UmadPort>>| -> Result<bool> {
         say!("{}", describe(e));
         all_clean &= clean(e);
         // The tables first, so that whoever reads the event finds them in place.
         if matches!(
             e,
-            Event::SubnetUp { .. } | Event::Repaired { .. } | Event::LinkRestored { .. }
+            Event::SubnetUp { .. }
+                | Event::TakeOver { .. }
+                | Event::Repaired { .. }
+                | Event::LinkRestored { .. }
         ) {
-            if let Some(o) = &a.output {
+            if let (Some(o), Some(live)) = (&a.output, live) {
                 write_dir(o, live, &a.engine)?;
             }
         }
@@ -439,7 +498,64 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .as_ref()
             .is_some_and(|x| x.event == event_name(e) && *n >= x.count))
     };
-    let mut stop = emit(&up, &live)?;
+    // Another SM that is master (or outranks this one): stand by until it goes silent.
+    let t_find = pipe.now();
+    let sent_find = pipe.stats.sent;
+    let others = find_sms(&mut pipe, &d).context("asking the other SMs for SMInfo")?;
+    let me = (a.priority, d.fabric.port(d.sm_port).guid);
+    let follow = master_to_follow(me, &others).cloned();
+    let d_now;
+    let (mut live, up) = match follow {
+        None => Live::bring_up(&d, pipe, engine.as_ref(), config(&d.fabric)?)
+            .context("bring-up failed")?,
+        Some(master) => {
+            let ev = Event::Standby {
+                master_guid: format!("{:#018x}", master.info.guid),
+                master_node: master.node.clone(),
+                master_lid: master.lid,
+                master_priority: master.info.priority,
+                priority: a.priority,
+                seconds: (pipe.now() - t_find + d.time).as_secs_f64(),
+                smps: pipe.stats.sent - sent_find + d.smps,
+            };
+            if emit(&ev, None)? {
+                return finish(log, all_clean);
+            }
+            let info = mad::attr::SmInfo {
+                guid: me.1,
+                priority: a.priority,
+                ..Default::default()
+            };
+            let poll = Duration::from_secs_f64(a.poll_interval);
+            let mut sb = Standby::new(pipe, info, master.clone(), poll);
+            let lost = loop {
+                if a.max_seconds > 0.0 && start.elapsed().as_secs_f64() >= a.max_seconds {
+                    say!(
+                        "stopping after --max-seconds {} (still standing by)",
+                        a.max_seconds
+                    );
+                    return finish(log, all_clean);
+                }
+                if let Some(l) = sb.step(Duration::from_millis(200))? {
+                    break l;
+                }
+            };
+            let silent = sb.silent_for();
+            let mut pipe = sb.into_pipe();
+            d_now = discover_with(&mut pipe, Lids::Keep).context("discovery failed")?;
+            Live::take_over(
+                &d_now,
+                pipe,
+                engine.as_ref(),
+                config(&d_now.fabric)?,
+                &master,
+                &lost,
+                silent,
+            )
+            .context("take-over failed")?
+        }
+    };
+    let mut stop = emit(&up, Some(&live))?;
     let limit = (a.max_seconds > 0.0).then(|| Duration::from_secs_f64(a.max_seconds));
     while !stop {
         if limit.is_some_and(|l| start.elapsed() >= l) {
@@ -447,9 +563,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
             break;
         }
         for e in live.step(Duration::from_millis(200))? {
-            stop |= emit(&e, &live)?;
+            stop |= emit(&e, Some(&live))?;
         }
     }
+    finish(log, all_clean)
+}
+
+/// The `--json` document of every event, and the exit status.
+fn finish(log: Vec<serde_json::Value>, all_clean: bool) -> Result<ExitCode> {
     if crate::out::json() {
         crate::out::document(&serde_json::json!({ "events": log, "clean": all_clean }))?;
     }

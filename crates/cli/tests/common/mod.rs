@@ -1,6 +1,8 @@
 //! Helpers shared by the CLI test binaries.
 #![allow(dead_code)]
 
+pub mod ibsim;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
