@@ -2,7 +2,8 @@
 //! The SA request decoder (`mad::sa::SaRequest::decode`) on arbitrary bytes: it may refuse
 //! them, never panic; what it accepts encodes back to the same header, SA header and data,
 //! and the answers built from it (an error response, an empty response) are whole MADs of
-//! class 0x03 with the response bit set. The record decoders run on the same bytes.
+//! class 0x03 with the response bit set. The record decoders (and InformInfo's) run on the
+//! same bytes.
 use libfuzzer_sys::fuzz_target;
 use mad::sa::{self, NodeRecord, PathRecord, PortInfoRecord, SaRequest};
 
@@ -19,6 +20,11 @@ fuzz_target!(|data: &[u8]| {
                 .expect("every request decoded gets a response");
             assert_eq!(r[1], sa::CLASS_SUBN_ADM);
             assert!(r[3] & sa::method::RESPONSE != 0);
+            // The data as a subscription: every field survives a round trip.
+            let mut b = [0u8; mad::inform::INFORM_INFO_LEN];
+            b.copy_from_slice(&req.data[..mad::inform::INFORM_INFO_LEN]);
+            let i = mad::inform::InformInfo::decode(&b);
+            assert_eq!(mad::inform::InformInfo::decode(&i.encode()), i);
             if let Some(p) = PathRecord::decode(&req.data) {
                 assert_eq!(PathRecord::decode(&p.encode()), Some(p));
             }

@@ -10,6 +10,7 @@
 //! `fabroute-sm` both implement it.
 
 pub mod attr;
+pub mod inform;
 pub mod sa;
 
 use std::time::Duration;

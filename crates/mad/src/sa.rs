@@ -45,6 +45,8 @@ pub mod method {
 /// SA attribute identifiers (IBA table 207).
 pub mod sa_attr {
     pub const CLASS_PORT_INFO: u16 = 0x0001;
+    pub const NOTICE: u16 = 0x0002;
+    pub const INFORM_INFO: u16 = 0x0003;
     pub const NODE_RECORD: u16 = 0x0011;
     pub const PORT_INFO_RECORD: u16 = 0x0012;
     pub const PATH_RECORD: u16 = 0x0035;
@@ -414,13 +416,13 @@ pub struct Gid {
 }
 
 impl Gid {
-    fn read(b: &[u8], at: usize) -> Gid {
+    pub(crate) fn read(b: &[u8], at: usize) -> Gid {
         Gid {
             prefix: be64(b, at),
             guid: be64(b, at + 8),
         }
     }
-    fn write(&self, b: &mut [u8], at: usize) {
+    pub(crate) fn write(&self, b: &mut [u8], at: usize) {
         b[at..at + 8].copy_from_slice(&self.prefix.to_be_bytes());
         b[at + 8..at + 16].copy_from_slice(&self.guid.to_be_bytes());
     }

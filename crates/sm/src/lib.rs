@@ -25,6 +25,7 @@
 pub mod discover;
 pub mod fake;
 pub mod live;
+pub mod notify;
 pub mod pipe;
 mod program;
 pub mod repair;

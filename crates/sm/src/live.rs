@@ -167,6 +167,9 @@ pub enum Event {
         /// Over RFTR: the union of the old walks and the new ones is acyclic (checked before
         /// anything was pushed).
         union_deadlock_free: bool,
+        /// Reports sent to subscribed hosts (trap 69 to the pairs that moved back, 64 about
+        /// end ports back in service).
+        reports: u64,
         /// The tables now in the switches, walked and checked.
         deadlock_free: bool,
         unreachable_pairs: u64,
@@ -200,6 +203,9 @@ pub enum Event {
         unsupported_pairs: u64,
         /// Sources told a new (DLID, SL) since the fabric came up.
         source_updates: usize,
+        /// Reports sent to subscribed hosts (trap 69 to moved sources, 65 about end ports
+        /// cut off).
+        reports: u64,
         /// The tables now in the switches, walked and checked (every pair, CDG over
         /// (channel, VL)); with RFTR also the union with the tables before the repair.
         deadlock_free: bool,
@@ -433,7 +439,7 @@ impl<'f, T: Transport> Live<'f, T> {
                     Rep::Full(_) => None,
                 },
             };
-            if let Some(a) = self.sa.answer(&view, &r.mad) {
+            if let Some(a) = self.sa.answer(&view, &r.mad, r.from) {
                 self.pipe.answer(&a, r.from)?;
             }
         }

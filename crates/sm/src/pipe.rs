@@ -294,7 +294,8 @@ impl<T: Transport> Pipe<T> {
     }
 
     /// Waits up to `timeout` for a trap. Returns `None` at the timeout, and as soon as a
-    /// request to the SM is waiting in [`Pipe::requests`]; other MADs count as strays.
+    /// request to the SM is waiting in [`Pipe::requests`] (with every MAD that has arrived
+    /// by then filed, and a trap among them returned); other MADs count as strays.
     pub fn wait_trap(&mut self, timeout: Duration) -> std::io::Result<Option<(Duration, Smp)>> {
         if let Some(t) = self.traps.pop_front() {
             return Ok(Some(t));
@@ -302,7 +303,20 @@ impl<T: Transport> Pipe<T> {
         let end = self.t.now() + timeout;
         loop {
             let now = self.t.now();
-            if now >= end || !self.requests.is_empty() {
+            if !self.requests.is_empty() {
+                // Whatever else has arrived already is filed too (a burst of queries is
+                // answered in one go), without waiting.
+                while self.requests.len() < MAX_REQUESTS {
+                    let Some((m, from)) = self.t.recv(Duration::ZERO)? else {
+                        break;
+                    };
+                    if self.file(m, from).is_some() {
+                        self.stats.stray += 1;
+                    }
+                }
+                return Ok(self.traps.pop_front());
+            }
+            if now >= end {
                 return Ok(None);
             }
             match self.t.recv(end - now)? {

@@ -333,6 +333,8 @@ impl<'f, T: Transport> Live<'f, T> {
         }
         let (mut affected, mut repaired, mut unsupported, mut union_ok) = (0, 0, 0, true);
         let mut before = None;
+        // Over RFTR: the (source, destination) pairs given a new (DLID, SL), told by Report.
+        let mut moved: Vec<(u32, u32)> = Vec::new();
         // Over RFTR: the LFT blocks and SL2VL tables its entries touch.
         let (mut touched, mut touched_nodes) = (Vec::new(), Vec::new());
         let mut first = match &mut self.rep {
@@ -347,6 +349,7 @@ impl<'f, T: Transport> Live<'f, T> {
                     affected += rep.affected_pairs;
                     repaired += rep.repaired_pairs;
                     unsupported += rep.unsupported_pairs;
+                    moved.extend_from_slice(&s.rftr().last.sources);
                 }
                 // RFTR's entries (all of them so far: earlier ones are in place already)
                 // over what the switches hold.
@@ -402,6 +405,10 @@ impl<'f, T: Transport> Live<'f, T> {
             self.current = full;
         }
         let completion_seconds = (self.pipe.now() - t_completion).as_secs_f64();
+        // Now that the switches hold the new paths: Reports to the subscribed hosts.
+        moved.sort_unstable();
+        moved.dedup();
+        let reports = self.notify(&moved, &end_ports_of(f, faults), &[])?;
         let blocks_changed = changed_blocks(f, &old, &self.current);
         self.refresh_spare(old);
         // Verified after the push, outside the timed repair: the tables now in the switches
@@ -440,6 +447,7 @@ impl<'f, T: Transport> Live<'f, T> {
             repaired_pairs: repaired,
             unsupported_pairs: unsupported,
             source_updates,
+            reports,
             deadlock_free: report.deadlock_free && union_ok,
             unreachable_pairs: report.unreachable_pairs.count,
         })
@@ -586,6 +594,7 @@ impl<'f, T: Transport> Live<'f, T> {
         self.refresh_spare(old);
         let report = cdg::check(f, &self.current, Some(&self.mask));
         let (mut returned, mut off_base) = (0, 0);
+        let mut moved_back: Vec<(u32, u32)> = Vec::new();
         if let (Rep::Rftr(s), Some(b)) = (&self.rep, &before) {
             let r = s.rftr();
             let sl = |t: &Routing, src: u32, dlid: Lid| t.path_sl.get(src as usize, dlid);
@@ -620,6 +629,7 @@ impl<'f, T: Transport> Live<'f, T> {
                 };
                 if moved {
                     returned += 1;
+                    moved_back.push((src, dst));
                 }
                 let base_lid = f.port(f.end_ports[dst as usize]).lid;
                 if now != (base_lid, sl(s.base(), src, base_lid)) {
@@ -628,7 +638,11 @@ impl<'f, T: Transport> Live<'f, T> {
             }
             self.snapshot = Some(Snapshot::of(r));
         }
-        if !union_ok {
+        let mut reports = 0;
+        if union_ok {
+            let links: Vec<Fault> = take.iter().map(|&l| Fault::Link(l)).collect();
+            reports = self.notify(&moved_back, &[], &end_ports_of(f, &links))?;
+        } else {
             // Tried again when another cable comes back (the return of every cable at
             // once, to the base, is safe).
             self.deferred = take.clone();
@@ -651,10 +665,36 @@ impl<'f, T: Transport> Live<'f, T> {
             faults_left: self.faults.len(),
             uncovered_phantoms: uncovered,
             union_deadlock_free: union_ok,
+            reports,
             deadlock_free: report.deadlock_free,
             unreachable_pairs: report.unreachable_pairs.count,
         }])
     }
+}
+
+/// The end ports that `faults` cut off: an end port on a failed cable, and every end port
+/// cabled to a failed switch.
+fn end_ports_of(f: &Fabric, faults: &[Fault]) -> Vec<PortId> {
+    let mut out = Vec::new();
+    let mut cable = |l: LinkId| {
+        for p in [f.link(l).a, f.link(l).b] {
+            if !f.is_switch(f.port(p).node) {
+                out.push(p);
+            }
+        }
+    };
+    for &x in faults {
+        match x {
+            Fault::Link(l) => cable(l),
+            Fault::Switch(n) => f
+                .node_ports(n)
+                .filter_map(|p| f.port(p).link)
+                .for_each(&mut cable),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// Distinct 64-LID blocks whose entries differ between two tables of one fabric.

@@ -13,6 +13,8 @@
 //!   is told the virtual LID. The path is walked through the tables under the dead links:
 //!   MTU and rate are the smallest on it, and a pair whose walk does not deliver has no
 //!   record (`ERR_NO_RECORDS`).
+//! - `SubnAdmSet` of **InformInfo** subscribes or unsubscribes the sender to generic notices
+//!   ([`crate::notify`]: Reports of traps 64, 65 and 69).
 //! - Other classes get the answer a kernel gives to a MAD no agent serves (status
 //!   "unsupported class or version"); LID-routed SMP requests to the SM (SMInfo) get
 //!   "unsupported method/attribute"; responses and traps get nothing.
@@ -20,13 +22,15 @@
 //! Each answer costs a lookup and one or two walks of the tables: nothing is allocated per
 //! query beyond the answer itself.
 
+use crate::notify::Subscriptions;
 use fabric::{Fabric, NodeId, PortId};
 use mad::attr::{self, NodeInfo, PortInfo, SmInfo};
+use mad::inform::INFORM_INFO_LEN;
 use mad::sa::{
     self, method, pir_mask, pr_mask, sa_attr, sa_status, Gid, NodeRecord, PathRecord,
     PortInfoRecord, SaRequest, DEFAULT_GID_PREFIX, SA_DATA,
 };
-use mad::{status, MAD_SIZE};
+use mad::{status, Address, MAD_SIZE};
 use routing::fault::rftr::Rftr;
 use routing::forward::{Control, Forward, Plane, WalkEnd};
 use routing::Routing;
@@ -81,6 +85,8 @@ pub struct Sa {
     pub stats: SaStats,
     /// What an SMInfo Get is answered with (its ActCount kept current by the SM).
     pub sm: SmInfo,
+    /// Hosts' subscriptions to notices (SA Set of InformInfo).
+    pub subs: Subscriptions,
 }
 
 /// An answer under construction: up to `cap` records of `len` bytes (padded), or an error.
@@ -156,11 +162,18 @@ impl Sa {
             by_guid,
             stats: SaStats::default(),
             sm: SmInfo::default(),
+            subs: Subscriptions::default(),
         }
     }
 
-    /// The answer to a MAD a host sent to the SM's port, or `None` when it gets none.
-    pub fn answer(&mut self, v: &View<'_, '_>, m: &[u8; MAD_SIZE]) -> Option<[u8; MAD_SIZE]> {
+    /// The answer to a MAD a host sent to the SM's port from `from`, or `None` when it gets
+    /// none.
+    pub fn answer(
+        &mut self,
+        v: &View<'_, '_>,
+        m: &[u8; MAD_SIZE],
+        from: Address,
+    ) -> Option<[u8; MAD_SIZE]> {
         let class = m[1];
         if class == mad::CLASS_SUBN_LID {
             if let Some(a) = self.sm_info(m) {
@@ -189,6 +202,15 @@ impl Sa {
                 return a;
             }
         };
+        if req.hdr.attr == sa_attr::INFORM_INFO && req.hdr.method == method::SET {
+            let (st, echo) = self.subs.set(from.lid, &req.data);
+            let a = sa::sa_response(&req, st, INFORM_INFO_LEN, if st == 0 { &echo } else { &[] });
+            match st {
+                0 => self.stats.answered += 1,
+                _ => self.stats.errors += 1,
+            }
+            return a;
+        }
         let (st, len, table) = self.query(v, &req);
         let recs = match &table {
             Some(t) if st == 0 => &t.buf[..t.count * t.step],

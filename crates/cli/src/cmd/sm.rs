@@ -264,6 +264,7 @@ fn describe(e: &Event) -> String {
             completion_seconds,
             completion_lft_blocks,
             completion_sl2vl_entries,
+            reports,
             ..
         } => {
             let mut t = format!(
@@ -274,6 +275,9 @@ fn describe(e: &Event) -> String {
                 compute_seconds * 1e3,
                 if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
             );
+            if *reports > 0 {
+                t += &format!("; {reports} Reports to subscribed hosts");
+            }
             if *repair == sm::Repair::Rftr {
                 t += &format!(
                     "; then completed for checkers in {:.3} ms ({completion_lft_blocks} blocks, {completion_sl2vl_entries} SL2VL rows)",
