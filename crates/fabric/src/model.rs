@@ -471,6 +471,13 @@ impl Fabric {
     }
 }
 
+/// True for CA node descriptions of service nodes that are not compute nodes (SHARP
+/// aggregation nodes, on every switch of real trees): a fat tree's shape is found from the
+/// other CAs, and the metrics' distances from end-port switches leave them out.
+pub fn is_service_ca(desc: &str) -> bool {
+    desc.to_ascii_lowercase().contains("aggregation node")
+}
+
 /// The short names a node description gives: the host part of a description as NVIDIA /
 /// Mellanox switches write it (`MF0;ib5:SX6036/U1` gives `ib5`, `MF0;MSPINE4-01:MQM8700/U1`
 /// gives `MSPINE4-01`), and the first word of a description of several words (`node01` for

@@ -224,9 +224,6 @@ impl SwitchInfo {
     field!(enhanced_port0, set_enhanced_port0, 132, 1, u8);
 }
 
-/// LIDs per LinearForwardingTable block.
-pub const LFT_BLOCK: usize = 64;
-
 /// SLtoVLMappingTable (attribute 0x17): the VL of each of the 16 SLs, two per byte, SL 0 in
 /// the high nibble of byte 0.
 pub fn sl2vl_decode(d: &[u8; SMP_DATA]) -> [u8; 16] {

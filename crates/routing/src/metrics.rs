@@ -100,8 +100,7 @@ pub struct RouteMetrics {
 fn distance_from_end_switches(f: &Fabric, mask: Option<&FaultMask>) -> Vec<u32> {
     let mut dist = vec![u32::MAX; f.nodes.len()];
     let mut queue = std::collections::VecDeque::new();
-    let service =
-        |p: fabric::PortId| crate::engines::common::is_service_ca(&f.node(f.port(p).node).desc);
+    let service = |p: fabric::PortId| fabric::is_service_ca(&f.node(f.port(p).node).desc);
     let only_service = f.end_ports.iter().all(|&p| service(p));
     for &p in &f.end_ports {
         if !only_service && service(p) {

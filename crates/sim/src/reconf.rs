@@ -7,8 +7,8 @@
 //! Sources take their new (DLID, SL) once every SMP is done.
 
 use fabric::{Fabric, FaultMask, Lid};
-use routing::fault::delta::LFT_BLOCK;
 use routing::fault::Fault;
+use routing::tables::LFT_BLOCK;
 use routing::Routing;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -79,11 +79,7 @@ pub fn plan(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Vec<S
             continue;
         }
         let (a, b) = (&old.lft_of(s)[..stride], &new.lft_of(s)[..stride]);
-        for (blk, (ca, cb)) in a
-            .chunks(LFT_BLOCK as usize)
-            .zip(b.chunks(LFT_BLOCK as usize))
-            .enumerate()
-        {
+        for (blk, (ca, cb)) in a.chunks(LFT_BLOCK).zip(b.chunks(LFT_BLOCK)).enumerate() {
             if ca != cb {
                 v.push(Smp::Lft {
                     sw: s as u32,
@@ -118,10 +114,8 @@ pub fn plan(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Vec<S
 pub(crate) fn apply(f: &Fabric, cur: &mut Routing, new: &Routing, smp: Smp) {
     match smp {
         Smp::Lft { sw, block } => {
-            let lo = block as usize * LFT_BLOCK as usize;
-            let hi = (lo + LFT_BLOCK as usize)
-                .min(cur.stride())
-                .min(new.stride());
+            let lo = block as usize * LFT_BLOCK;
+            let hi = (lo + LFT_BLOCK).min(cur.stride()).min(new.stride());
             if lo < hi {
                 let src = &new.lft_of(sw as usize)[lo..hi];
                 cur.lft_of_mut(sw as usize)[lo..hi].copy_from_slice(src);

@@ -10,9 +10,10 @@
 
 use fabric::{Fabric, LinkId, NodeId, NodeKind, PortId};
 use mad::attr::{
-    self, cap, phys_state, port_state, NodeInfo, Notice, PortInfo, SmInfo, SwitchInfo, LFT_BLOCK,
+    self, cap, phys_state, port_state, NodeInfo, Notice, PortInfo, SmInfo, SwitchInfo,
 };
 use mad::{attr_id, status, Address, Method, Route, Smp, Transport, MAD_SIZE, SMP_DATA};
+use routing::tables::LFT_BLOCK;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 

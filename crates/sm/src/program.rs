@@ -5,8 +5,9 @@ use crate::live::Live;
 use crate::pipe::{Req, ReqError};
 use crate::SmError;
 use fabric::{NodeId, NodeKind, PortId};
-use mad::attr::{self, port_state, PortInfo, SwitchInfo, LFT_BLOCK};
+use mad::attr::{self, port_state, PortInfo, SwitchInfo};
 use mad::{attr_id, Route, Smp, Transport};
+use routing::tables::LFT_BLOCK;
 use routing::tables::NUM_SLS;
 use routing::Routing;
 

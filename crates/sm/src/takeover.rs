@@ -10,10 +10,11 @@ use crate::program::Scope;
 use crate::standby::{MasterLost, OtherSm};
 use crate::{Session, SmError};
 use fabric::{Fabric, FaultMask, NO_PORT};
-use mad::attr::{self, LFT_BLOCK};
+use mad::attr;
 use mad::{attr_id, Route, Transport};
 use routing::cdg;
 use routing::engines::Engine;
+use routing::tables::LFT_BLOCK;
 use routing::tables::NUM_SLS;
 use routing::Routing;
 

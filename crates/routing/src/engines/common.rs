@@ -671,8 +671,3 @@ pub fn transpose_rect(m: &[u8], rows: usize, cols: usize) -> Vec<u8> {
         });
     out
 }
-
-/// True for CA node descriptions of service nodes that are not compute nodes.
-pub fn is_service_ca(desc: &str) -> bool {
-    desc.to_ascii_lowercase().contains("aggregation node")
-}

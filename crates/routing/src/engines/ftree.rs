@@ -43,7 +43,6 @@
 //! entry (top-down). If that still leaves a switch that has an up*/down* path under the
 //! ranking, the whole target falls back to the up*/down* BFS (least-loaded legal ports).
 
-use super::common::is_service_ca;
 use super::common::{transpose_rect, unreached_note, Topo, INF};
 use super::ranking::{
     code_is_legal, codes_matrix, count_illegal, escape_note, updown_cands, UpDownRanking,
@@ -53,6 +52,7 @@ use super::tree;
 use super::{Engine, EngineError, EngineInfo, RouteOptions, Routed};
 use crate::tables::Routing;
 use crate::turn::Base;
+use fabric::is_service_ca;
 use fabric::{Fabric, FaultMask};
 use fabric::{NodeKind, NO_PORT};
 use rayon::prelude::*;

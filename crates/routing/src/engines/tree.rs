@@ -20,8 +20,9 @@
 //! the cover takes more than one switch and a quarter of the hosts off the leaves, or a
 //! quarter of the links join switches of one level: [`detect`] then says why, and `ftree` declines so that a chain moves on.
 
-use super::common::{is_service_ca, Topo};
+use super::common::Topo;
 use super::ranking::{bfs_levels, component_count, components, ranks_from_roots};
+use fabric::is_service_ca;
 use fabric::NodeKind;
 
 /// A detected (or given) fat-tree shape.

@@ -2,12 +2,10 @@
 //! 64-LID blocks that LinearForwardingTable MADs carry), changed SL2VL entries, and the new
 //! (DLID, SL) of every affected source end port.
 
+use crate::tables::LFT_BLOCK;
 use fabric::Lid;
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// LIDs per LinearForwardingTable block.
-pub const LFT_BLOCK: u16 = 64;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Delta {
@@ -45,7 +43,7 @@ impl Delta {
             .lft
             .iter()
             .filter(|(_, (o, n))| o != n)
-            .map(|(&(sw, lid), _)| (sw, lid / LFT_BLOCK))
+            .map(|(&(sw, lid), _)| (sw, lid / LFT_BLOCK as u16))
             .collect();
         blocks.dedup();
         blocks.len()

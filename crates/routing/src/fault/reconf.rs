@@ -2,10 +2,11 @@
 //! on the faulty fabric, with the same delta accounting (changed LFT entries and blocks,
 //! pairs whose path changed).
 
-use super::delta::{DeltaCounts, LFT_BLOCK};
+use super::delta::DeltaCounts;
 use crate::engines::{Engine, EngineError, RouteOptions};
 use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::Routing;
+use crate::tables::LFT_BLOCK;
 use fabric::{Fabric, FaultMask, Lid};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -57,10 +58,7 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
             let (a, b) = (&old.lft_of(s)[..stride], &new.lft_of(s)[..stride]);
             let mut e = 0usize;
             let mut blk = 0usize;
-            for (ca, cb) in a
-                .chunks(LFT_BLOCK as usize)
-                .zip(b.chunks(LFT_BLOCK as usize))
-            {
+            for (ca, cb) in a.chunks(LFT_BLOCK).zip(b.chunks(LFT_BLOCK)) {
                 let d = ca.iter().zip(cb).filter(|(x, y)| x != y).count();
                 e += d;
                 blk += usize::from(d > 0);
