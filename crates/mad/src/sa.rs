@@ -354,6 +354,41 @@ pub fn sa_response(
     Some(r)
 }
 
+/// The bytes of `m` to send: a one-segment RMPP DATA transfer (a GetTableResp) ends with its
+/// payload (36 header bytes and PayloadLength), as OpenSM sends it, so that a requester
+/// without an RMPP layer under it (libumad2sim) counts the records by the length it
+/// receives; a kernel pads a short MAD or segments by the same length. Any other MAD is
+/// sent whole.
+pub fn wire_len(m: &[u8; MAD_SIZE]) -> usize {
+    let active = m[1] == CLASS_SUBN_ADM && m[24] == 1 && m[25] == RMPP_DATA && m[26] & 0x07 == 7;
+    if !active {
+        return MAD_SIZE;
+    }
+    let payload = be32(m, 32) as usize;
+    (36 + payload).clamp(SA_DATA_OFFSET, MAD_SIZE)
+}
+
+#[cfg(test)]
+mod wire_tests {
+    use super::*;
+
+    #[test]
+    fn a_table_answer_ends_with_its_records_and_others_are_whole() {
+        let req = SaRequest::new(method::GET_TABLE, sa_attr::PATH_RECORD, 1, 0, &[]);
+        let one = sa_response(&req, 0, PathRecord::SIZE, &[7u8; PathRecord::SIZE]).unwrap();
+        assert_eq!(wire_len(&one), SA_DATA_OFFSET + PathRecord::SIZE);
+        let none = sa_response(&req, sa_status::NO_RECORDS, PathRecord::SIZE, &[]).unwrap();
+        assert_eq!(wire_len(&none), SA_DATA_OFFSET);
+        let get = SaRequest::new(method::GET, sa_attr::PATH_RECORD, 1, 0, &[]);
+        let one = sa_response(&get, 0, PathRecord::SIZE, &[7u8; PathRecord::SIZE]).unwrap();
+        assert_eq!(wire_len(&one), MAD_SIZE);
+        // A PayloadLength beyond the MAD is cut to the MAD.
+        let mut bad = sa_response(&req, 0, PathRecord::SIZE, &[]).unwrap();
+        bad[32..36].copy_from_slice(&10_000u32.to_be_bytes());
+        assert_eq!(wire_len(&bad), MAD_SIZE);
+    }
+}
+
 /// What a response MAD carries: status, method, and the records at AttributeOffset
 /// intervals (as many whole ones as fit, or as RMPP's PayloadLength says). For tests and
 /// tools that read answers.
@@ -616,14 +651,22 @@ impl PortInfoRecord {
 /// Bytes of ClassPortInfo.
 pub const CLASS_PORT_INFO_SIZE: usize = 72;
 
+/// The Q_Key of QP1, the general services QP.
+pub const QP1_QKEY: u32 = 0x8001_0000;
+
 /// The SA's ClassPortInfo: base version 1, class version 2, no optional capabilities, the
-/// response time value `resp_time` (4.096 µs × 2^value), no redirection, no trap address.
+/// response time value `resp_time` (4.096 µs × 2^value), no redirection (the SA is on QP1
+/// with its well-known Q_Key, as OpenSM says too), no trap address.
 pub fn class_port_info(resp_time: u8) -> [u8; CLASS_PORT_INFO_SIZE] {
     let mut b = [0u8; CLASS_PORT_INFO_SIZE];
     b[0] = 1;
     b[1] = SA_CLASS_VERSION;
     // CapabilityMask2 (27 bits) 0, RespTimeValue in the low 5 bits.
     b[4..8].copy_from_slice(&((resp_time & 0x1f) as u32).to_be_bytes());
+    // RedirectQP (24 bits after a reserved byte) and RedirectQ_Key; TrapQ_Key.
+    b[32..36].copy_from_slice(&1u32.to_be_bytes());
+    b[36..40].copy_from_slice(&QP1_QKEY.to_be_bytes());
+    b[68..72].copy_from_slice(&QP1_QKEY.to_be_bytes());
     b
 }
 

@@ -38,8 +38,9 @@ use std::collections::HashMap;
 
 /// OpenSM's default subnet timeout, which it gives as every path's packet lifetime.
 const PKT_LIFE: u8 = 0x12;
-/// The SA's response time value in ClassPortInfo (4.096 µs × 2^18 ≈ 1 s, OpenSM's).
-const RESP_TIME: u8 = 18;
+/// The SA's response time value in ClassPortInfo: 4.096 µs × 2^16 ≈ 268 ms, what OpenSM
+/// gives with its default transaction timeout (200 ms).
+const RESP_TIME: u8 = 16;
 
 /// What the SA reads: the fabric and the state the SM keeps of it.
 pub struct View<'a, 'f> {

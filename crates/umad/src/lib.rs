@@ -21,6 +21,8 @@
 //!
 //! This is the only crate of fabroute with `unsafe` code.
 
+// Q_Key of QP1 (the GSI), which every GSI MAD is sent with.
+use mad::sa::QP1_QKEY;
 use mad::{Address, Transport, MAD_SIZE};
 use std::ffi::CString;
 use std::io;
@@ -43,8 +45,6 @@ struct RegReq {
     rmpp_version: u8,
 }
 
-/// Q_Key of QP1 (the GSI), which every GSI MAD is sent with.
-const QP1_QKEY: u32 = 0x8001_0000;
 /// Descriptors per device in libumad2sim (`FD_PER_DEVICE`); its descriptors start at 1024.
 const SIM_FDS: libc::c_int = 8;
 const SIM_FD_BASE: libc::c_int = 1024;
@@ -240,15 +240,16 @@ impl Transport for UmadPort {
         }
         buf[28..30].copy_from_slice(&to.lid.to_be_bytes());
         buf[HDR..].copy_from_slice(m);
-        // SAFETY: `buf` is a live buffer of `buf.len()` bytes.
-        let n = unsafe { libc::write(self.fd, buf.as_ptr().cast(), buf.len()) };
+        // An SA table answer ends with its records (`mad::sa::wire_len`).
+        let len = HDR + mad::sa::wire_len(m);
+        // SAFETY: `buf` is a live buffer of at least `len` bytes.
+        let n = unsafe { libc::write(self.fd, buf.as_ptr().cast(), len) };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        if n as usize != buf.len() {
+        if n as usize != len {
             return Err(io::Error::other(format!(
-                "short write of a MAD: {n} of {} bytes",
-                buf.len()
+                "short write of a MAD: {n} of {len} bytes"
             )));
         }
         Ok(())

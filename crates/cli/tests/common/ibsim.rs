@@ -210,3 +210,39 @@ pub fn generated_net(
     let sock = format!("frlive{}{name}", std::process::id());
     (dir, netf, net, sock)
 }
+
+/// Starts OpenSM (`-R engine`, priority `priority`, dumps into `dir`) as HCA `host` of the
+/// ibsim on `sock`, and waits for its SUBNET UP.
+pub fn start_opensm(dir: &Path, sock: &str, host: &str, engine: &str, priority: &str) -> Proc {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("opensm.conf"), "force_log_flush TRUE\n").unwrap();
+    let log = dir.join("opensm.log");
+    let p = Proc(
+        sim_client("opensm", dir, sock, host)
+            .arg("-F")
+            .arg(dir.join("opensm.conf"))
+            .arg("-f")
+            .arg(&log)
+            .args(["-D", "0x43", "--dump_files_dir"])
+            .arg(dir)
+            .args(["-R", engine, "-p", priority])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("OpenSM's SUBNET UP", Duration::from_secs(60), || {
+        read(&log).contains("SUBNET UP")
+    });
+    p
+}
+
+/// Whether OpenSM is installed (the tests that run it beside fabroute skip without it,
+/// under `FABROUTE_NO_EXTERNAL_TOOLS`).
+pub fn opensm_present() -> bool {
+    Command::new("sh")
+        .args(["-c", "command -v opensm"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
