@@ -395,6 +395,12 @@ impl<'f, T: Transport> Live<'f, T> {
         let old = std::mem::replace(&mut self.current, first);
         let seconds = (self.pipe.now() - since).as_secs_f64();
         let smps = self.pipe.stats.sent - sent0;
+        // The switches hold the new paths: queries that waited get them, and subscribed
+        // hosts are told (before the completion and the checks).
+        self.serve_requests()?;
+        moved.sort_unstable();
+        moved.dedup();
+        let reports = self.notify(&moved, &end_ports_of(f, faults), &[])?;
         // The completion for checkers (RFTR only).
         let t_completion = self.pipe.now();
         let mut completion = Pushed::default();
@@ -406,10 +412,6 @@ impl<'f, T: Transport> Live<'f, T> {
             self.current = full;
         }
         let completion_seconds = (self.pipe.now() - t_completion).as_secs_f64();
-        // Now that the switches hold the new paths: Reports to the subscribed hosts.
-        moved.sort_unstable();
-        moved.dedup();
-        let reports = self.notify(&moved, &end_ports_of(f, faults), &[])?;
         let blocks_changed = changed_blocks(f, &old, &self.current);
         self.refresh_spare(old);
         // Verified after the push, outside the timed repair: the tables now in the switches
