@@ -11,6 +11,12 @@ fuzz_target!(|data: &[u8]| {
     let _ = PathRecord::decode(data);
     let _ = NodeRecord::decode(data);
     let _ = PortInfoRecord::decode(data);
+    if let Some(l) = mad::records::LinkRecord::decode(data) {
+        assert_eq!(mad::records::LinkRecord::decode(&l.encode()), Some(l));
+    }
+    if let Some(s) = mad::records::SwitchInfoRecord::decode(data) {
+        assert_eq!(mad::records::SwitchInfoRecord::decode(&s.encode()), Some(s));
+    }
     let _ = sa::decode_response(data);
     match SaRequest::decode(data) {
         Ok(req) => {

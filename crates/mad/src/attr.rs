@@ -248,6 +248,29 @@ pub fn sl2vl_modifier(inp: u8, out: u8) -> u32 {
     ((inp as u32) << 8) | out as u32
 }
 
+/// MLIDs per MulticastForwardingTable block.
+pub const MFT_MLIDS: usize = 32;
+
+/// The MulticastForwardingTable modifier: the block of 32 MLIDs (from 0xC000) in the low 9
+/// bits, the 16-port position (ports 16·position … 16·position + 15) in the top 4.
+pub fn mft_modifier(block: u32, position: u8) -> u32 {
+    ((position as u32 & 0xf) << 28) | (block & 0x1ff)
+}
+
+/// The 32 port masks of an MFT block, big-endian as the attribute carries them.
+pub fn mft_encode(masks: &[u16; MFT_MLIDS]) -> [u8; SMP_DATA] {
+    let mut d = [0u8; SMP_DATA];
+    for (i, m) in masks.iter().enumerate() {
+        d[2 * i..2 * i + 2].copy_from_slice(&m.to_be_bytes());
+    }
+    d
+}
+
+/// The 32 port masks of an MFT block's data.
+pub fn mft_decode(d: &[u8; SMP_DATA]) -> [u16; MFT_MLIDS] {
+    std::array::from_fn(|i| u16::from_be_bytes([d[2 * i], d[2 * i + 1]]))
+}
+
 /// Notice (attribute 0x02), the generic form traps use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Notice {

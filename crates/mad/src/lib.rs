@@ -11,6 +11,7 @@
 
 pub mod attr;
 pub mod inform;
+pub mod records;
 pub mod sa;
 
 use std::time::Duration;
@@ -61,6 +62,7 @@ pub mod attr_id {
     pub const PORT_INFO: u16 = 0x0015;
     pub const SL2VL: u16 = 0x0017;
     pub const LFT: u16 = 0x0019;
+    pub const MFT: u16 = 0x001B;
 }
 
 /// MAD status bits (the low 15 bits; DR SMPs use bit 15 as the direction bit).

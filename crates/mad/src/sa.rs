@@ -49,6 +49,8 @@ pub mod sa_attr {
     pub const INFORM_INFO: u16 = 0x0003;
     pub const NODE_RECORD: u16 = 0x0011;
     pub const PORT_INFO_RECORD: u16 = 0x0012;
+    pub const SWITCH_INFO_RECORD: u16 = 0x0014;
+    pub const LINK_RECORD: u16 = 0x0020;
     pub const PATH_RECORD: u16 = 0x0035;
 }
 

@@ -34,6 +34,8 @@ pub struct FakeStats {
     /// LinearForwardingTable Sets, and SLtoVLMappingTable Sets.
     pub lft_sets: u64,
     pub sl2vl_sets: u64,
+    /// MulticastForwardingTable Sets.
+    pub mft_sets: u64,
     /// SMPs dropped (a directed route over a link that is not up, a bad path).
     pub dropped: u64,
     pub traps_sent: u64,
@@ -58,6 +60,8 @@ pub struct FakeFabric {
     link_up: Vec<bool>,
     sw: Vec<Option<SwState>>,
     sl2vl: BTreeMap<(u32, u8, u8), [u8; 16]>,
+    /// MFT blocks set: (switch node, block, position) → the 32 port masks.
+    mft: BTreeMap<(u32, u32, u8), [u16; attr::MFT_MLIDS]>,
     queue: VecDeque<([u8; MAD_SIZE], Address)>,
     /// MADs the SM sent that are not SMPs (its answers to hosts' requests), with where to.
     pub answers: Vec<([u8; MAD_SIZE], Address)>,
@@ -136,6 +140,7 @@ impl FakeFabric {
             link_up: vec![true; f.links.len()],
             sw,
             sl2vl: BTreeMap::new(),
+            mft: BTreeMap::new(),
             queue: VecDeque::new(),
             answers: Vec::new(),
             clock: Duration::ZERO,
@@ -224,6 +229,33 @@ impl FakeFabric {
             }
         }
         r
+    }
+
+    /// The ports switch `sw` forwards multicast LID `mlid` to (its MFT row, as port numbers).
+    pub fn mft_ports(&self, sw: NodeId, mlid: u16) -> Vec<u8> {
+        let Some(k) = (mlid as u32).checked_sub(0xC000) else {
+            return Vec::new();
+        };
+        let (block, i) = (k / attr::MFT_MLIDS as u32, k as usize % attr::MFT_MLIDS);
+        let mut out = Vec::new();
+        for pos in 0..16u8 {
+            if let Some(m) = self.mft.get(&(sw.0, block, pos)) {
+                for b in 0..16 {
+                    if m[i] & (1 << b) != 0 {
+                        out.push(pos * 16 + b);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// MFT blocks set so far (`lft_sets`' counterpart).
+    pub fn mft_blocks_held(&self) -> usize {
+        self.mft
+            .values()
+            .filter(|m| m.iter().any(|&x| x != 0))
+            .count()
     }
 
     /// Writes one LFT entry behind the SM's back (a table another SM left wrong).
@@ -521,6 +553,26 @@ impl FakeFabric {
                 let mut d = [0u8; SMP_DATA];
                 d.copy_from_slice(&sw.lft[r]);
                 (0, d)
+            }
+            attr_id::MFT => {
+                if self.sw[n.idx()].is_none() {
+                    return (status::ATTR_UNSUPPORTED, s.data);
+                }
+                let (block, pos) = (s.modifier & 0x1ff, (s.modifier >> 28) as u8);
+                if pos as u32 * 16 > node.nports as u32 {
+                    return bad;
+                }
+                if set {
+                    self.mft
+                        .insert((n.0, block, pos), attr::mft_decode(&s.data));
+                    self.stats.mft_sets += 1;
+                }
+                let m = self
+                    .mft
+                    .get(&(n.0, block, pos))
+                    .copied()
+                    .unwrap_or_default();
+                (0, attr::mft_encode(&m))
             }
             attr_id::SL2VL => {
                 let (inp, out) = if is_sw {

@@ -25,6 +25,7 @@
 pub mod discover;
 pub mod fake;
 pub mod live;
+mod mcast;
 pub mod notify;
 pub mod pipe;
 mod program;

@@ -1,6 +1,7 @@
 //! Bring-up and the repair loop over a discovered fabric.
 
 use crate::discover::Discovery;
+use crate::mcast::McastState;
 use crate::pipe::Pipe;
 use crate::program::{Pushed, Scope};
 use crate::sa::{Sa, SaStats, View};
@@ -41,6 +42,8 @@ pub struct SmConfig {
     pub sweep_interval: Option<Duration>,
     /// SMInfo.Priority (0-15) the SM answers with.
     pub priority: u8,
+    /// Multicast groups whose trees the SM programs (MFTs) and mends (empty: none).
+    pub mcast: Vec<routing::mcast::Group>,
 }
 
 /// What the SM reports, one JSON object per line in `fabroute sm --events`.
@@ -64,6 +67,8 @@ pub enum Event {
         discovery_smps: u64,
         lft_blocks: u64,
         sl2vl_entries: u64,
+        /// MulticastForwardingTable blocks written (0 without `--mcast`).
+        mft_blocks: u64,
         /// SMPs that got no good answer after retries (0 on a healthy fabric).
         failed_smps: u64,
         deadlock_free: bool,
@@ -206,6 +211,8 @@ pub enum Event {
         /// Reports sent to subscribed hosts (trap 69 to moved sources, 65 about end ports
         /// cut off).
         reports: u64,
+        /// MFT blocks written for the multicast trees the faults cut (0 without `--mcast`).
+        mft_blocks: u64,
         /// The tables now in the switches, walked and checked (every pair, CDG over
         /// (channel, VL)); with RFTR also the union with the tables before the repair.
         deadlock_free: bool,
@@ -265,6 +272,8 @@ pub struct Live<'f, T: Transport> {
     pub(crate) deferred: Vec<LinkId>,
     /// The subnet administrator on the SM's port.
     pub(crate) sa: Sa,
+    /// The multicast trees and what the switches hold of them (with `SmConfig::mcast`).
+    pub(crate) mcast: Option<McastState>,
 }
 
 impl<T: Transport> std::fmt::Debug for Live<'_, T> {
@@ -291,6 +300,7 @@ impl<'f, T: Transport> Live<'f, T> {
         let rep = Self::fresh_rep(f, engine, &cfg)?;
         let t_routed = pipe.now();
         let mut live = Self::assemble(d, pipe, cfg, rep, Routing::empty(f));
+        live.start_mcast(engine)?;
         let (pushed, failed, t_up, report) = live.take_charge(Scope::First)?;
         let ev = Event::SubnetUp {
             switches: f.num_switches(),
@@ -305,6 +315,7 @@ impl<'f, T: Transport> Live<'f, T> {
             discovery_smps: d.smps,
             lft_blocks: pushed.lft_blocks,
             sl2vl_entries: pushed.sl2vl_entries,
+            mft_blocks: pushed.mft_blocks,
             failed_smps: failed + d.failed,
             deadlock_free: report.deadlock_free,
             unreachable_pairs: report.unreachable_pairs.count,
@@ -323,7 +334,11 @@ impl<'f, T: Transport> Live<'f, T> {
     ) -> Result<(Pushed, u64, Duration, cdg::CheckReport), SmError> {
         let (mut tables, _) = self.complete();
         let mut failed = self.program_lids()?;
-        let pushed = self.push(&mut tables, scope)?;
+        let mut pushed = self.push(&mut tables, scope)?;
+        // Multicast trees: every block with a port in it (MFTs are not read back).
+        let mft = self.push_mfts(true)?;
+        pushed.mft_blocks = mft.blocks;
+        pushed.failed += mft.failed;
         failed += pushed.failed + self.activate()? + self.set_switch_info(None)?;
         let t_up = self.pipe.now();
         self.current = tables;
@@ -333,6 +348,31 @@ impl<'f, T: Transport> Live<'f, T> {
             self.spare = Some(self.current.clone());
         }
         Ok((pushed, failed, t_up, report))
+    }
+
+    /// Routes the multicast groups of the configuration, if any.
+    pub(crate) fn start_mcast(&mut self, engine: &dyn Engine) -> Result<(), SmError> {
+        if self.cfg.mcast.is_empty() {
+            return Ok(());
+        }
+        let opts = engine
+            .pin_choices(self.f, &self.cfg.opts)
+            .map_err(|e| SmError::Routing(format!("{}: {e}", engine.name())))?;
+        self.mcast = Some(McastState::start(
+            self.f,
+            engine,
+            &opts,
+            self.cfg.mcast.clone(),
+        )?);
+        Ok(())
+    }
+
+    /// The multicast trees the switches hold (empty without groups).
+    pub fn mfts(&self) -> routing::mcast::Mfts {
+        self.mcast
+            .as_ref()
+            .map(|m| m.held.clone())
+            .unwrap_or_default()
     }
 
     /// The engine's tables for the fault-free fabric: an RFTR session over them, or the
@@ -397,6 +437,7 @@ impl<'f, T: Transport> Live<'f, T> {
             deferred: Vec::new(),
             revived_unreported: Vec::new(),
             sa: Sa::new(f, d.node_info.clone()),
+            mcast: None,
             cfg,
         };
         live.sa.sm = SmInfo {
@@ -434,6 +475,8 @@ impl<'f, T: Transport> Live<'f, T> {
                 tables: &self.current,
                 plane: &self.plane,
                 port_info: &self.port_info,
+                switch_info: &self.switch_info,
+                mask: &self.mask,
                 rftr: match &self.rep {
                     Rep::Rftr(s) => Some(s.rftr()),
                     Rep::Full(_) => None,

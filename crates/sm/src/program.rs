@@ -16,6 +16,8 @@ use routing::Routing;
 pub(crate) struct Pushed {
     pub(crate) lft_blocks: u64,
     pub(crate) sl2vl_entries: u64,
+    /// MulticastForwardingTable blocks.
+    pub(crate) mft_blocks: u64,
     pub(crate) failed: u64,
     /// Blocks and rows that differ but are not in the switches: no live route to them
     /// (a switch cut off from the SM) or no good answer.

@@ -401,6 +401,8 @@ impl<'f, T: Transport> Live<'f, T> {
         moved.sort_unstable();
         moved.dedup();
         let reports = self.notify(&moved, &end_ports_of(f, faults), &[])?;
+        // The multicast trees the faults cut, mended; their changed blocks pushed.
+        let mft = self.repair_mcast()?;
         // The completion for checkers (RFTR only).
         let t_completion = self.pipe.now();
         let mut completion = Pushed::default();
@@ -439,7 +441,7 @@ impl<'f, T: Transport> Live<'f, T> {
             lft_blocks: pushed.lft_blocks,
             sl2vl_entries: pushed.sl2vl_entries,
             smps,
-            failed_smps: pushed.failed + completion.failed,
+            failed_smps: pushed.failed + completion.failed + mft.failed,
             unsent: pushed.unsent + completion.unsent,
             uncovered_phantoms: uncovered,
             completion_seconds,
@@ -451,6 +453,7 @@ impl<'f, T: Transport> Live<'f, T> {
             unsupported_pairs: unsupported,
             source_updates,
             reports,
+            mft_blocks: mft.blocks,
             deadlock_free: report.deadlock_free && union_ok,
             unreachable_pairs: report.unreachable_pairs.count,
         })

@@ -2,7 +2,7 @@
 //! the SM knows, and error answers to MADs of classes it does not serve.
 //!
 //! - `SubnAdmGet` and `SubnAdmGetTable` of **PathRecord** (by SLID/DLID or SGID/DGID),
-//!   **NodeRecord**, **PortInfoRecord**, and `Get` of **ClassPortInfo**. A table is sent when
+//!   **NodeRecord**, **PortInfoRecord**, **LinkRecord**, **SwitchInfoRecord**, and `Get` of **ClassPortInfo**. A table is sent when
 //!   it fits in one MAD (three PathRecords, one NodeRecord, two PortInfoRecords); a larger
 //!   one would need RMPP, which this SA does not send, and is answered `ERR_NO_RESOURCES`.
 //! - A PathRecord carries the (DLID, SL) the source must use *now*: over RFTR the DLID of
@@ -23,9 +23,10 @@
 //! query beyond the answer itself.
 
 use crate::notify::Subscriptions;
-use fabric::{Fabric, NodeId, PortId};
-use mad::attr::{self, NodeInfo, PortInfo, SmInfo};
+use fabric::{Fabric, FaultMask, NodeId, PortId};
+use mad::attr::{self, NodeInfo, PortInfo, SmInfo, SwitchInfo};
 use mad::inform::INFORM_INFO_LEN;
+use mad::records::{lr_mask, swir_mask, LinkRecord, SwitchInfoRecord, SWITCH_INFO_IN_RECORD};
 use mad::sa::{
     self, method, pir_mask, pr_mask, sa_attr, sa_status, Gid, NodeRecord, PathRecord,
     PortInfoRecord, SaRequest, DEFAULT_GID_PREFIX, SA_DATA,
@@ -51,6 +52,10 @@ pub struct View<'a, 'f> {
     pub plane: &'a Plane,
     /// PortInfo of every port as last read (by `PortId`).
     pub port_info: &'a [PortInfo],
+    /// SwitchInfo of every switch as last read or set (by `NodeId`).
+    pub switch_info: &'a [SwitchInfo],
+    /// The links and switches found dead.
+    pub mask: &'a FaultMask,
     /// Over RFTR: the per-pair DLIDs.
     pub rftr: Option<&'a Rftr<'f>>,
 }
@@ -281,6 +286,14 @@ impl Sa {
             sa_attr::PORT_INFO_RECORD if table_ok => match self.port_info_records(v, req) {
                 Ok(t) => (t.status(m), PortInfoRecord::SIZE, Some(t)),
                 Err(st) => (st, PortInfoRecord::SIZE, None),
+            },
+            sa_attr::LINK_RECORD if table_ok => match link_records(v, req) {
+                Ok(t) => (t.status(m), LinkRecord::SIZE, Some(t)),
+                Err(st) => (st, LinkRecord::SIZE, None),
+            },
+            sa_attr::SWITCH_INFO_RECORD if table_ok => match switch_info_records(v, req) {
+                Ok(t) => (t.status(m), SwitchInfoRecord::SIZE, Some(t)),
+                Err(st) => (st, SwitchInfoRecord::SIZE, None),
             },
             // A method the SA class has, on an attribute this SA does not serve with it.
             _ => (status::ATTR_UNSUPPORTED, 0, None),
@@ -523,6 +536,83 @@ impl Sa {
         }
         Ok(t)
     }
+}
+
+/// LinkRecords: both directions of every cable alive, matched on the fields the mask
+/// selects (a switch named by its LID, an end port by its base LID).
+fn link_records(v: &View<'_, '_>, req: &SaRequest) -> Result<Table, u16> {
+    let f = v.f;
+    let mask = req.comp_mask;
+    let known = lr_mask::FROM_LID | lr_mask::FROM_PORT | lr_mask::TO_PORT | lr_mask::TO_LID;
+    if mask & !known != 0 {
+        return Err(sa_status::REQ_INVALID);
+    }
+    let q = LinkRecord::decode(&req.data).ok_or(sa_status::REQ_INVALID)?;
+    let lid = |p: PortId| {
+        let port = f.port(p);
+        if f.is_switch(port.node) {
+            f.switch_lid(port.node)
+        } else {
+            port.lid
+        }
+    };
+    let mut t = Table::new(LinkRecord::SIZE);
+    'links: for (i, l) in f.links.iter().enumerate() {
+        if v.mask.link_dead(fabric::LinkId(i as u32)) {
+            continue;
+        }
+        for (a, b) in [(l.a, l.b), (l.b, l.a)] {
+            let r = LinkRecord {
+                from_lid: lid(a),
+                from_port: f.port(a).num,
+                to_port: f.port(b).num,
+                to_lid: lid(b),
+            };
+            if r.matches(&q, mask) && !t.push(&r.encode()) {
+                break 'links;
+            }
+        }
+    }
+    // In LID and port order, as OpenSM lists them: the big-endian bytes sort alike (on the
+    // stack: a table holds at most 25).
+    if t.count <= t.cap {
+        let mut recs = [[0u8; LinkRecord::SIZE]; SA_DATA / LinkRecord::SIZE];
+        for (r, c) in recs.iter_mut().zip(t.buf.chunks_exact(LinkRecord::SIZE)) {
+            r.copy_from_slice(c);
+        }
+        recs[..t.count].sort_unstable();
+        for (r, c) in recs[..t.count]
+            .iter()
+            .zip(t.buf.chunks_exact_mut(LinkRecord::SIZE))
+        {
+            c.copy_from_slice(r);
+        }
+    }
+    Ok(t)
+}
+
+/// SwitchInfoRecords: every live switch's LID and the SwitchInfo the SM last read or set.
+fn switch_info_records(v: &View<'_, '_>, req: &SaRequest) -> Result<Table, u16> {
+    let f = v.f;
+    let mask = req.comp_mask;
+    if mask & !swir_mask::LID != 0 {
+        return Err(sa_status::REQ_INVALID);
+    }
+    let q = SwitchInfoRecord::decode(&req.data).ok_or(sa_status::REQ_INVALID)?;
+    let mut t = Table::new(SwitchInfoRecord::SIZE);
+    for &n in &f.switches {
+        let lid = f.switch_lid(n);
+        if v.mask.node_dead(n) || (mask & swir_mask::LID != 0 && lid != q.lid) {
+            continue;
+        }
+        let si = v.switch_info.get(n.idx()).copied().unwrap_or_default();
+        let mut info = [0u8; SWITCH_INFO_IN_RECORD];
+        info.copy_from_slice(&si.0[..SWITCH_INFO_IN_RECORD]);
+        if !t.push(&SwitchInfoRecord { lid, info }.encode()) {
+            break;
+        }
+    }
+    Ok(t)
 }
 
 /// Whether `have` meets a query field `want` under `selector` (0 greater than, 1 less than,

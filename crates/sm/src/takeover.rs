@@ -187,6 +187,7 @@ impl<'f, T: Transport> Live<'f, T> {
         };
         let t_routed = pipe.now();
         let mut live = Self::assemble(d, pipe, cfg, rep, held);
+        live.start_mcast(engine)?;
         let (pushed, failed, t_up, report) = live.take_charge(Scope::All)?;
         let ev = Event::TakeOver {
             master_guid: format!("{:#018x}", master.info.guid),

@@ -71,6 +71,7 @@ fn config(engine: &dyn routing::engines::Engine, f: &Fabric, repair: Repair) -> 
         opts,
         sweep_interval: None,
         priority: 0,
+        mcast: Vec::new(),
     }
 }
 

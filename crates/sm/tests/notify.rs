@@ -70,6 +70,7 @@ fn subscribed_sources_are_told_of_their_new_paths() {
         opts: RouteOptions::default(),
         sweep_interval: None,
         priority: 0,
+        mcast: Vec::new(),
     };
     let (mut live, _) = Live::bring_up(&d, pipe, e.as_ref(), cfg).unwrap();
     let host = |p: PortId| Address {

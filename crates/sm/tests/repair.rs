@@ -41,6 +41,7 @@ fn config(engine: &dyn Engine, f: &Fabric, repair: Repair) -> SmConfig {
         opts,
         sweep_interval: None,
         priority: 0,
+        mcast: Vec::new(),
     }
 }
 

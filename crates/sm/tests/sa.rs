@@ -45,6 +45,7 @@ fn bring_up<'f>(d: &'f Discovery, e: &'f dyn Engine, phys: &Fabric) -> Live<'f, 
         opts: RouteOptions::default(),
         sweep_interval: None,
         priority: 0,
+        mcast: Vec::new(),
     };
     Live::bring_up(d, pipe, e, cfg).unwrap().0
 }
@@ -286,8 +287,12 @@ fn bad_and_unsupported_queries_get_their_status() {
         q(path_query(method::SET, both, lids)),
         status::ATTR_UNSUPPORTED
     );
-    let link = SaRequest::new(method::GET_TABLE, 0x0020, 9, 0, &[]).encode();
-    assert_eq!(q(link), status::ATTR_UNSUPPORTED);
+    // ServiceRecord.
+    let service = SaRequest::new(method::GET_TABLE, 0x0031, 9, 0, &[]).encode();
+    assert_eq!(q(service), status::ATTR_UNSUPPORTED);
+    // Every LinkRecord needs RMPP.
+    let links = SaRequest::new(method::GET_TABLE, sa_attr::LINK_RECORD, 9, 0, &[]).encode();
+    assert_eq!(q(links), sa_status::NO_RESOURCES);
     let mut v1 = path_query(method::GET, both, lids);
     v1[2] = 1;
     assert_eq!(q(v1), status::BAD_VERSION);
@@ -419,6 +424,7 @@ fn sm_info_says_who_the_master_is() {
         opts: RouteOptions::default(),
         sweep_interval: None,
         priority: 11,
+        mcast: Vec::new(),
     };
     let mut live = Live::bring_up(&d, pipe, e.as_ref(), cfg).unwrap().0;
     let f = &d.fabric;
@@ -444,4 +450,125 @@ fn sm_info_says_who_the_master_is() {
     let dr = Smp::request(Method::Get, Route::Direct(vec![1]), 9, attr_id::SM_INFO, 0).encode();
     assert_eq!(ask(&mut live, dr, from), None);
     assert_eq!(live.sa_stats().sm_info, 1);
+}
+
+/// LinkRecords: both directions of the cables alive, in LID and port order, matched on
+/// the fields asked; a pulled cable's records are gone. SwitchInfoRecord: the switch's
+/// SwitchInfo as the SM set it (LinearFDBTop = the top LID). Unknown components: refused.
+#[test]
+fn link_and_switch_info_records_describe_the_live_fabric() {
+    use mad::records::{lr_mask, swir_mask, LinkRecord, SwitchInfoRecord};
+    let phys = fabric("torus 4x4 hcas=1");
+    let d = setup(&phys);
+    let e = by_name("updn").unwrap();
+    let mut live = bring_up(&d, e.as_ref(), &phys);
+    let f = &d.fabric;
+    let from = host(f, f.end_ports[5]);
+    let sw = f.switches[5];
+    let sw_lid = f.switch_lid(sw);
+    let q = LinkRecord {
+        from_lid: sw_lid,
+        ..Default::default()
+    };
+    let lr = |live: &mut Live<'_, FakeFabric>, mask: u64, q: LinkRecord| {
+        let a = ask(
+            live,
+            SaRequest::new(
+                method::GET_TABLE,
+                sa_attr::LINK_RECORD,
+                3,
+                mask,
+                &q.encode(),
+            )
+            .encode(),
+            from,
+        )
+        .unwrap();
+        let (h, recs) = decode_response(&a).unwrap();
+        (
+            h.status,
+            recs.iter()
+                .map(|r| LinkRecord::decode(r).unwrap())
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (st, recs) = lr(&mut live, lr_mask::FROM_LID, q);
+    assert_eq!(st, 0);
+    // Every cabled port of the switch, in port order, to the LID at the far end.
+    let want: Vec<LinkRecord> = f
+        .node_ports(sw)
+        .filter_map(|p| {
+            let r = f.remote(p)?;
+            let far = f.port(r);
+            Some(LinkRecord {
+                from_lid: sw_lid,
+                from_port: f.port(p).num,
+                to_port: far.num,
+                to_lid: if f.is_switch(far.node) {
+                    f.switch_lid(far.node)
+                } else {
+                    far.lid
+                },
+            })
+        })
+        .collect();
+    assert_eq!(recs, want);
+    // One direction of one cable: by both ends.
+    let one = want[1];
+    let (_, back) = lr(
+        &mut live,
+        lr_mask::FROM_LID | lr_mask::FROM_PORT | lr_mask::TO_LID,
+        LinkRecord {
+            from_lid: one.to_lid,
+            from_port: one.to_port,
+            to_lid: one.from_lid,
+            ..Default::default()
+        },
+    );
+    assert_eq!(back.len(), 1);
+    assert_eq!(back[0].to_port, one.from_port);
+    assert_eq!(lr(&mut live, 1 << 4, q).0, sa_status::REQ_INVALID);
+    // SwitchInfoRecord of that switch.
+    let a = ask(
+        &mut live,
+        SaRequest::new(
+            method::GET,
+            sa_attr::SWITCH_INFO_RECORD,
+            4,
+            swir_mask::LID,
+            &SwitchInfoRecord {
+                lid: sw_lid,
+                ..Default::default()
+            }
+            .encode(),
+        )
+        .encode(),
+        from,
+    )
+    .unwrap();
+    let (h, recs) = decode_response(&a).unwrap();
+    assert_eq!(h.status, 0);
+    let r = SwitchInfoRecord::decode(recs[0]).unwrap();
+    assert_eq!(r.lid, sw_lid);
+    assert_eq!(
+        u16::from_be_bytes([r.info[6], r.info[7]]),
+        f.max_lid(),
+        "LinearFDBTop"
+    );
+    // A pulled cable between switches: its records are gone.
+    let pl = (0..phys.links.len() as u32)
+        .map(LinkId)
+        .find(|&l| {
+            let k = phys.link(l);
+            phys.is_switch(phys.port(k.a).node)
+                && phys.is_switch(phys.port(k.b).node)
+                && phys.node(phys.port(k.a).node).guid == f.node(sw).guid
+        })
+        .unwrap();
+    live.pipe.transport_mut().unlink(pl);
+    for _ in 0..4 {
+        live.step(Duration::from_millis(5)).unwrap();
+    }
+    let (_, after) = lr(&mut live, lr_mask::FROM_LID, q);
+    assert_eq!(after.len(), want.len() - 1, "{after:?}");
 }

@@ -33,6 +33,7 @@ fn config(repair: Repair, priority: u8) -> SmConfig {
         opts: RouteOptions::default(),
         sweep_interval: None,
         priority,
+        mcast: Vec::new(),
     }
 }
 

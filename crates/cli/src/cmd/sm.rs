@@ -66,6 +66,10 @@ pub struct Args {
     /// (with delta.json: what the last repairs changed and each source's new (DLID, SL)).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Multicast groups to program and keep mended: `ipoib` (the IPoIB broadcast group of
+    /// every end port) or a group file (`fabroute route --mcast`'s format).
+    #[arg(long)]
+    pub mcast: Option<PathBuf>,
     /// Root switch GUID file for updn / ftree.
     #[arg(long)]
     pub roots: Option<PathBuf>,
@@ -153,12 +157,13 @@ fn describe(e: &Event) -> String {
             smps,
             lft_blocks,
             sl2vl_entries,
+            mft_blocks,
             failed_smps,
             deadlock_free,
             unreachable_pairs,
             ..
         } => format!(
-            "subnet up: {switches} switches, {cas} end nodes, {links} links; discovered in {:.1} ms, routed with {engine} and programmed in {:.1} ms in all ({smps} SMPs: {lft_blocks} LFT blocks, {sl2vl_entries} SL2VL rows, {failed_smps} failed); checked in {:.1} ms: {}, {unreachable_pairs} pairs undelivered",
+            "subnet up: {switches} switches, {cas} end nodes, {links} links; discovered in {:.1} ms, routed with {engine} and programmed in {:.1} ms in all ({smps} SMPs: {lft_blocks} LFT blocks, {sl2vl_entries} SL2VL rows, {mft_blocks} MFT blocks, {failed_smps} failed); checked in {:.1} ms: {}, {unreachable_pairs} pairs undelivered",
             discovery_seconds * 1e3,
             seconds * 1e3,
             check_seconds * 1e3,
@@ -265,6 +270,7 @@ fn describe(e: &Event) -> String {
             completion_lft_blocks,
             completion_sl2vl_entries,
             reports,
+            mft_blocks,
             ..
         } => {
             let mut t = format!(
@@ -277,6 +283,9 @@ fn describe(e: &Event) -> String {
             );
             if *reports > 0 {
                 t += &format!("; {reports} Reports to subscribed hosts");
+            }
+            if *mft_blocks > 0 {
+                t += &format!("; multicast trees mended: {mft_blocks} MFT blocks");
             }
             if *repair == sm::Repair::Rftr {
                 t += &format!(
@@ -334,7 +343,7 @@ fn write_dir<T: mad::Transport>(
         },
         sl2vl: routing::opensm::Emit::Always,
         psl: routing::opensm::Emit::Always,
-        mcast: None,
+        mcast: Some(live.mfts()),
     };
     let mut files = write_tables(&out, f, live.tables(), &set_opts)?;
     // The discovered fabric itself, in node order and with the LIDs the SM assigned, so
@@ -470,6 +479,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
             sweep_interval: (a.sweep_interval > 0.0)
                 .then(|| Duration::from_secs_f64(a.sweep_interval)),
             priority: a.priority,
+            mcast: a
+                .mcast
+                .as_deref()
+                .map(|p| crate::mcast::load_groups(p, f))
+                .transpose()?
+                .unwrap_or_default(),
         })
     };
     let mut all_clean = true;

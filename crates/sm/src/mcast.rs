@@ -1,0 +1,152 @@
+//! Multicast on the live fabric: the groups' spanning trees (`routing::mcast`) programmed
+//! as MulticastForwardingTable blocks at subnet up, and mended after each repair with only
+//! the blocks that changed pushed.
+//!
+//! A block is 32 MLIDs × one 16-port position (`mad::attr::mft_modifier`); the SM keeps what
+//! the switches hold (`held`) and sends a block only when some entry of it differs.
+
+use crate::live::Live;
+use crate::pipe::Req;
+use crate::SmError;
+use fabric::{Fabric, FaultMask};
+use mad::attr::{self, MFT_MLIDS};
+use mad::{attr_id, Route, Transport};
+use routing::engines::{Engine, RouteOptions};
+use routing::mcast::{
+    repair_trees, route_groups, Group, McastRouting, Mfts, PortMask, TreeRule, MLID_FIRST,
+};
+use routing::turn::{Base, UpDownRule};
+use std::collections::BTreeSet;
+
+/// The multicast state of the SM.
+#[derive(Debug)]
+pub(crate) struct McastState {
+    groups: Vec<Group>,
+    /// The engine's up*/down* rule, when it has one (trees obey it).
+    rule: Option<UpDownRule>,
+    routing: McastRouting,
+    /// What the switches hold.
+    pub(crate) held: Mfts,
+}
+
+impl McastState {
+    /// Routes `groups` on the fault-free fabric.
+    pub(crate) fn start(
+        f: &Fabric,
+        engine: &dyn Engine,
+        opts: &RouteOptions,
+        groups: Vec<Group>,
+    ) -> Result<Self, SmError> {
+        let rule = match engine.rftr_base(f, opts) {
+            Ok(Base::Turns(t)) => t.as_up_down().cloned(),
+            _ => None,
+        };
+        let tree = rule.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
+        let routing = route_groups(f, &FaultMask::none(f), &groups, tree)
+            .map_err(|e| SmError::Routing(format!("multicast: {e}")))?;
+        Ok(McastState {
+            groups,
+            rule,
+            routing,
+            held: Mfts::default(),
+        })
+    }
+
+    /// The trees now (what the switches should hold).
+    pub(crate) fn mfts(&self) -> &Mfts {
+        &self.routing.mfts
+    }
+
+    /// Mends the trees the faults of `mask` cut.
+    fn repair(&mut self, f: &Fabric, mask: &FaultMask) -> Result<(), SmError> {
+        let tree = self
+            .rule
+            .as_ref()
+            .map_or(TreeRule::Shortest, TreeRule::UpDown);
+        repair_trees(f, mask, &mut self.routing, &self.groups, tree)
+            .map_err(|e| SmError::Routing(format!("multicast: {e}")))?;
+        Ok(())
+    }
+}
+
+/// The 16-bit mask of `m` at `position` (ports 16·position …).
+fn mask16(m: &PortMask, position: usize) -> u16 {
+    (m.0[position / 4] >> ((position % 4) * 16)) as u16
+}
+
+/// Counts of one MFT push.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MftPush {
+    pub(crate) blocks: u64,
+    pub(crate) failed: u64,
+}
+
+impl<T: Transport> Live<'_, T> {
+    /// Sends the MFT blocks of the current trees that differ from what the switches hold
+    /// (`all`: every block with a port in it, at subnet up), and waits for every answer.
+    pub(crate) fn push_mfts(&mut self, all: bool) -> Result<MftPush, SmError> {
+        let Some(mc) = self.mcast.as_ref() else {
+            return Ok(MftPush::default());
+        };
+        let f = self.f;
+        let new = mc.mfts();
+        let todo: BTreeSet<(u32, usize, usize)> = if all {
+            let mut s = BTreeSet::new();
+            for g in &new.groups {
+                let block = (g.mlid - MLID_FIRST) as usize / MFT_MLIDS;
+                for &(sw, m) in &g.switches {
+                    for p in m.ports() {
+                        s.insert((sw, block, p as usize / 16));
+                    }
+                }
+            }
+            s
+        } else {
+            mc.held
+                .diff(new)
+                .iter()
+                .flat_map(|c| c.blocks().collect::<Vec<_>>())
+                .collect()
+        };
+        let by_switch = new.by_switch(f.num_switches());
+        let mut reqs = Vec::with_capacity(todo.len());
+        for &(sw, block, pos) in &todo {
+            let Some(r) = self.routes[f.switches[sw as usize].idx()].clone() else {
+                continue;
+            };
+            let mut masks = [0u16; MFT_MLIDS];
+            let first = MLID_FIRST as usize + block * MFT_MLIDS;
+            for &(mlid, m) in &by_switch[sw as usize] {
+                let i = mlid as usize;
+                if (first..first + MFT_MLIDS).contains(&i) {
+                    masks[i - first] = mask16(&m, pos);
+                }
+            }
+            reqs.push(Req::set(
+                Route::Direct(r),
+                attr_id::MFT,
+                attr::mft_modifier(block as u32, pos as u8),
+                attr::mft_encode(&masks),
+            ));
+        }
+        let got = self.pipe.run(&reqs)?;
+        let failed = got.iter().filter(|g| g.is_err()).count() as u64;
+        if let Some(mc) = self.mcast.as_mut() {
+            mc.held = mc.routing.mfts.clone();
+        }
+        Ok(MftPush {
+            blocks: reqs.len() as u64,
+            failed,
+        })
+    }
+
+    /// Mends the trees for the faults now in the mask and pushes the blocks that changed.
+    pub(crate) fn repair_mcast(&mut self) -> Result<MftPush, SmError> {
+        let (f, mask) = (self.f, &self.mask);
+        match self.mcast.as_mut() {
+            Some(mc) => mc.repair(f, mask)?,
+            None => return Ok(MftPush::default()),
+        }
+        self.push_mfts(false)
+    }
+}
