@@ -1,8 +1,8 @@
 //! `fabroute sm --mcast ipoib` on ibsim: the IPoIB broadcast group's tree is programmed as
 //! MulticastForwardingTable blocks at subnet up; `ibroute -M` of every switch reads back
 //! what `opensm.mcfdbs` says, and `fabroute check` finds the group delivered to every
-//! member exactly once from every sender; after a host's cable is pulled, the mended tree
-//! is in the switches and checks clean.
+//! member exactly once from every sender; after a host's cable and then a cable between
+//! switches are pulled, the mended tree is in the switches and checks clean.
 //!
 //! Needs ibsim-utils, libumad2sim0 and infiniband-diags, as `live_ibsim`.
 
@@ -163,9 +163,7 @@ fn the_ipoib_tree_is_programmed_and_mended() {
     );
     assert_eq!(up["mft_blocks"], 16, "{up}");
 
-    // A host's cable: the host leaves the tree (and LID-routed queries to every switch
-    // still arrive: after a cable between switches, RFTR leaves the routes to switch LIDs
-    // that crossed it unrepaired, docs/live.md).
+    // A host's cable: the host leaves the tree.
     let (sw, port) = (net.hcas[5].clone(), 1);
     let mut stdin = ibsim.0.stdin.take().unwrap();
     writeln!(stdin, "Unlink \"{sw}\"[{port}]").unwrap();
@@ -181,9 +179,24 @@ fn the_ipoib_tree_is_programmed_and_mended() {
     // Every end port a mask names is a full member (the host cut off is in none).
     verify("after the unlink", &[]);
     assert!(rep["mft_blocks"].as_u64().unwrap() > 0, "{rep}");
+    // Then a cable between switches: the tree is mended, and LID-routed queries still
+    // reach every switch (the completion routes switch LIDs again).
+    let (sw2, port2) = net.cables[0].clone();
+    writeln!(stdin, "Unlink \"{sw2}\"[{port2}]").unwrap();
+    stdin.flush().unwrap();
+    wait_for("the second repair", Duration::from_secs(30), || {
+        count(&ev, "repaired") >= 2
+    });
+    let rep2 = events(&ev)
+        .into_iter()
+        .filter(|e| e["event"] == "repaired")
+        .nth(1)
+        .unwrap();
+    assert_eq!(rep2["failed_smps"], 0, "{rep2}");
+    verify("after the second unlink", &[]);
     eprintln!(
-        "{name}: {} MFT blocks at subnet up; Unlink \"{sw}\"[{port}] mended with {} blocks",
-        up["mft_blocks"], rep["mft_blocks"]
+        "{name}: {} MFT blocks at subnet up; Unlink \"{sw}\"[{port}] mended with {} blocks, Unlink \"{sw2}\"[{port2}] with {}",
+        up["mft_blocks"], rep["mft_blocks"], rep2["mft_blocks"]
     );
     drop(stdin);
     let _ = std::fs::remove_dir_all(&dir);

@@ -414,6 +414,70 @@ fn every_single_link_fault_on_tori_is_supported() {
     }
 }
 
+/// Where the walk from live switch `s` toward switch `t`'s LID ends: `Some(true)` at `t`,
+/// `Some(false)` at a switch without an entry, `None` on a dead or missing cable, a loop,
+/// or anything else.
+fn switch_lid_walk(f: &Fabric, r: &Routing, mask: &FaultMask, s: usize, t: usize) -> Option<bool> {
+    let lid = f.switch_lid(f.switches[t]);
+    let mut cur = s;
+    for _ in 0..=f.num_switches() {
+        if cur == t {
+            return Some(true);
+        }
+        let port = r.lft_of(cur)[lid as usize];
+        if port == NO_PORT {
+            return Some(false);
+        }
+        let p = f.port_id(f.switches[cur], port);
+        let l = f.port(p).link?;
+        if mask.link_dead(l) {
+            return None;
+        }
+        let rn = f.port(f.remote(p)?).node;
+        if !f.is_switch(rn) || mask.node_dead(rn) {
+            return None;
+        }
+        cur = f.switch_index[rn.idx()] as usize;
+    }
+    None
+}
+
+/// After a single cable between switches fails, what RFTR programs takes every live switch
+/// to every live switch's LID (management traffic: `perfquery`, `ibroute`) when RFTR
+/// repaired every pair; and in any case no walk toward a switch LID ends on a dead cable or
+/// loops (a switch with no way has no entry). Up*/down* tori and fat trees, LMC 0 and 2.
+#[test]
+fn routes_to_switch_lids_survive_every_single_link_fault() {
+    let mut repaired_faults = 0;
+    for spec in [
+        "torus 4x4 hcas=2",
+        "torus 4x4 hcas=2 lmc=2",
+        "ktree 4 3",
+        "torus 4x4x2 hcas=1",
+    ] {
+        let f = fabric(spec);
+        let ns = f.num_switches();
+        for l in switch_links(&f) {
+            let mut r = start(&f, 2);
+            r.apply(Fault::Link(l));
+            let p = r.programmed(true);
+            let all_repaired = r.unrepaired_joinable() == 0;
+            repaired_faults += usize::from(all_repaired);
+            for s in 0..ns {
+                for t in 0..ns {
+                    let w = switch_lid_walk(&f, &p.tables, &r.mask, s, t);
+                    assert!(
+                        w == Some(true) || (w == Some(false) && !all_repaired),
+                        "{spec}: link {l:?}: switch {s} toward switch {t}'s LID: {w:?} ({:?})",
+                        p.completion
+                    );
+                }
+            }
+        }
+    }
+    assert!(repaired_faults > 50, "{repaired_faults}");
+}
+
 /// True when the base-LID walk from switch `s` toward end `e` reaches it over live channels.
 fn base_walk_alive(f: &Fabric, r: &Routing, mask: &FaultMask, s: usize, e: usize) -> bool {
     let lid = f.port(f.end_ports[e]).lid;

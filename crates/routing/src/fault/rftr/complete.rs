@@ -62,7 +62,7 @@
 //! `check` reports them.
 
 use super::{Rftr, NONE};
-use crate::forward::Hop;
+use crate::forward::{Failure, Hop};
 use crate::tables::{PathSl, Routing};
 use crate::vl::{Layers, Need};
 use fabric::{ChannelId, Lid, NO_PORT};
@@ -92,6 +92,37 @@ pub struct Completion {
     /// entries (a later fault moved their sources on): over a base that keeps its VLs they
     /// follow their base LID again, entries and path SLs, as unused ones do.
     pub stale_virtual_lids: u64,
+    /// Entries set or taken away in the columns of switch LIDs (management traffic).
+    pub switch_lid_entries: u64,
+    /// (switch, switch LID) walks left without a legal way (no entry there; `check` walks
+    /// the LIDs of end ports only, so these are not among its undelivered pairs).
+    pub switch_lid_uncovered: u64,
+}
+
+/// A column's destination: an end port (index into the fabric's end ports), or a switch
+/// (index) whose own LID the column is. Switch LIDs carry management traffic (`perfquery`,
+/// `ibroute`, LID-routed MADs to the switch), not RFTR's pairs: in their columns only the
+/// switches whose walk a failed cable (or a loop) broke change, also while pairs are left
+/// unrepaired: breadth-first, legal paths first, then up to
+/// [`SWITCH_LID_LEVELS`] - 1 illegal turns on the path SL the pair has, as the engines'
+/// own routes to switch LIDs turn (a fat tree's spine reaches another spine down and up).
+/// A switch with no such way loses its entry. Walks that deliver and path SLs stay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dest {
+    End(u32),
+    Switch(u32),
+}
+
+/// Levels of illegal turns (`fill_column`) a switch LID's column may use.
+const SWITCH_LID_LEVELS: u8 = 4;
+
+/// The counter of pairs left uncovered: of end-port LIDs, or of switch LIDs.
+fn uncovered_of(c: &mut Completion, switch: bool) -> &mut u64 {
+    if switch {
+        &mut c.switch_lid_uncovered
+    } else {
+        &mut c.uncovered
+    }
 }
 
 const UNSEEN: u8 = 0;
@@ -129,6 +160,20 @@ struct Col {
 }
 
 impl Col {
+    /// A column whose entries are `entry`, nothing resolved yet.
+    fn new(entry: Vec<u8>) -> Col {
+        let ns = entry.len();
+        Col {
+            entry,
+            deliv: vec![false; ns],
+            legal: vec![false; ns],
+            filled: vec![false; ns],
+            out: vec![ChannelId(u32::MAX); ns],
+            hops: vec![u32::MAX; ns],
+            turns: vec![0u8; ns],
+        }
+    }
+
     /// Switch `x` takes the entry toward `y` (port, channel), reached at level `t` of
     /// illegal turns (legal when `t` = 0).
     fn fill(&mut self, x: usize, y: usize, port: u8, ch: ChannelId, t: u8, fx: &mut ColumnFix) {
@@ -162,6 +207,8 @@ struct Pass<'a> {
 #[derive(Default)]
 struct ColumnFix {
     lid: Lid,
+    /// A switch LID's column.
+    switch: bool,
     entries: Vec<(u32, u8)>,
     sls: Vec<(u32, u8)>,
     /// Phantom pairs whose path turns against the rule: (source end, SL2VL needs, its
@@ -331,7 +378,7 @@ impl<'f> Rftr<'f> {
         let f = self.f;
         let ne = f.end_ports.len();
         let stride = tables.stride();
-        let columns: Vec<(u32, Lid)> = (0..ne as u32)
+        let mut columns: Vec<(Dest, Lid)> = (0..ne as u32)
             .filter(|&d| self.end_sw[d as usize] != NONE && self.plane.attach(d).live)
             .flat_map(|d| {
                 let port = f.port(f.end_ports[d as usize]);
@@ -339,15 +386,22 @@ impl<'f> Rftr<'f> {
                 (0..1u32 << port.lmc.min(7))
                     .map(move |o| base + o)
                     .filter(move |&l| l > 0 && (l as usize) < stride)
-                    .map(move |l| (d, l as Lid))
+                    .map(move |l| (Dest::End(d), l as Lid))
             })
             .collect();
+        columns.extend(
+            (0..f.num_switches())
+                .filter(|&t| !self.mask.node_dead(f.switches[t]))
+                .map(|t| (Dest::Switch(t as u32), f.switch_lid(f.switches[t])))
+                .filter(|&(_, l)| l > 0 && (l as usize) < stride),
+        );
         let fixes: Vec<ColumnFix> = {
             let tables = &*tables;
             columns
                 .par_iter()
-                .map(|&(d, lid)| {
-                    self.complete_column(tables, d, lid, used.contains(&(d, lid)), routes, joins)
+                .map(|&(dest, lid)| {
+                    let in_use = matches!(dest, Dest::End(d) if used.contains(&(d, lid)));
+                    self.complete_column(tables, dest, lid, in_use, routes, joins)
                 })
                 .collect()
         };
@@ -374,7 +428,7 @@ impl<'f> Rftr<'f> {
                     if *revertible {
                         reverted.push(*sw);
                     }
-                    c.uncovered += 1;
+                    *uncovered_of(&mut c, fx.switch) += 1;
                     continue;
                 };
                 colours.assign(sl, needs, |n| {
@@ -515,7 +569,7 @@ impl<'f> Rftr<'f> {
                         if ph.revertible {
                             reverted.push(ph.sw);
                         }
-                        c.uncovered += ph.ends.len() as u64;
+                        *uncovered_of(&mut c, fx.switch) += ph.ends.len() as u64;
                         continue;
                     };
                     colours.assign(sl, &needs, |n| {
@@ -545,8 +599,11 @@ impl<'f> Rftr<'f> {
                 }
             }
             c.lft_entries += fx.entries.len() as u64;
+            if fx.switch {
+                c.switch_lid_entries += fx.entries.len() as u64;
+            }
             c.phantom_sls += fx.sls.len() as u64;
-            c.uncovered += fx.uncovered;
+            *uncovered_of(&mut c, fx.switch) += fx.uncovered;
         }
         (c, on_base)
     }
@@ -557,7 +614,7 @@ impl<'f> Rftr<'f> {
     fn complete_column(
         &self,
         tables: &Routing,
-        d: u32,
+        dest: Dest,
         lid: Lid,
         in_use: bool,
         routes: bool,
@@ -566,45 +623,83 @@ impl<'f> Rftr<'f> {
         let f = self.f;
         let ns = f.num_switches();
         let stride = tables.stride();
-        let target = f.end_ports[d as usize];
-        let ds = self.end_sw[d as usize] as usize;
+        let (target, ds) = match dest {
+            Dest::End(d) => (
+                Some(f.end_ports[d as usize]),
+                self.end_sw[d as usize] as usize,
+            ),
+            Dest::Switch(t) => (None, t as usize),
+        };
         let mut fx = ColumnFix {
             lid,
+            switch: target.is_none(),
             ..ColumnFix::default()
         };
         let entry: Vec<u8> = (0..ns)
             .map(|s| tables.lft[s * stride + lid as usize])
             .collect();
-        let mut col = Col {
-            entry,
-            deliv: vec![false; ns],
-            legal: vec![false; ns],
-            filled: vec![false; ns],
-            out: vec![ChannelId(u32::MAX); ns],
-            hops: vec![u32::MAX; ns],
-            turns: vec![0u8; ns],
-        };
+        let mut col = Col::new(entry);
         // The destination's own switch hands the packet to it.
-        if routes
-            && !matches!(self.plane.hop(ds, col.entry[ds]), Hop::End { port, .. } if port == target)
-        {
-            col.entry[ds] = self.end_swport[d as usize];
-            fx.entries.push((ds as u32, col.entry[ds]));
+        if let (Some(target), Dest::End(d)) = (target, dest) {
+            if routes
+                && !matches!(self.plane.hop(ds, col.entry[ds]), Hop::End { port, .. } if port == target)
+            {
+                col.entry[ds] = self.end_swport[d as usize];
+                fx.entries.push((ds as u32, col.entry[ds]));
+            }
         }
         self.resolve_column(&mut col, ds, target);
-        let base = f.port(target).lid;
-        if follow && in_use && lid != base {
-            self.follow_base(tables, &mut col, ds, target, base, &mut fx);
+        if let Some(target) = target {
+            let base = f.port(target).lid;
+            if follow && in_use && lid != base {
+                self.follow_base(tables, &mut col, ds, target, base, &mut fx);
+            }
         }
-        self.fill_column(&mut col, ds, routes, &mut fx);
-        let hint = self.selected_hints(tables, d, lid, in_use);
-        self.phantom_pairs(tables, d, lid, in_use, &mut col, &hint, &mut fx);
+        if target.is_none() {
+            // A switch LID: the switches whose walk no longer delivers get paths, legal ones
+            // first (also while pairs are left unrepaired); walks that deliver, and path SLs,
+            // stay.
+            // Only walks a failed cable (or a loop) broke: a switch the tables give no
+            // entry toward this LID (an engine's choice) is left so.
+            for x in 0..ns {
+                if col.deliv[x] || self.mask.node_dead(f.switches[x]) {
+                    continue;
+                }
+                let (mut y, mut steps) = (x, 0);
+                let broken = loop {
+                    match self.plane.hop(y, col.entry[y]) {
+                        Hop::Switch { sw, .. } if steps < ns => {
+                            y = sw as usize;
+                            steps += 1;
+                        }
+                        Hop::Switch { .. } => break true,
+                        Hop::Fail(Failure::DeadChannel) => break true,
+                        _ => break false,
+                    }
+                };
+                if !broken {
+                    col.filled[x] = true;
+                }
+            }
+            self.fill_column(&mut col, ds, SWITCH_LID_LEVELS, &mut fx);
+            fx.uncovered = (0..ns)
+                .filter(|&x| !col.deliv[x] && !col.filled[x] && !self.mask.node_dead(f.switches[x]))
+                .count() as u64;
+            return fx;
+        }
+        let levels = if routes { self.cfg.vls.max(1) } else { 0 };
+        self.fill_column(&mut col, ds, levels, &mut fx);
+        let hint = match dest {
+            Dest::End(d) => self.selected_hints(tables, d, lid, in_use),
+            Dest::Switch(_) => unreachable!("switch LIDs' columns end above"),
+        };
+        self.phantom_pairs(tables, dest, lid, in_use, &mut col, &hint, &mut fx);
         fx
     }
 
     /// Which switches deliver to `target` (on `ds`), on which channel they leave, how many
     /// hops and illegal turns their path takes, and whether it is legal.
-    fn resolve_column(&self, col: &mut Col, ds: usize, target: fabric::PortId) {
+    fn resolve_column(&self, col: &mut Col, ds: usize, target: Option<fabric::PortId>) {
         let f = self.f;
         let ns = f.num_switches();
         let Col {
@@ -628,8 +723,16 @@ impl<'f> Rftr<'f> {
                 if state[s] != UNSEEN {
                     break;
                 }
+                if target.is_none() && s == ds {
+                    // The destination is the switch itself (its LID, port 0).
+                    state[s] = DONE;
+                    deliv[s] = true;
+                    legal[s] = true;
+                    hops[s] = 0;
+                    break;
+                }
                 match self.plane.hop(s, entry[s]) {
-                    Hop::End { port, ch } if port == target => {
+                    Hop::End { port, ch } if Some(port) == target => {
                         state[s] = DONE;
                         deliv[s] = true;
                         legal[s] = true;
@@ -692,7 +795,7 @@ impl<'f> Rftr<'f> {
         if tried.is_empty() {
             return;
         }
-        self.resolve_column(col, ds, target);
+        self.resolve_column(col, ds, Some(target));
         // A switch that delivers now walks only through switches that deliver, so putting
         // the others back changes no walk that delivers.
         for (x, old) in tried {
@@ -707,14 +810,13 @@ impl<'f> Rftr<'f> {
 
     /// Entries for the switches that do not deliver (module docs: level by level of illegal
     /// turns, legal turns within a level; none left, or not `routes`: no entry).
-    fn fill_column(&self, col: &mut Col, ds: usize, routes: bool, fx: &mut ColumnFix) {
+    fn fill_column(&self, col: &mut Col, ds: usize, levels: u8, fx: &mut ColumnFix) {
         let f = self.f;
         let ns = f.num_switches();
-        // Fill, level by level of illegal turns t = 0..=max (VLs - 1): breadth-first by hops
-        // from the switches whose path takes t illegal turns, through legal turns; a switch
-        // reached only through an illegal turn waits for level t + 1. (Level 0 gives legal
-        // paths on VL 0.)
-        let levels = if routes { self.cfg.vls.max(1) } else { 0 };
+        // Fill, level by level of illegal turns t = 0..levels (at most VLs): breadth-first
+        // by hops from the switches whose path takes t illegal turns, through legal turns; a
+        // switch reached only through an illegal turn waits for level t + 1. (Level 0 gives
+        // legal paths on VL 0.)
         // candidates for the next level: (switch, its next hop, entry port, channel)
         let mut next_level: Vec<(usize, usize, u8, ChannelId)> = Vec::new();
         for t in 0..levels {
@@ -829,12 +931,12 @@ impl<'f> Rftr<'f> {
     }
 
     /// Path SLs (and, over a base that keeps its VLs, fresh-VL placements) for the pairs no
-    /// source uses toward (`d`, `lid`).
+    /// source uses toward (`dest`, `lid`).
     #[allow(clippy::too_many_arguments)]
     fn phantom_pairs(
         &self,
         tables: &Routing,
-        d: u32,
+        dest: Dest,
         lid: Lid,
         in_use: bool,
         col: &mut Col,
@@ -843,8 +945,10 @@ impl<'f> Rftr<'f> {
     ) {
         let f = self.f;
         let ns = f.num_switches();
-        let target = f.end_ports[d as usize];
-        let ds = self.end_sw[d as usize] as usize;
+        let (d, ds) = match dest {
+            Dest::End(d) => (Some(d), self.end_sw[d as usize] as usize),
+            Dest::Switch(t) => (None, t as usize),
+        };
         let max_vl = self.cfg.vls.saturating_sub(1);
         let Col {
             entry,
@@ -853,15 +957,15 @@ impl<'f> Rftr<'f> {
             filled,
             ..
         } = col;
-        let base = f.port(target).lid;
-        let base_like = lid == base || !in_use;
+        // A switch LID is a base LID no pair uses.
+        let base_like = d.is_none_or(|d| lid == f.port(f.end_ports[d as usize]).lid || !in_use);
         let mut group_of: Vec<u32> = Vec::new();
         for e in 0..f.end_ports.len() as u32 {
             let s = self.end_sw[e as usize];
-            if e == d || s == NONE || !self.plane.attach(e).live {
+            if Some(e) == d || s == NONE || !self.plane.attach(e).live {
                 continue;
             }
-            if self.dlid(e, d) == Some(lid) {
+            if d.is_some_and(|d| self.dlid(e, d) == Some(lid)) {
                 continue;
             }
             let s = s as usize;
