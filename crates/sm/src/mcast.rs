@@ -102,11 +102,7 @@ impl<T: Transport> Live<'_, T> {
             }
             s
         } else {
-            mc.held
-                .diff(new)
-                .iter()
-                .flat_map(|c| c.blocks().collect::<Vec<_>>())
-                .collect()
+            mc.held.diff(new).iter().flat_map(|c| c.blocks()).collect()
         };
         let by_switch = new.by_switch(f.num_switches());
         let mut reqs = Vec::with_capacity(todo.len());

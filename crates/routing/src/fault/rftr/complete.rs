@@ -661,24 +661,38 @@ impl<'f> Rftr<'f> {
             // stay.
             // Only walks a failed cable (or a loop) broke: a switch the tables give no
             // entry toward this LID (an engine's choice) is left so.
+            // Per switch: 0 unknown, 1 on the walk being followed, 2 broken, 3 left so.
+            let mut fate = vec![0u8; ns];
+            let mut walk: Vec<usize> = Vec::new();
             for x in 0..ns {
-                if col.deliv[x] || self.mask.node_dead(f.switches[x]) {
+                if col.deliv[x] || fate[x] != 0 || self.mask.node_dead(f.switches[x]) {
                     continue;
                 }
-                let (mut y, mut steps) = (x, 0);
-                let broken = loop {
+                walk.clear();
+                let mut y = x;
+                let end = loop {
+                    if fate[y] == 1 {
+                        break 2; // a loop
+                    }
+                    if fate[y] != 0 {
+                        break fate[y];
+                    }
+                    if col.deliv[y] {
+                        break 3;
+                    }
+                    fate[y] = 1;
+                    walk.push(y);
                     match self.plane.hop(y, col.entry[y]) {
-                        Hop::Switch { sw, .. } if steps < ns => {
-                            y = sw as usize;
-                            steps += 1;
-                        }
-                        Hop::Switch { .. } => break true,
-                        Hop::Fail(Failure::DeadChannel) => break true,
-                        _ => break false,
+                        Hop::Switch { sw, .. } => y = sw as usize,
+                        Hop::Fail(Failure::DeadChannel) => break 2,
+                        _ => break 3,
                     }
                 };
-                if !broken {
-                    col.filled[x] = true;
+                for &w in &walk {
+                    fate[w] = end;
+                    if end == 3 && !col.deliv[w] {
+                        col.filled[w] = true;
+                    }
                 }
             }
             self.fill_column(&mut col, ds, SWITCH_LID_LEVELS, &mut fx);
