@@ -112,9 +112,10 @@ pub enum Event {
         refused: Option<String>,
         compute_seconds: f64,
         smps: u64,
-        /// LFT blocks and SL2VL rows written (0 and 0 on a clean fabric).
+        /// LFT blocks, SL2VL rows and MFT blocks written (0, 0 and 0 on a clean fabric).
         lft_blocks: u64,
         sl2vl_entries: u64,
+        mft_blocks: u64,
         failed_smps: u64,
         /// The tables now in the switches, walked and checked.
         deadlock_free: bool,
@@ -332,11 +333,13 @@ impl<'f, T: Transport> Live<'f, T> {
         &mut self,
         scope: Scope,
     ) -> Result<(Pushed, u64, Duration, cdg::CheckReport), SmError> {
+        let first = matches!(scope, Scope::First);
         let (mut tables, _) = self.complete();
         let mut failed = self.program_lids()?;
         let mut pushed = self.push(&mut tables, scope)?;
-        // Multicast trees: every block with a port in it (MFTs are not read back).
-        let mft = self.push_mfts(true)?;
+        // Multicast trees: every block with a port in it at bring-up, what differs from the
+        // blocks read back at a take-over.
+        let mft = self.push_mfts(first)?;
         pushed.mft_blocks = mft.blocks;
         pushed.failed += mft.failed;
         failed += pushed.failed + self.activate()? + self.set_switch_info(None)?;

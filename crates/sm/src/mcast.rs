@@ -136,6 +136,83 @@ impl<T: Transport> Live<'_, T> {
         })
     }
 
+    /// Reads back the MFT blocks the groups' MLIDs live in from every switch (a take-over),
+    /// as what the switches hold, so that only blocks that differ are pushed. Returns the
+    /// SMPs sent and those without a good answer (their entries count as empty).
+    pub(crate) fn read_mfts(&mut self) -> Result<(u64, u64), SmError> {
+        let Some(mc) = self.mcast.as_ref() else {
+            return Ok((0, 0));
+        };
+        let f = self.f;
+        let mlids: Vec<u16> = mc.groups.iter().map(|g| g.mlid).collect();
+        let blocks: BTreeSet<usize> = mlids
+            .iter()
+            .map(|&m| (m - MLID_FIRST) as usize / MFT_MLIDS)
+            .collect();
+        let mut reqs = Vec::new();
+        let mut what = Vec::new();
+        for (s, &n) in f.switches.iter().enumerate() {
+            let Some(r) = self.routes[n.idx()].clone() else {
+                continue;
+            };
+            for pos in 0..=(f.node(n).nports as usize / 16) {
+                for &b in &blocks {
+                    reqs.push(Req::get(
+                        Route::Direct(r.clone()),
+                        attr_id::MFT,
+                        attr::mft_modifier(b as u32, pos as u8),
+                    ));
+                    what.push((s as u32, b, pos));
+                }
+            }
+        }
+        let got = self.pipe.run(&reqs)?;
+        let mut held: std::collections::BTreeMap<u16, Vec<(u32, PortMask)>> =
+            mlids.iter().map(|&m| (m, Vec::new())).collect();
+        let mut failed = 0;
+        for ((s, b, pos), g) in what.into_iter().zip(got) {
+            let Ok(smp) = g else {
+                failed += 1;
+                continue;
+            };
+            let masks = attr::mft_decode(&smp.data);
+            for (i, &m16) in masks.iter().enumerate() {
+                let mlid = (MLID_FIRST as usize + b * MFT_MLIDS + i) as u16;
+                let Some(v) = held.get_mut(&mlid) else {
+                    continue;
+                };
+                if m16 == 0 {
+                    continue;
+                }
+                let e = match v.iter().position(|e| e.0 == s) {
+                    Some(k) => &mut v[k].1,
+                    None => {
+                        v.push((s, PortMask::default()));
+                        &mut v.last_mut().expect("just pushed").1
+                    }
+                };
+                e.0[pos / 4] |= (m16 as u64) << ((pos % 4) * 16);
+            }
+        }
+        if let Some(mc) = self.mcast.as_mut() {
+            let sl_of = |m: u16| mc.routing.mfts.group(m).map_or(0, |g| g.sl);
+            mc.held = Mfts {
+                groups: held
+                    .into_iter()
+                    .map(|(mlid, mut switches)| {
+                        switches.sort_by_key(|e| e.0);
+                        routing::mcast::GroupMft {
+                            mlid,
+                            sl: sl_of(mlid),
+                            switches,
+                        }
+                    })
+                    .collect(),
+            };
+        }
+        Ok((reqs.len() as u64, failed))
+    }
+
     /// Mends the trees for the faults now in the mask and pushes the blocks that changed.
     pub(crate) fn repair_mcast(&mut self) -> Result<MftPush, SmError> {
         let (f, mask) = (self.f, &self.mask);

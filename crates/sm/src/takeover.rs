@@ -188,6 +188,7 @@ impl<'f, T: Transport> Live<'f, T> {
         let t_routed = pipe.now();
         let mut live = Self::assemble(d, pipe, cfg, rep, held);
         live.start_mcast(engine)?;
+        let (mft_reads, mft_failed) = live.read_mfts()?;
         let (pushed, failed, t_up, report) = live.take_charge(Scope::All)?;
         let ev = Event::TakeOver {
             master_guid: format!("{:#018x}", master.info.guid),
@@ -202,7 +203,7 @@ impl<'f, T: Transport> Live<'f, T> {
             seconds: (t_up - t0 + d.time).as_secs_f64(),
             discovery_seconds: d.time.as_secs_f64(),
             readback_seconds: (t_read - t0).as_secs_f64(),
-            readback_smps: read_smps,
+            readback_smps: read_smps + mft_reads,
             held_deadlock_free: held_report.deadlock_free,
             held_unreachable_pairs: held_report.unreachable_pairs.count,
             adopted: refused.is_none(),
@@ -211,7 +212,8 @@ impl<'f, T: Transport> Live<'f, T> {
             smps: live.pipe.stats.sent - sent0 + d.smps,
             lft_blocks: pushed.lft_blocks,
             sl2vl_entries: pushed.sl2vl_entries,
-            failed_smps: failed + d.failed + read_failed,
+            mft_blocks: pushed.mft_blocks,
+            failed_smps: failed + d.failed + read_failed + mft_failed,
             deadlock_free: report.deadlock_free,
             unreachable_pairs: report.unreachable_pairs.count,
         };

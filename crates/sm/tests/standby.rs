@@ -45,10 +45,15 @@ fn after_master(
     engine: &dyn Engine,
     repair: Repair,
     lmc: u8,
+    mcast: bool,
 ) -> (FakeFabric, Vec<(u64, u16)>) {
     let mut pipe = Pipe::new(FakeFabric::new(phys, a), PipeConfig::default());
     let d = discover(&mut pipe, lmc).unwrap();
-    let (live, up) = Live::bring_up(&d, pipe, engine, config(repair, 5)).unwrap();
+    let mut cfg = config(repair, 5);
+    if mcast {
+        cfg.mcast = vec![routing::mcast::ipoib_group(&d.fabric)];
+    }
+    let (live, up) = Live::bring_up(&d, pipe, engine, cfg).unwrap();
     assert!(
         matches!(
             up,
@@ -157,7 +162,7 @@ fn a_standby_takes_a_clean_fabric_over_without_writing_a_table_entry() {
         let phys = fabric(spec);
         let e = by_name(engine).unwrap();
         let (a, b) = (phys.end_ports[0], *phys.end_ports.last().unwrap());
-        let (fake, lids) = after_master(&phys, a, e.as_ref(), repair, lmc);
+        let (fake, lids) = after_master(&phys, a, e.as_ref(), repair, lmc, false);
         let (lft0, sl2vl0) = (fake.stats.lft_sets, fake.stats.sl2vl_sets);
         let (mut pipe, master, lost, silent) = stand_by(fake, b, lmc);
         let d = discover_with(&mut pipe, Lids::Keep).unwrap();
@@ -259,7 +264,7 @@ fn a_wrong_table_is_found_and_rewritten_where_it_differs() {
     let phys = fabric("ktree 4 3");
     let e = by_name("ftree").unwrap();
     let (a, b) = (phys.end_ports[0], *phys.end_ports.last().unwrap());
-    let (mut fake, _) = after_master(&phys, a, e.as_ref(), Repair::Rftr, 0);
+    let (mut fake, _) = after_master(&phys, a, e.as_ref(), Repair::Rftr, 0, false);
     // One entry of one leaf switch drops a destination it used to reach (the LID the
     // master gave the last end port, as the fake holds it).
     let leaf = phys.port(phys.remote(phys.end_ports[5]).unwrap()).node;
@@ -319,4 +324,44 @@ fn an_sm_alone_finds_no_master() {
     assert!(others.is_empty());
     assert!(master_to_follow((0, 1), &others).is_none());
     assert_eq!(pipe.transport().stats.lft_sets, 0);
+}
+
+/// With the IPoIB group configured on both SMs, the take-over reads the MFT blocks back and
+/// writes none: the master's trees are the ones it would build.
+#[test]
+fn a_take_over_keeps_the_multicast_trees_the_switches_hold() {
+    let phys = fabric("torus 4x4 hcas=2");
+    let e = by_name("updn").unwrap();
+    let (a, b) = (phys.end_ports[0], *phys.end_ports.last().unwrap());
+    let (fake, _) = after_master(&phys, a, e.as_ref(), Repair::Rftr, 0, true);
+    let mft0 = fake.stats.mft_sets;
+    assert!(mft0 > 0, "the master programmed the tree");
+    let (mut pipe, master, lost, silent) = stand_by(fake, b, 0);
+    let d = discover_with(&mut pipe, Lids::Keep).unwrap();
+    let mut cfg = config(Repair::Rftr, 1);
+    cfg.mcast = vec![routing::mcast::ipoib_group(&d.fabric)];
+    let (live, ev) = Live::take_over(&d, pipe, e.as_ref(), cfg, &master, &lost, silent).unwrap();
+    let Event::TakeOver {
+        adopted,
+        lft_blocks,
+        mft_blocks,
+        failed_smps,
+        ..
+    } = ev
+    else {
+        panic!("{ev:?}")
+    };
+    assert!(adopted);
+    assert_eq!((lft_blocks, mft_blocks, failed_smps), (0, 0, 0));
+    assert_eq!(live.pipe.transport().stats.mft_sets, mft0);
+    let model = live.mfts();
+    assert!(!model.is_empty());
+    let phys = live.pipe.transport().fabric().clone();
+    for g in &model.groups {
+        for (s, &n) in d.fabric.switches.iter().enumerate() {
+            let pn = phys.node_by_guid(d.fabric.node(n).guid).unwrap();
+            let want: Vec<u8> = g.mask(s as u32).ports().collect();
+            assert_eq!(live.pipe.transport().mft_ports(pn, g.mlid), want);
+        }
+    }
 }
