@@ -250,14 +250,6 @@ impl FakeFabric {
         out
     }
 
-    /// MFT blocks set so far (`lft_sets`' counterpart).
-    pub fn mft_blocks_held(&self) -> usize {
-        self.mft
-            .values()
-            .filter(|m| m.iter().any(|&x| x != 0))
-            .count()
-    }
-
     /// Writes one LFT entry behind the SM's back (a table another SM left wrong).
     pub fn set_lft(&mut self, sw: NodeId, lid: u16, port: u8) {
         if let Some(s) = self.sw[sw.idx()].as_mut() {

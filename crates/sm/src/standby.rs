@@ -125,11 +125,6 @@ impl<T: Transport> Standby<T> {
         }
     }
 
-    /// The master followed.
-    pub fn master(&self) -> &OtherSm {
-        &self.master
-    }
-
     pub fn pipe_mut(&mut self) -> &mut Pipe<T> {
         &mut self.pipe
     }

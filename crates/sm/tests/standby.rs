@@ -120,6 +120,7 @@ fn stand_by(
         assert_eq!(sb.step(Duration::from_millis(200)).unwrap(), None);
     }
     assert!(sb.polls_answered >= 3, "polled {}", sb.polls_answered);
+    assert_eq!(sb.sm_info_answered, 1);
     let answers = &sb.pipe_mut().transport().answers;
     let a = Smp::decode(&answers.last().expect("an SMInfo answer").0).unwrap();
     assert_eq!(SmInfo::decode(&a.data).state, sm_state::STANDBY);
