@@ -10,6 +10,7 @@ pub mod fault;
 pub mod forward;
 pub mod mcast;
 pub mod metrics;
+mod net;
 pub mod opensm;
 pub mod tables;
 pub mod turn;
