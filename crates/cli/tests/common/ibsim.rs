@@ -237,12 +237,16 @@ pub fn start_opensm(dir: &Path, sock: &str, host: &str, engine: &str, priority: 
     p
 }
 
-/// Whether OpenSM is installed (the tests that run it beside fabroute skip without it,
-/// under `FABROUTE_NO_EXTERNAL_TOOLS`).
+/// Whether OpenSM is installed. Without it the tests that run it beside fabroute fail, as
+/// [`tools_present`] does, unless `FABROUTE_NO_EXTERNAL_TOOLS=1` asks to skip them.
 pub fn opensm_present() -> bool {
-    Command::new("sh")
+    let have = Command::new("sh")
         .args(["-c", "command -v opensm"])
         .output()
         .map(|o| o.status.success())
-        .unwrap_or(false)
+        .unwrap_or(false);
+    if !have && std::env::var_os("FABROUTE_NO_EXTERNAL_TOOLS").is_none() {
+        panic!("opensm is not installed: run scripts/install-test-deps.sh (or set FABROUTE_NO_EXTERNAL_TOOLS=1 to skip these tests)");
+    }
+    have
 }
