@@ -11,7 +11,6 @@ use routing::mcast::{
     check_mcast, ipoib_group, mcast_cycles, parse_groups, route_groups, Group, McastCheck,
     McastRouting, Mfts, TreeRule,
 };
-use routing::turn::Base;
 use routing::Routing;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -58,12 +57,8 @@ pub fn route_and_check(
     r: &mut Routing,
     groups: &[Group],
 ) -> Result<Routed> {
-    let base = engine.rftr_base(f, opts).ok();
-    let rule = match &base {
-        Some(Base::Turns(t)) => t.as_up_down(),
-        _ => None,
-    };
-    let tree_rule = rule.map_or(TreeRule::Shortest, TreeRule::UpDown);
+    let rule = routing::mcast::engine_up_down_rule(f, engine, opts);
+    let tree_rule = rule.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
     let mut routing =
         route_groups(f, mask, groups, tree_rule).map_err(|e| anyhow::anyhow!("multicast: {e}"))?;
     let cdg = routing::cdg::build_cdg(f, r, Some(mask));
@@ -234,10 +229,7 @@ impl FaultMcast {
         opts: &RouteOptions,
         groups: Vec<Group>,
     ) -> Result<Self> {
-        let rule = match engine.rftr_base(f, opts) {
-            Ok(Base::Turns(t)) => t.as_up_down().cloned(),
-            _ => None,
-        };
+        let rule = routing::mcast::engine_up_down_rule(f, engine, opts);
         let tree_rule = rule.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
         let routing = route_groups(f, &FaultMask::none(f), &groups, tree_rule)
             .map_err(|e| anyhow::anyhow!("multicast: {e}"))?;

@@ -523,14 +523,7 @@ impl<'f, T: Transport> Live<'f, T> {
 
     /// The directed route to end port `p` (landing on that port).
     pub(crate) fn port_route(&self, p: PortId) -> Option<Vec<u8>> {
-        if p == self.sm_port {
-            return Some(vec![]);
-        }
-        let peer = live_peer(self.f, &self.mask, p)?;
-        let sw = self.f.port(peer).node;
-        let mut r = self.routes[sw.idx()].clone()?;
-        r.push(self.f.port(peer).num);
-        Some(r)
+        port_route(self.f, &self.mask, &self.routes, self.sm_port, p)
     }
 
     /// Marks link `l` failed in the mask, the forwarding view and the directed routes.
@@ -671,6 +664,24 @@ fn live_peer(f: &Fabric, mask: &FaultMask, p: PortId) -> Option<PortId> {
         return None;
     }
     f.remote(p)
+}
+
+/// The directed route to end port `p` (landing on that port) over `routes` (from
+/// [`node_routes`]) and the links live in `mask`.
+pub(crate) fn port_route(
+    f: &Fabric,
+    mask: &FaultMask,
+    routes: &[Option<Vec<u8>>],
+    sm_port: PortId,
+    p: PortId,
+) -> Option<Vec<u8>> {
+    if p == sm_port {
+        return Some(vec![]);
+    }
+    let peer = live_peer(f, mask, p)?;
+    let mut r = routes[f.port(peer).node.idx()].clone()?;
+    r.push(f.port(peer).num);
+    Some(r)
 }
 
 /// Directed routes from the SM's port to every node over the links live in `mask`

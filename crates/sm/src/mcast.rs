@@ -15,7 +15,7 @@ use routing::engines::{Engine, RouteOptions};
 use routing::mcast::{
     repair_trees, route_groups, Group, McastRouting, Mfts, PortMask, TreeRule, MLID_FIRST,
 };
-use routing::turn::{Base, UpDownRule};
+use routing::turn::UpDownRule;
 use std::collections::BTreeSet;
 
 /// The multicast state of the SM.
@@ -37,10 +37,7 @@ impl McastState {
         opts: &RouteOptions,
         groups: Vec<Group>,
     ) -> Result<Self, SmError> {
-        let rule = match engine.rftr_base(f, opts) {
-            Ok(Base::Turns(t)) => t.as_up_down().cloned(),
-            _ => None,
-        };
+        let rule = routing::mcast::engine_up_down_rule(f, engine, opts);
         let tree = rule.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
         let routing = route_groups(f, &FaultMask::none(f), &groups, tree)
             .map_err(|e| SmError::Routing(format!("multicast: {e}")))?;

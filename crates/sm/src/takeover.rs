@@ -4,7 +4,7 @@
 //! them otherwise.
 
 use crate::discover::Discovery;
-use crate::live::{node_routes, Event, FullState, Live, Rep, Repair, SmConfig};
+use crate::live::{node_routes, port_route, Event, FullState, Live, Rep, Repair, SmConfig};
 use crate::pipe::{Pipe, Req};
 use crate::program::Scope;
 use crate::standby::{MasterLost, OtherSm};
@@ -65,16 +65,7 @@ fn read_held<T: Transport>(
     }
     for &p in &f.end_ports {
         let port = f.port(p);
-        let route = if p == d.sm_port {
-            Some(vec![])
-        } else {
-            f.remote(p).and_then(|peer| {
-                let mut r = routes[f.port(peer).node.idx()].clone()?;
-                r.push(f.port(peer).num);
-                Some(r)
-            })
-        };
-        if let Some(r) = route {
+        if let Some(r) = port_route(f, &mask, &routes, d.sm_port, p) {
             reqs.push(Req::get(Route::Direct(r), attr_id::SL2VL, 0));
             what.push(Read::Sl2Vl(port.node, 0, port.num));
         }

@@ -27,7 +27,7 @@ pub use check::{check_mcast, mcast_cycles, McastCheck, McastIssue};
 pub use groups::{ipoib_group, parse_groups, GroupError};
 pub use own_vl::{candidate_vls, free_sl, map_sl};
 pub use repair::{repair_trees, TreeRepair};
-pub use tree::{route_groups, GroupStats, McastRouting, TreeRule};
+pub use tree::{engine_up_down_rule, route_groups, GroupStats, McastRouting, TreeRule};
 
 use fabric::{Lid, PortId};
 

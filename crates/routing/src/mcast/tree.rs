@@ -147,6 +147,19 @@ impl Rows {
     }
 }
 
+/// The up*/down* rule of `engine` on `f` with `opts`, when its base has one (updn, dnup,
+/// ftree): the trees then obey it ([`TreeRule::UpDown`]); `None` for shortest trees.
+pub fn engine_up_down_rule(
+    f: &Fabric,
+    engine: &dyn crate::engines::Engine,
+    opts: &crate::engines::RouteOptions,
+) -> Option<UpDownRule> {
+    match engine.rftr_base(f, opts) {
+        Ok(crate::turn::Base::Turns(t)) => t.as_up_down().cloned(),
+        _ => None,
+    }
+}
+
 /// Routes every group on the live fabric (see the module documentation).
 pub fn route_groups(
     f: &Fabric,
