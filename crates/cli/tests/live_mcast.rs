@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 mod common;
@@ -119,17 +119,22 @@ fn the_ipoib_tree_is_programmed_and_mended() {
     let mut ibsim = start_ibsim(&dir, &netf, &net, &sock);
     let ev = dir.join("events.jsonl");
     let out = dir.join("tables");
-    let _sm = Proc(
-        sim_client(bin(), &dir, &sock, &net.hcas[0])
-            .args(["sm", "-R", "updn", "--lmc", "0", "--mcast", "ipoib"])
-            .args(["--sweep-interval", "1", "--max-seconds", "120", "--events"])
-            .arg(&ev)
-            .arg("-o")
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let _sm = spawn_sm(
+        &dir,
+        &sock,
+        &net.hcas[0],
+        &[
+            "-R",
+            "updn",
+            "--lmc",
+            "0",
+            "--mcast",
+            "ipoib",
+            "--sweep-interval",
+            "1",
+        ],
+        &ev,
+        &out,
     );
     wait_for("subnet up", Duration::from_secs(60), || {
         count(&ev, "subnet_up") == 1

@@ -193,18 +193,7 @@ fn fabroute_stands_by_opensm_and_takes_over_with_its_lids() {
     let osm = dir.join("osm");
     let opensm = start_opensm(&osm, &sock, &net.hcas[0], "updn", "10");
     let ev = dir.join("events.jsonl");
-    let _fr = Proc(
-        sim_client(bin(), &dir, &sock, net.hcas.last().unwrap())
-            .args(["sm", "-R", "updn", "--lmc", "0", "--priority", "1"])
-            .args(["--poll-interval", "1", "--max-seconds", "120", "--events"])
-            .arg(&ev)
-            .arg("-o")
-            .arg(dir.join("fr"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _fr = standby_sm(&dir, &sock, net.hcas.last().unwrap());
     wait_for("standby", Duration::from_secs(30), || {
         count(&ev, "standby") == 1
     });
@@ -262,17 +251,22 @@ fn fabroute_stands_by_opensm_and_takes_over_with_its_lids() {
 /// The standby of a fabroute SM (priority 1, polling every second) at `host`, writing its
 /// events to `dir/events.jsonl` and its tables to `dir/fr`.
 fn standby_sm(dir: &std::path::Path, sock: &str, host: &str) -> Proc {
-    Proc(
-        sim_client(bin(), dir, sock, host)
-            .args(["sm", "-R", "updn", "--lmc", "0", "--priority", "1"])
-            .args(["--poll-interval", "1", "--max-seconds", "120", "--events"])
-            .arg(dir.join("events.jsonl"))
-            .arg("-o")
-            .arg(dir.join("fr"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    spawn_sm(
+        dir,
+        sock,
+        host,
+        &[
+            "-R",
+            "updn",
+            "--lmc",
+            "0",
+            "--priority",
+            "1",
+            "--poll-interval",
+            "1",
+        ],
+        &dir.join("events.jsonl"),
+        &dir.join("fr"),
     )
 }
 

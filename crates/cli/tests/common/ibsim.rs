@@ -250,3 +250,28 @@ pub fn opensm_present() -> bool {
     }
     have
 }
+
+/// `fabroute sm ARGS --max-seconds 120 --events EVENTS -o OUT` as HCA `host` of the ibsim on
+/// `sock`, working in `dir`, its output thrown away.
+pub fn spawn_sm(
+    dir: &Path,
+    sock: &str,
+    host: &str,
+    args: &[&str],
+    events: &Path,
+    out: &Path,
+) -> Proc {
+    Proc(
+        sim_client(bin(), dir, sock, host)
+            .arg("sm")
+            .args(args)
+            .args(["--max-seconds", "120", "--events"])
+            .arg(events)
+            .arg("-o")
+            .arg(out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
