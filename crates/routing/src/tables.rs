@@ -162,6 +162,26 @@ impl Sl2Vl {
         Some(&self.data[o as usize..o as usize + w * w * NUM_SLS])
     }
 
+    /// `node`'s SL-to-VL map when no port changes it (`vl(node, i, o, sl)` is the same for
+    /// every port pair): a walker that reads many VLs may look this up per switch instead.
+    pub fn port_free(&self, node: NodeId) -> Option<[u8; NUM_SLS]> {
+        let mut m = [0u8; NUM_SLS];
+        match self.table(node) {
+            None => {
+                for (sl, v) in m.iter_mut().enumerate() {
+                    *v = sl as u8 % NUM_DATA_VLS;
+                }
+            }
+            Some(t) => {
+                m.copy_from_slice(&t[..NUM_SLS]);
+                if t.chunks_exact(NUM_SLS).any(|row| row != m) {
+                    return None;
+                }
+            }
+        }
+        Some(m)
+    }
+
     /// True when `node` uses the identity map.
     pub fn is_identity(&self, node: NodeId) -> bool {
         self.offset[node.idx()] == u32::MAX

@@ -405,6 +405,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         )?;
         (f, engine, opts, None, lmc)
     };
+    let read_s = t0.elapsed().as_secs_f64();
     let faults = parse_faults(&f, &a.fail)?;
     let groups = a
         .mcast
@@ -428,7 +429,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             r
         }
     };
-    let base_s = t0.elapsed().as_secs_f64();
+    let base_s = t0.elapsed().as_secs_f64() - read_s;
+    let t_start = Instant::now();
     let deployed_base = a.from.as_ref().map(|_| base.clone());
     let cfg = RftrConfig {
         keep_sl2vl: a.from.is_some(),
@@ -452,8 +454,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut mcast = groups
         .map(|g| crate::mcast::FaultMcast::start(&f, engine.as_ref(), &opts, g))
         .transpose()?;
+    let start_s = t_start.elapsed().as_secs_f64();
     let mut steps = Vec::new();
-    let mut repair_s = 0.0;
+    let (mut repair_s, mut prepare_total_s, mut check_total_s) = (0.0, 0.0, 0.0);
     for (fault, text) in faults.iter().zip(&a.fail) {
         // Before the repair the check prepares (the full check's snapshot, the incremental
         // check's one whole walk at the first fault): timed apart from both.
@@ -469,6 +472,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let dt = (t2 - t1).as_secs_f64();
         let check_s = t2.elapsed().as_secs_f64();
         repair_s += dt;
+        prepare_total_s += prepare_s;
+        check_total_s += check_s;
         let (rep, chk) = (&step.repair, &step.check);
         let unsupported: Vec<_> = rep
             .unsupported
@@ -555,6 +560,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Err(e) => json!({ "error": e.to_string(), "seconds": full_s }),
     };
     let r = session.rftr();
+    let t_out = Instant::now();
     // Outputs.
     let set_opts = SetOptions {
         subnet_lst: routing::opensm::SubnetLstOptions {
@@ -654,8 +660,24 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "base_route_seconds": base_s,
         "delta_to_deployed": to_deployed,
     });
-    // Multicast: the mended trees checked against the tables written.
     let mut summary = summary;
+    // Where the command's time went (the outputs' share is measured up to summary.json).
+    let phases = [
+        ("read", read_s),
+        ("base route", base_s),
+        ("RFTR start", start_s),
+        ("check prepare", prepare_total_s),
+        ("repair", repair_s),
+        ("check", check_total_s),
+        ("full reconfiguration", full_s),
+        ("outputs", t_out.elapsed().as_secs_f64()),
+    ];
+    summary["seconds"] = json!(phases
+        .iter()
+        .map(|(k, v)| (k.replace(' ', "_"), json!(v)))
+        .chain([("total".to_string(), json!(t0.elapsed().as_secs_f64()))])
+        .collect::<serde_json::Map<_, _>>());
+    // Multicast: the mended trees checked against the tables written.
     let mut mcast_ok = true;
     let mut mcast_line = None;
     if let Some(m) = &mcast {
@@ -727,6 +749,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(line) = mcast_line {
         crate::say!("{line}");
     }
+    crate::say!(
+        "time: {} | total {:.1} s",
+        phases
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.1} s"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        t0.elapsed().as_secs_f64()
+    );
     crate::say!("wrote {}", a.output.display());
     if crate::out::json() {
         crate::out::document(&summary)?;

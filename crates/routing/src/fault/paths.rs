@@ -1,13 +1,17 @@
 //! The path store behind RFTR's reachability tables.
 //!
 //! Every switch-level path is stored once, as a run of channels in one flat arena, with the
-//! cumulative count of VL transitions at each hop. Three indexes make the reachability
+//! cumulative count of VL transitions at each hop. Two indexes make the reachability
 //! questions cheap while memory stays linear in the total length of all paths:
 //! - `by_src[s]`: paths starting at switch `s` — the **DRT**: every switch on such a path is
 //!   directly reachable from `s` (through the path's prefix);
-//! - `by_dst[e]`: paths ending at end port `e` — the **IRT**: `e` is indirectly reachable from
-//!   every switch on such a path (through its suffix);
 //! - `by_chan[c]`: paths using channel `c` — the pairs a failure of `c` affects.
+//!
+//! The base paths (one per switch and end port: tens of millions on fabrics of 10k end
+//! ports) are stored first without an index; [`PathStore::index_base`] then builds both
+//! indexes in one pass each as compressed rows ([`PathIndex`]), and the paths repairs add
+//! later go to short per-key lists beside them. (The IRT, the paths ending at an end port,
+//! is not kept as a list: RFTR reads it from the tables, as suffixes.)
 //!
 //! Paths are never removed; a failure only marks hops dead (`dead_lo`/`dead_hi`: the first and
 //! last dead hop), which limits the usable prefixes and suffixes.
@@ -38,9 +42,92 @@ pub struct PathStore {
     /// First and last dead hop (index within the path), `NONE` when all alive.
     pub dead_lo: Vec<u32>,
     pub dead_hi: Vec<u32>,
-    pub by_src: Vec<Vec<PathId>>,
-    pub by_dst: Vec<Vec<PathId>>,
-    pub by_chan: Vec<Vec<PathId>>,
+    pub by_src: PathIndex,
+    pub by_chan: PathIndex,
+}
+
+/// Path lists per key (a source switch, a channel): the base paths' lists as one array of
+/// compressed rows, built once, and per key the paths added after it, in id order.
+#[derive(Debug, Default)]
+pub struct PathIndex {
+    start: Vec<u32>,
+    ids: Vec<PathId>,
+    extra: Vec<Vec<PathId>>,
+}
+
+impl PathIndex {
+    fn new(keys: usize) -> Self {
+        PathIndex {
+            start: vec![0; keys + 1],
+            ids: Vec::new(),
+            extra: vec![Vec::new(); keys],
+        }
+    }
+
+    /// The paths of key `k`, in id order.
+    #[inline]
+    pub fn get(&self, k: usize) -> impl Iterator<Item = PathId> + Clone + '_ {
+        self.ids[self.start[k] as usize..self.start[k + 1] as usize]
+            .iter()
+            .chain(&self.extra[k])
+            .copied()
+    }
+
+    /// Adds path `id` (above every path indexed so far) to key `k`, once.
+    fn add(&mut self, k: usize, id: PathId) {
+        let v = &mut self.extra[k];
+        if v.last() != Some(&id) {
+            v.push(id);
+        }
+    }
+
+    /// Compressed rows of `keys` keys: `keys_of(p)` lists path `p`'s keys, for every path
+    /// `0..paths` (a key repeated within one path is counted once). Counting first, then
+    /// filling: two passes, no list grows.
+    fn build<'a>(keys: usize, paths: u32, keys_of: impl Fn(u32) -> &'a [ChannelId]) -> Self {
+        let mut start = vec![0u32; keys + 1];
+        let mut last = vec![NONE; keys];
+        for p in 0..paths {
+            for c in keys_of(p) {
+                let k = c.idx();
+                if last[k] != p {
+                    last[k] = p;
+                    start[k + 1] += 1;
+                }
+            }
+        }
+        for k in 0..keys {
+            start[k + 1] += start[k];
+        }
+        let mut at = start[..keys].to_vec();
+        let mut ids = vec![0 as PathId; start[keys] as usize];
+        last.fill(NONE);
+        for p in 0..paths {
+            for c in keys_of(p) {
+                let k = c.idx();
+                if last[k] != p {
+                    last[k] = p;
+                    ids[at[k] as usize] = p;
+                    at[k] += 1;
+                }
+            }
+        }
+        PathIndex {
+            start,
+            ids,
+            extra: vec![Vec::new(); keys],
+        }
+    }
+}
+
+impl Clone for PathIndex {
+    fn clone(&self) -> Self {
+        PathIndex {
+            start: self.start.clone(),
+            ids: self.ids.clone(),
+            extra: self.extra.iter().map(|v| roomy(v)).collect(),
+        }
+    }
 }
 
 /// A copy of `v` with a quarter more capacity, for state that is cloned and then grows.
@@ -60,7 +147,8 @@ pub(crate) fn written_headroom<T: Clone>(v: &mut Vec<T>, extra: usize) {
     let Some(x) = v.first().cloned() else {
         return;
     };
-    v.reserve(extra);
+    // Exactly: `reserve` would double a full arena of hundreds of MB.
+    v.reserve_exact(extra);
     let n = v.len();
     v.resize(v.capacity(), x);
     v.truncate(n);
@@ -80,20 +168,18 @@ impl Clone for PathStore {
             vl: roomy(&self.vl),
             dead_lo: roomy(&self.dead_lo),
             dead_hi: roomy(&self.dead_hi),
-            by_src: self.by_src.iter().map(|v| roomy(v)).collect(),
-            by_dst: self.by_dst.iter().map(|v| roomy(v)).collect(),
-            by_chan: self.by_chan.iter().map(|v| roomy(v)).collect(),
+            by_src: self.by_src.clone(),
+            by_chan: self.by_chan.clone(),
         }
     }
 }
 
 impl PathStore {
-    pub fn new(num_switches: usize, num_ends: usize, num_channels: usize) -> Self {
+    pub fn new(num_switches: usize, num_channels: usize) -> Self {
         PathStore {
             start: vec![0],
-            by_src: vec![Vec::new(); num_switches],
-            by_dst: vec![Vec::new(); num_ends],
-            by_chan: vec![Vec::new(); num_channels],
+            by_src: PathIndex::new(num_switches),
+            by_chan: PathIndex::new(num_channels),
             ..Default::default()
         }
     }
@@ -117,18 +203,7 @@ impl PathStore {
         written_headroom(&mut self.dead_hi, p);
         written_headroom(&mut self.hops, h);
         written_headroom(&mut self.vl, h);
-        // The indexes too: a repair's path joins one list per hop, and a channel's list on a
-        // torus holds 100k paths, so growing a full one inside a repair copies it to fresh
-        // pages.
-        for v in self
-            .by_src
-            .iter_mut()
-            .chain(&mut self.by_dst)
-            .chain(&mut self.by_chan)
-        {
-            let extra = v.len() / 4 + 8;
-            written_headroom(v, extra);
-        }
+        // (The indexes' lists of added paths start empty and stay short.)
     }
     pub fn is_empty(&self) -> bool {
         self.src.is_empty()
@@ -145,6 +220,48 @@ impl PathStore {
         self.dead_hi.reserve(paths);
         self.hops.reserve(hops);
         self.vl.reserve(hops);
+    }
+
+    /// Adds a base path (LID offset 0, SL 0, VL 0 on every hop) without indexing it: the
+    /// base paths are indexed together by [`PathStore::index_base`].
+    pub fn push_base(&mut self, src: u32, dst: u32, hops: &[ChannelId]) -> PathId {
+        let id = self.src.len() as PathId;
+        self.src.push(src);
+        self.dst.push(dst);
+        self.off.push(0);
+        self.sl.push(0);
+        self.hops.extend_from_slice(hops);
+        self.vl.resize(self.hops.len(), 0);
+        self.start.push(self.hops.len() as u32);
+        self.dead_lo.push(NONE);
+        self.dead_hi.push(NONE);
+        id
+    }
+
+    /// Indexes every path stored so far (the base paths of [`PathStore::push_base`]), before
+    /// any [`PathStore::push`].
+    pub fn index_base(&mut self) {
+        let (ns, nch) = (self.by_src.extra.len(), self.by_chan.extra.len());
+        debug_assert!(self.by_chan.extra.iter().all(Vec::is_empty));
+        let n = self.len();
+        // Base paths are stored by source switch: one row each.
+        let mut start = vec![0u32; ns + 1];
+        for &s in &self.src {
+            start[s as usize + 1] += 1;
+        }
+        for k in 0..ns {
+            start[k + 1] += start[k];
+        }
+        debug_assert!(self.src.windows(2).all(|w| w[0] <= w[1]));
+        self.by_src = PathIndex {
+            start,
+            ids: (0..n as PathId).collect(),
+            extra: vec![Vec::new(); ns],
+        };
+        let (start, hops) = (&self.start, &self.hops);
+        self.by_chan = PathIndex::build(nch, n as u32, |p| {
+            &hops[start[p as usize] as usize..start[p as usize + 1] as usize]
+        });
     }
 
     /// Adds a path; `vls[i]` is the VL of hop `i`.
@@ -168,13 +285,9 @@ impl PathStore {
         self.start.push(self.hops.len() as u32);
         self.dead_lo.push(NONE);
         self.dead_hi.push(NONE);
-        self.by_src[src as usize].push(id);
-        self.by_dst[dst as usize].push(id);
+        self.by_src.add(src as usize, id);
         for &c in hops {
-            let v = &mut self.by_chan[c.idx()];
-            if v.last() != Some(&id) {
-                v.push(id);
-            }
+            self.by_chan.add(c.idx(), id);
         }
         id
     }
@@ -192,7 +305,7 @@ impl PathStore {
 
     /// Marks channel `c` dead in every path using it; returns those paths.
     pub fn kill_channel(&mut self, c: ChannelId) -> Vec<PathId> {
-        let ids = self.by_chan[c.idx()].clone();
+        let ids: Vec<PathId> = self.by_chan.get(c.idx()).collect();
         for &p in &ids {
             let (s, e) = (
                 self.start[p as usize] as usize,
@@ -244,7 +357,7 @@ mod tests {
 
     #[test]
     fn indexes_and_dead_ranges() {
-        let mut s = PathStore::new(3, 2, 8);
+        let mut s = PathStore::new(3, 8);
         let a = s.push(
             0,
             1,
@@ -254,13 +367,38 @@ mod tests {
             &[0, 0, 0],
         );
         let b = s.push(1, 0, 0, 0, &[ChannelId(2)], &[0]);
-        assert_eq!(s.by_src[0], vec![a]);
-        assert_eq!(s.by_dst[0], vec![b]);
-        assert_eq!(s.by_chan[2], vec![a, b]);
+        assert_eq!(s.by_src.get(0).collect::<Vec<_>>(), vec![a]);
+        assert_eq!(s.by_chan.get(2).collect::<Vec<_>>(), vec![a, b]);
         assert_eq!(s.kill_channel(ChannelId(2)), vec![a, b]);
         assert_eq!(s.live_prefix(a), 1);
         assert_eq!(s.dead_hi[a as usize], 1);
         assert!(!s.alive(b));
         assert_eq!(s.total_hops(), 4);
+    }
+
+    #[test]
+    fn base_paths_indexed_in_one_pass_then_added_ones_after() {
+        let mut s = PathStore::new(2, 6);
+        let ch = |v: &[u32]| v.iter().map(|&c| ChannelId(c)).collect::<Vec<_>>();
+        let a = s.push_base(0, 0, &ch(&[1, 3]));
+        let b = s.push_base(0, 1, &ch(&[1]));
+        // a channel met twice on one path is listed once
+        let c = s.push_base(1, 0, &ch(&[3, 5, 3]));
+        s.index_base();
+        let d = s.push(1, 1, 0, 2, &ch(&[5, 1]), &[0, 1]);
+        let get = |i: &PathIndex, k| i.get(k).collect::<Vec<_>>();
+        assert_eq!(get(&s.by_src, 0), vec![a, b]);
+        assert_eq!(get(&s.by_src, 1), vec![c, d]);
+        assert_eq!(get(&s.by_chan, 1), vec![a, b, d]);
+        assert_eq!(get(&s.by_chan, 3), vec![a, c]);
+        assert_eq!(get(&s.by_chan, 5), vec![c, d]);
+        assert!(get(&s.by_chan, 0).is_empty());
+        assert_eq!(s.vls_of(c), &[0, 0, 0]);
+        assert_eq!(s.vls_of(d), &[0, 1]);
+        // a copy keeps both parts of each list
+        let t = s.clone();
+        assert_eq!(get(&t.by_chan, 1), vec![a, b, d]);
+        assert_eq!(s.kill_channel(ChannelId(3)), vec![a, c]);
+        assert_eq!((s.dead_lo[c as usize], s.dead_hi[c as usize]), (0, 2));
     }
 }

@@ -26,10 +26,10 @@
 //! components of the union.
 
 use super::rftr::{Fault, Rftr};
-use super::verify::{csr, SelectedCheck, Walker};
+use super::verify::{csr, port_free_vls, Gathered, SelectedCheck, Walker};
 use crate::cdg::cyclic_sccs;
 use crate::forward::Plane;
-use crate::tables::NUM_SLS;
+use crate::tables::{PathSl, Routing, NUM_SLS};
 use crate::vl::Layers;
 use fabric::{Fabric, Lid, NodeKind, NO_PORT};
 use rayon::prelude::*;
@@ -123,19 +123,33 @@ impl<'f> Tracker<'f> {
         let lids: Vec<Lid> = (1..=max_lid as Lid).collect();
         let wave = CHUNK * 2 * rayon::current_num_threads().max(1);
         let f = self.f;
+        // The tables do not change during this walk.
+        let port_free = port_free_vls(f, &r.routing);
         for lids in lids.chunks(wave) {
             let lid_end = &self.lid_end;
+            let port_free = &port_free;
             let done: Vec<ChunkWalk> = lids
                 .par_chunks(CHUNK)
                 .map(|chunk| {
-                    let mut w = Walker::new(f, &r.mask);
+                    let mut w = Walker::new(f, &r.mask).with_port_free_vls(port_free);
                     let mut out = ChunkWalk::default();
                     let (mut pairs, mut order) = (Vec::new(), Vec::new());
                     let mut salt = 0;
+                    let ne = f.end_ports.len();
+                    let lo = chunk[0];
+                    let sls = sl_block(&r.routing, lo, chunk.len(), ne);
+                    let ns = f.num_switches();
+                    let lfts = lft_block(&r.routing, ns, lo, chunk.len());
                     for &lid in chunk {
                         salt += STEP_SALT;
                         let e = lid_end[lid as usize];
-                        let bad = walk_pairs_to(&mut w, r, e, lid, salt, &mut pairs, &mut order);
+                        let j = (lid - lo) as usize;
+                        let col = Some(Gathered {
+                            lft: &lfts[j * ns..(j + 1) * ns],
+                            sls: sls.as_ref().map(|b| &b[j * ne..(j + 1) * ne]),
+                        });
+                        let bad =
+                            walk_pairs_to(&mut w, r, e, lid, salt, &mut pairs, &mut order, col);
                         out.columns.push((lid, bad, w.edges.len()));
                     }
                     out.edges = std::mem::take(&mut w.edges);
@@ -274,6 +288,7 @@ impl<'f> Tracker<'f> {
             self.salt,
             &mut self.pairs,
             &mut self.order,
+            None,
         );
         let edges = std::mem::take(&mut self.walker.edges);
         self.record(lid, bad, &edges);
@@ -295,7 +310,9 @@ impl<'f> Tracker<'f> {
 }
 
 /// Walks the pairs of column `lid` (owned by end `e`, `u32::MAX`: none) with walker `w` under
-/// `salt`, listing them in `pairs` (`order` is scratch); returns those that do not arrive.
+/// `salt`, listing them in `pairs` (`order` is scratch; `gathered`: the column copied out
+/// by the caller); returns those that do not arrive.
+#[allow(clippy::too_many_arguments)]
 fn walk_pairs_to(
     w: &mut Walker<'_>,
     r: &Rftr<'_>,
@@ -304,6 +321,7 @@ fn walk_pairs_to(
     salt: u32,
     pairs: &mut Vec<(u32, u32, Lid)>,
     order: &mut Vec<(u32, u32, u32)>,
+    gathered: Option<Gathered<'_>>,
 ) -> u64 {
     pairs.clear();
     if e != u32::MAX {
@@ -312,5 +330,40 @@ fn walk_pairs_to(
     if pairs.is_empty() {
         return 0;
     }
-    w.walk_column(&r.routing, pairs, salt, order)
+    w.walk_column(&r.routing, pairs, salt, order, gathered)
+}
+
+/// The LFT entries of LIDs `lo..lo + n` by column (`block[(lid - lo) * switches + s]`):
+/// the tables are stored by switch, and a walk of one column reads one entry per switch.
+fn lft_block(r: &Routing, switches: usize, lo: Lid, n: usize) -> Vec<u8> {
+    let mut block = vec![NO_PORT; n * switches];
+    for s in 0..switches {
+        let row = r.lft_of(s);
+        for j in 0..n {
+            if let Some(&v) = row.get(lo as usize + j) {
+                block[j * switches + s] = v;
+            }
+        }
+    }
+    block
+}
+
+/// The path SLs toward LIDs `lo..lo + n` by column (`block[(lid - lo) * ends + src]`) when
+/// they are stored per pair, by source: a walk of one column would otherwise read one byte
+/// of a different cache line per source. Reading a few hundred LIDs of each source's row in
+/// turn keeps the lines written in cache.
+fn sl_block(r: &Routing, lo: Lid, n: usize, ends: usize) -> Option<Vec<u8>> {
+    let PathSl::PerPair { stride, sl } = &r.path_sl else {
+        return None;
+    };
+    let mut block = vec![0u8; n * ends];
+    for src in 0..ends {
+        let row = &sl[src * stride..(src + 1) * stride];
+        for j in 0..n {
+            if let Some(&v) = row.get(lo as usize + j) {
+                block[j * ends + src] = v;
+            }
+        }
+    }
+    Some(block)
 }

@@ -11,7 +11,7 @@
 
 use super::rftr::Rftr;
 use crate::cdg::cyclic_sccs;
-use crate::forward::{Control, Forward, Hop, Plane, WalkEnd, NONE};
+use crate::forward::{Control, Forward, Hop, Plane, Step, WalkEnd, NONE};
 use crate::tables::{Routing, NUM_SLS};
 use fabric::{Fabric, FaultMask, Lid};
 use serde::Serialize;
@@ -70,6 +70,27 @@ pub(super) struct Walker<'a> {
     pub(super) edges: Vec<(u32, u32)>,
     /// Largest VL met on an inter-switch hop, plus one.
     pub(super) vmax: u8,
+    /// Channels: a vertex's memo slot is `vl * channels + channel`, so the slots of one VL
+    /// lie together (most walks stay on VL 0).
+    nch: u32,
+    /// Per switch index, 16 entries: the VL of each SL where no port pair changes it, else
+    /// [`PORTS_MATTER`]; empty when not given ([`Walker::with_port_free_vls`]).
+    port_free: &'a [u8],
+}
+
+/// A [`Walker::port_free`] entry: this switch's VL depends on the ports.
+pub(super) const PORTS_MATTER: u8 = u8::MAX;
+
+/// Per switch index, 16 entries: the VL each SL takes at the switch when no port pair
+/// changes it, else [`PORTS_MATTER`]. Valid while `r`'s SL2VL tables do not change.
+pub(super) fn port_free_vls(f: &Fabric, r: &Routing) -> Vec<u8> {
+    let mut out = vec![PORTS_MATTER; f.switches.len() * NUM_SLS];
+    for (s, &n) in f.switches.iter().enumerate() {
+        if let Some(m) = r.sl2vl.port_free(n) {
+            out[s * NUM_SLS..(s + 1) * NUM_SLS].copy_from_slice(&m);
+        }
+    }
+    out
 }
 
 impl<'a> Walker<'a> {
@@ -88,7 +109,16 @@ impl<'a> Walker<'a> {
             stack: Vec::new(),
             edges: Vec::new(),
             vmax: 0,
+            nch: (f.links.len() * 2) as u32,
+            port_free: &[],
         }
+    }
+
+    /// Reads VLs from `table` ([`port_free_vls`] of the tables walked, which must not change
+    /// while this walker is used) where no port changes them.
+    pub(super) fn with_port_free_vls(mut self, table: &'a [u8]) -> Self {
+        self.port_free = table;
+        self
     }
 
     /// Walks every pair through `r`; adds each newly expanded vertex's dependency edge. With
@@ -117,30 +147,45 @@ impl<'a> Walker<'a> {
         } else {
             order.sort_unstable();
         }
-        self.walk_grouped(r, &order, salt)
+        self.walk_grouped(r, &order, salt, None)
     }
 
     /// The pairs of one DLID walked through `r` (see [`Walker::walk_grouped`]); `order` is
-    /// scratch. Returns the pairs that do not arrive.
+    /// scratch; `gathered`, when given, holds the column's LFT entries by switch and path SLs
+    /// by source, copied from `r` (else they are read from `r`). Returns the pairs that do
+    /// not arrive.
     pub(super) fn walk_column(
         &mut self,
         r: &Routing,
         pairs: &[(u32, u32, Lid)],
         salt: u32,
         order: &mut Vec<(u32, u32, u32)>,
+        gathered: Option<Gathered<'_>>,
     ) -> u64 {
         order.clear();
-        order.extend(pairs.iter().map(|&p| keyed(r, p)));
+        match gathered.and_then(|g| g.sls) {
+            Some(sls) => order.extend(pairs.iter().map(|&(src, dst, dlid)| {
+                let sl = sls[src as usize];
+                ((dlid as u32) * NUM_SLS as u32 + sl as u32, src, dst)
+            })),
+            None => order.extend(pairs.iter().map(|&p| keyed(r, p))),
+        }
         // One DLID: grouping by SL is a sort over at most 16 keys, and usually none is
         // needed (every pair on one SL).
         if order.windows(2).any(|w| w[0].0 != w[1].0) {
             order.sort_by_key(|o| o.0);
         }
-        self.walk_grouped(r, order, salt)
+        self.walk_grouped(r, order, salt, gathered.map(|g| g.lft))
     }
 
     /// Walks pairs `(key = DLID * 16 + SL, source, destination)` given grouped by key.
-    fn walk_grouped(&mut self, r: &Routing, order: &[(u32, u32, u32)], salt: u32) -> u64 {
+    fn walk_grouped(
+        &mut self,
+        r: &Routing,
+        order: &[(u32, u32, u32)],
+        salt: u32,
+        lft: Option<&[u8]>,
+    ) -> u64 {
         let Walker {
             f,
             plane,
@@ -149,10 +194,19 @@ impl<'a> Walker<'a> {
             stack,
             edges,
             vmax,
+            nch,
+            port_free,
         } = self;
+        let nch = *nch;
+        let port_free: &[u8] = port_free;
         let f: &Fabric = f;
         let fw = Forward::new(f, plane, r);
         let mut bad = 0u64;
+        // The last walk's (group, source switch, destination, verdict): where the source
+        // switch's VLs do not depend on the ports, a source beside it toward the same
+        // destination in the same group walks the same way (its first vertex is the same and
+        // already stamped: no edge, the same verdict).
+        let mut last = (u32::MAX, NONE, u32::MAX, FAILS);
         for &(key, src, dst) in order {
             let dlid = (key / NUM_SLS as u32) as Lid;
             let sl = (key % NUM_SLS as u32) as u8;
@@ -164,31 +218,49 @@ impl<'a> Walker<'a> {
                 bad += 1;
                 continue;
             }
+            if last.0 == group
+                && last.1 == a.sw
+                && last.2 == dst
+                && port_free
+                    .get(a.sw as usize * NUM_SLS + sl as usize)
+                    .is_some_and(|&v| v != PORTS_MATTER)
+            {
+                bad += u64::from(last.3 != ARRIVES);
+                continue;
+            }
             let target = f.end_ports[dst as usize];
             let mut prev = u32::MAX;
             let mut known = FAILS;
             stack.clear();
-            let end = fw.walk_from(&fw.column(dlid), a.sw, a.inp, target, |step| {
+            let visit = |step: &Step| {
                 if !matches!(step.to, Hop::Switch { .. }) {
                     return Control::Continue;
                 }
-                let vl = fw.vl(step.sw, step.inp, step.out, sl);
+                let vl = match port_free.get(step.sw as usize * NUM_SLS + sl as usize) {
+                    Some(&v) if v != PORTS_MATTER => v,
+                    _ => fw.vl(step.sw, step.inp, step.out, sl),
+                };
                 *vmax = (*vmax).max(vl + 1);
                 let v = step.ch.0 * NUM_SLS as u32 + vl as u32;
                 if prev != u32::MAX {
                     edges.push((prev, v));
                 }
-                if stamp[v as usize] == group {
+                let slot = (vl as u32 * nch + step.ch.0) as usize;
+                if stamp[slot] == group {
                     // Known from here on (or a loop back into this walk: PENDING).
-                    known = status[v as usize];
+                    known = status[slot];
                     return Control::Stop;
                 }
-                stamp[v as usize] = group;
-                status[v as usize] = PENDING;
-                stack.push(v);
+                stamp[slot] = group;
+                status[slot] = PENDING;
+                stack.push(slot as u32);
                 prev = v;
                 Control::Continue
-            });
+            };
+            let end = match lft {
+                Some(col) => fw.walk_from(col, a.sw, a.inp, target, visit),
+                None => fw.walk_from(&fw.column(dlid), a.sw, a.inp, target, visit),
+            };
             let result = match end {
                 WalkEnd::Delivered { .. } => ARRIVES,
                 WalkEnd::Broken(_) => FAILS,
@@ -198,6 +270,7 @@ impl<'a> Walker<'a> {
             for &v in stack.iter() {
                 status[v as usize] = result;
             }
+            last = (group, a.sw, dst, result);
             if result != ARRIVES {
                 bad += 1;
             }
@@ -217,6 +290,15 @@ pub fn check_state(r: &Rftr<'_>, before: Option<&Snapshot>) -> SelectedCheck {
         &r.selected_pairs(),
         before.map(|b| (&b.routing, &b.pairs[..])),
     )
+}
+
+/// One column of the tables copied out by the caller (the first whole walk reads a few
+/// hundred columns at a time): its LFT entries by switch index, and its path SLs by source
+/// end port when they are stored per pair.
+#[derive(Clone, Copy)]
+pub(super) struct Gathered<'c> {
+    pub(super) lft: &'c [u8],
+    pub(super) sls: Option<&'c [u8]>,
 }
 
 /// Selected pairs: (source end port, destination end port, DLID).

@@ -3,59 +3,70 @@
 //! as faults kill paths and repairs add them.
 
 use super::*;
+use rayon::prelude::*;
 
 impl<'f> Rftr<'f> {
     /// Builds every source's prefix trie from its stored paths: paths sorted by their hops,
     /// each sharing the nodes of its longest common prefix with the one before.
     pub(super) fn build_tries(&mut self) {
         let ns = self.f.num_switches();
-        let mut tries = Vec::with_capacity(ns);
-        let mut chain: Vec<u32> = Vec::new();
-        for s in 0..ns {
-            let mut t = PrefixTrie::default();
-            if self.slot_of[s] == NONE {
-                tries.push(t);
-                continue;
-            }
-            let mut ids = self.paths.by_src[s].clone();
-            ids.sort_by(|&a, &b| {
-                self.paths
-                    .hops_of(a)
-                    .cmp(self.paths.hops_of(b))
-                    .then(a.cmp(&b))
-            });
-            chain.clear();
-            let mut prev: &[ChannelId] = &[];
-            for &p in &ids {
-                let hops = self.paths.hops_of(p);
-                let vls = self.paths.vls_of(p);
-                let lcp = hops.iter().zip(prev).take_while(|(a, b)| a == b).count();
-                chain.truncate(lcp);
-                for &n in &chain {
-                    let m = &mut t.minpath[n as usize];
-                    *m = (*m).min(p);
-                }
-                for i in lcp..hops.len() {
-                    let parent = chain.last().copied().unwrap_or(NONE);
-                    let n = t.push(hops[i].0, parent, i as u32 + 1, vls[i], p);
-                    chain.push(n);
-                }
-                prev = hops;
-            }
-            t.index_ends(&self.ch_dst_sw, ns);
-            t.headroom();
-            tries.push(t);
-        }
-        self.tries = tries;
-        self.pre_tab = (0..ns as u32)
+        // Each source's trie and prefix table is its own: built on every thread.
+        let tries: Vec<PrefixTrie> = (0..ns)
+            .into_par_iter()
             .map(|s| {
-                if self.slot_of[s as usize] == NONE {
-                    Vec::new()
+                if self.slot_of[s] == NONE {
+                    PrefixTrie::default()
                 } else {
-                    self.fast_prefixes(s)
+                    self.trie_of(s)
                 }
             })
             .collect();
+        self.tries = tries;
+        let tabs: Vec<Vec<u64>> = (0..ns as u32)
+            .into_par_iter()
+            .map_init(Vec::new, |alive, s| {
+                if self.slot_of[s as usize] == NONE {
+                    Vec::new()
+                } else {
+                    self.prefix_table(s, alive)
+                }
+            })
+            .collect();
+        self.pre_tab = tabs;
+    }
+
+    /// Source switch `s`'s prefix trie from its stored paths.
+    fn trie_of(&self, s: usize) -> PrefixTrie {
+        let ns = self.f.num_switches();
+        let mut t = PrefixTrie::default();
+        let mut chain: Vec<u32> = Vec::new();
+        let mut ids: Vec<PathId> = self.paths.by_src.get(s).collect();
+        ids.sort_by(|&a, &b| {
+            self.paths
+                .hops_of(a)
+                .cmp(self.paths.hops_of(b))
+                .then(a.cmp(&b))
+        });
+        let mut prev: &[ChannelId] = &[];
+        for &p in &ids {
+            let hops = self.paths.hops_of(p);
+            let vls = self.paths.vls_of(p);
+            let lcp = hops.iter().zip(prev).take_while(|(a, b)| a == b).count();
+            chain.truncate(lcp);
+            for &n in &chain {
+                let m = &mut t.minpath[n as usize];
+                *m = (*m).min(p);
+            }
+            for i in lcp..hops.len() {
+                let parent = chain.last().copied().unwrap_or(NONE);
+                let n = t.push(hops[i].0, parent, i as u32 + 1, vls[i], p);
+                chain.push(n);
+            }
+            prev = hops;
+        }
+        t.index_ends(&self.ch_dst_sw, ns);
+        t.headroom();
+        t
     }
 
     /// After a fault killed the paths `hit`: recomputes, in every source's prefix table, the
@@ -171,10 +182,17 @@ impl<'f> Rftr<'f> {
     /// transition of the turn at `c` already counted; column `ncls` ignores the turn (the
     /// destination's own switch). The empty prefix at `s` itself is (0, 0, NONE).
     pub(super) fn fast_prefixes(&mut self, s: u32) -> Vec<u64> {
+        let mut alive = std::mem::take(&mut self.alive_buf);
+        let t = self.prefix_table(s, &mut alive);
+        self.alive_buf = alive;
+        t
+    }
+
+    /// [`Rftr::fast_prefixes`] with the caller's scratch.
+    fn prefix_table(&self, s: u32, alive: &mut Vec<bool>) -> Vec<u64> {
         let m1 = self.ncls + 1;
         let mut t = written(self.f.num_switches() * m1, NO_PREFIX);
         t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
-        let mut alive = std::mem::take(&mut self.alive_buf);
         let tr = &self.tries[s as usize];
         alive.clear();
         alive.resize(tr.ch.len(), false);
@@ -188,7 +206,6 @@ impl<'f> Rftr<'f> {
             let key = (tr.vl[i] as u64) << 48 | (tr.depth[i] as u64) << 32 | tr.minpath[i] as u64;
             self.relax_prefix(&mut t, ch, key);
         }
-        self.alive_buf = alive;
         t
     }
 
@@ -199,7 +216,7 @@ impl<'f> Rftr<'f> {
             .pre_map_pool
             .pop()
             .unwrap_or_else(|| PrefixMap::new(self.f.links.len() * 2));
-        for &p in &self.paths.by_src[s as usize] {
+        for p in self.paths.by_src.get(s as usize) {
             self.add_prefixes(p, &mut m);
         }
         m

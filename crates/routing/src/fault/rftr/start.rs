@@ -3,6 +3,7 @@
 //! end port, and the tables built from them.
 
 use super::*;
+use rayon::prelude::*;
 
 /// The VLs (one past the highest on an inter-switch hop of any SL in use) and SLs (one past
 /// the highest path SL) a routing uses.
@@ -24,6 +25,14 @@ fn vls_and_sls(f: &Fabric, r: &Routing) -> (u8, u8) {
         }
     }
     (vls.max(1), sls)
+}
+
+/// Base paths walked from a few switches: `(switch, end, hop count or SAME)` and the hops
+/// of all, in order.
+#[derive(Default)]
+struct BasePaths {
+    paths: Vec<(u32, u32, u32)>,
+    hops: Vec<ChannelId>,
 }
 
 impl<'f> Rftr<'f> {
@@ -179,7 +188,7 @@ impl<'f> Rftr<'f> {
             mask: FaultMask::none(f),
             by_lid: lid_major(&routing, ns),
             routing,
-            paths: PathStore::new(ns, ne, f.links.len() * 2),
+            paths: PathStore::new(ns, f.links.len() * 2),
             slot_of,
             slot_switch,
             slot_ends,
@@ -233,61 +242,90 @@ impl<'f> Rftr<'f> {
         let legal = LegalDistances::new(f, &me.ch_dst_sw, &me.ch_class, &me.pen, me.ncls);
         me.legal = Arc::new(legal);
         me.reserve_base_paths();
-        // Base paths from every switch to every end port (the IRT needs all switches).
+        me.store_base_paths()?;
+        me.paths.index_base();
+        me.build_tries();
+        me.paths.reserve_headroom();
+        me.warm_pools();
+        Ok(me)
+    }
+
+    /// Stores the base paths from every switch with end ports to every end port (the
+    /// sources' paths: the DRT; the IRT, the suffixes, is read from the tables): walked on every thread, a wave of switch chunks at a time, and stored in
+    /// switch order, so path ids and the first error are those of walking them one by one.
+    fn store_base_paths(&mut self) -> Result<(), RftrError> {
+        const CHUNK: usize = 8;
+        let (ns, ne) = (self.f.num_switches(), self.f.end_ports.len());
+        let wave = CHUNK * 8 * rayon::current_num_threads().max(1);
+        for lo in (0..ns).step_by(wave) {
+            let hi = (lo + wave).min(ns);
+            let starts: Vec<usize> = (lo..hi).step_by(CHUNK).collect();
+            let walked: Vec<Result<BasePaths, RftrError>> = starts
+                .par_iter()
+                .map(|&a| self.walk_base_paths(a as u32..(a + CHUNK).min(hi) as u32))
+                .collect();
+            for w in walked {
+                let w = w?;
+                let mut at = 0;
+                for &(s, e, len) in &w.paths {
+                    let slot = self.slot_of[s as usize] as usize;
+                    if len == SAME {
+                        self.sel[slot * ne + e as usize] = SAME;
+                        continue;
+                    }
+                    let hops = &w.hops[at..at + len as usize];
+                    at += len as usize;
+                    self.sel[slot * ne + e as usize] = self.paths.push_base(s, e, hops);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The base paths of the switches with end ports in `range` to every end port:
+    /// `(switch, end, hops)` with `SAME` for an end port on the switch itself; a path that
+    /// breaks the turn rule is the error. (A path that does not arrive is no path.)
+    fn walk_base_paths(&self, range: std::ops::Range<u32>) -> Result<BasePaths, RftrError> {
+        let f = self.f;
+        let mut out = BasePaths::default();
         let mut buf = Vec::new();
-        let zeros = vec![0u8; ns + 1];
-        for s in 0..ns as u32 {
-            for e in 0..ne as u32 {
-                let t = me.end_sw[e as usize];
+        for s in range {
+            let slot = self.slot_of[s as usize];
+            if slot == NONE {
+                // A switch without end ports sources no traffic: its paths would be no
+                // source's prefix, and suffixes are read from the tables.
+                continue;
+            }
+            for e in 0..f.end_ports.len() as u32 {
+                let t = self.end_sw[e as usize];
                 if t == NONE {
                     continue;
                 }
-                let slot = me.slot_of[s as usize];
                 if t == s {
-                    if slot != NONE {
-                        me.sel[slot as usize * ne + e as usize] = SAME;
-                    }
+                    out.paths.push((s, e, SAME));
                     continue;
                 }
                 let lid = f.port(f.end_ports[e as usize]).lid;
                 buf.clear();
-                if !me.walk_switch_major(s, e, lid, &mut buf) {
+                if !self.walk_switch_major(s, e, lid, &mut buf) {
                     continue;
                 }
                 for w in buf.windows(2) {
-                    if !me.rule.legal(f, w[0], w[1]) {
-                        // A switch without end ports sources no traffic, and no source's
-                        // path runs through it to `e` (its walk would be that path's tail,
-                        // rule break included). Up/down engines give such a switch the path
-                        // with the fewest down->up turns where it has no up*/down* path
-                        // (a management switch hung off a leaf): it is simply no suffix
-                        // for RFTR.
-                        if slot == NONE {
-                            buf.clear();
-                            break;
-                        }
+                    if !self.rule.legal(f, w[0], w[1]) {
                         let at = f.port(f.channel_dst(w[0])).node;
                         return Err(RftrError::BaseBreaksRule {
-                            rule: me.rule.name(),
+                            rule: self.rule.name(),
                             at: f.node(at).name.clone(),
                             from: f.node(f.switches[s as usize]).name.clone(),
                             lid,
                         });
                     }
                 }
-                if buf.is_empty() {
-                    continue;
-                }
-                let id = me.paths.push(s, e, 0, 0, &buf, &zeros[..buf.len()]);
-                if slot != NONE {
-                    me.sel[slot as usize * ne + e as usize] = id;
-                }
+                out.paths.push((s, e, buf.len() as u32));
+                out.hops.extend_from_slice(&buf);
             }
         }
-        me.build_tries();
-        me.paths.reserve_headroom();
-        me.warm_pools();
-        Ok(me)
+        Ok(out)
     }
 
     /// Reserves the path store for the base paths (one per switch and end port, about as
@@ -301,7 +339,7 @@ impl<'f> Rftr<'f> {
                 ends_on[t as usize] += 1;
             }
         }
-        let paths = ns * self.end_sw.iter().filter(|&&t| t != NONE).count();
+        let paths = self.slot_switch.len() * self.end_sw.iter().filter(|&&t| t != NONE).count();
         // Hops: the fault-free distances when known (a base path may be longer: the
         // arrays grow as usual then).
         let hops = if self.sdist.is_empty() {
@@ -310,7 +348,9 @@ impl<'f> Rftr<'f> {
             let d: u64 = self
                 .sdist
                 .chunks(ns)
-                .map(|row| {
+                .enumerate()
+                .filter(|&(s, _)| self.slot_of[s] != NONE)
+                .map(|(_, row)| {
                     row.iter()
                         .zip(&ends_on)
                         .filter(|(&d, _)| d != FAR)
@@ -320,7 +360,9 @@ impl<'f> Rftr<'f> {
                 .sum();
             (d + d / 8) as usize
         };
-        self.paths.reserve(paths, hops);
+        // with the headroom `PathStore::reserve_headroom` adds after them
+        self.paths
+            .reserve(paths + paths / 4 + 1024, hops + hops / 4 + 4096);
     }
 
     /// Fills the suffix tables' pool with written buffers for a repair (a few per LID
