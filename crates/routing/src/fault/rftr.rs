@@ -538,6 +538,14 @@ impl<'f> Rftr<'f> {
     /// Appends the selected pairs whose DLID is `lid`, a LID of end `e`: (source end, `e`,
     /// `lid`), sources ascending by switch. The pairs one column of the tables carries.
     pub fn pairs_to(&self, e: u32, lid: Lid, out: &mut Vec<(u32, u32, Lid)>) {
+        self.sources_to(e, lid, |ends| {
+            out.extend(ends.iter().filter(|&&s| s != e).map(|&s| (s, e, lid)));
+        });
+    }
+
+    /// Calls `each` with the end ports of each switch whose selected paths toward end `e`
+    /// use `lid` (switches in order; `e` itself may be among them and is no source).
+    pub fn sources_to(&self, e: u32, lid: Lid, mut each: impl FnMut(&[u32])) {
         let ne = self.f.end_ports.len();
         if self.end_sw[e as usize] == NONE {
             return;
@@ -550,7 +558,7 @@ impl<'f> Rftr<'f> {
                 p => base + self.paths.off[p as usize] as Lid,
             };
             if used == lid {
-                out.extend(ends.iter().filter(|&&s| s != e).map(|&s| (s, e, lid)));
+                each(ends);
             }
         }
     }

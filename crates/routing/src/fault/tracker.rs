@@ -28,11 +28,12 @@
 use super::rftr::{Fault, Rftr};
 use super::verify::{csr, port_free_vls, Gathered, SelectedCheck, Walker};
 use crate::cdg::cyclic_sccs;
-use crate::forward::Plane;
+use crate::forward::{Plane, NONE};
 use crate::tables::{PathSl, Routing, NUM_SLS};
 use crate::vl::Layers;
 use fabric::{Fabric, Lid, NodeKind, NO_PORT};
 use rayon::prelude::*;
+use rustc_hash::FxHashSet;
 
 /// Memo groups of one step: a key (DLID * 16 + SL) is below 2^20.
 const STEP_SALT: u32 = 1 << 20;
@@ -44,6 +45,27 @@ struct ChunkWalk {
     columns: Vec<(Lid, u64, usize)>,
     edges: Vec<(u32, u32)>,
     vmax: u8,
+}
+
+impl ChunkWalk {
+    /// Keeps the first of equal edges (the columns of one chunk share most of theirs: the
+    /// union would only count them again), each column's end moved with them.
+    fn dedup(&mut self) {
+        let mut seen = FxHashSet::default();
+        let (mut from, mut kept) = (0, 0);
+        for col in &mut self.columns {
+            for i in from..col.2 {
+                let (u, v) = self.edges[i];
+                if seen.insert((u as u64) << 32 | v as u64) {
+                    self.edges[kept] = (u, v);
+                    kept += 1;
+                }
+            }
+            from = col.2;
+            col.2 = kept;
+        }
+        self.edges.truncate(kept);
+    }
 }
 
 /// See the module documentation. A copy is independent: a sweep starts one tracker (the
@@ -114,46 +136,77 @@ impl<'f> Tracker<'f> {
     }
 
     /// The first whole walk, every column of `r`, on every thread: waves of column chunks
-    /// walked in parallel (each chunk with its own walker; a column's walks and edges do not
-    /// depend on any other column's), then taken in LID order, so the union, the refused
-    /// edges and the counts are those of walking the columns one by one.
+    /// walked in parallel (a column's walks and edges do not depend on any other column's;
+    /// each lane keeps its walker from wave to wave, with fresh memo groups), then taken in
+    /// LID order, so the union and the counts are those of walking the columns one by one
+    /// (an edge a chunk met before is offered to the union once: a refused one is listed
+    /// once, which changes no cycle).
     fn walk_every_column(&mut self, r: &Rftr<'f>) {
         const CHUNK: usize = 256;
         let max_lid = self.lid_end.len() - 1;
         let lids: Vec<Lid> = (1..=max_lid as Lid).collect();
-        let wave = CHUNK * 2 * rayon::current_num_threads().max(1);
+        let lanes = 2 * rayon::current_num_threads().max(1);
         let f = self.f;
         // The tables do not change during this walk.
         let port_free = port_free_vls(f, &r.routing);
-        for lids in lids.chunks(wave) {
+        let all_sl = one_sl_everywhere(&r.routing.path_sl);
+        let template = Walker::new(f, &r.mask);
+        let mut walkers: Vec<(Walker<'_>, u32)> = (0..lanes)
+            .map(|_| (template.clone().with_port_free_vls(&port_free), 0))
+            .collect();
+        let (ne, ns) = (f.end_ports.len(), f.num_switches());
+        for lids in lids.chunks(CHUNK * lanes) {
             let lid_end = &self.lid_end;
-            let port_free = &port_free;
-            let done: Vec<ChunkWalk> = lids
-                .par_chunks(CHUNK)
-                .map(|chunk| {
-                    let mut w = Walker::new(f, &r.mask).with_port_free_vls(port_free);
+            let done: Vec<ChunkWalk> = walkers
+                .par_iter_mut()
+                .zip(lids.par_chunks(CHUNK))
+                .map(|((w, salt), chunk)| {
                     let mut out = ChunkWalk::default();
-                    let (mut pairs, mut order) = (Vec::new(), Vec::new());
-                    let mut salt = 0;
-                    let ne = f.end_ports.len();
+                    let (mut pairs, mut order, mut weights) = (Vec::new(), Vec::new(), Vec::new());
                     let lo = chunk[0];
-                    let sls = sl_block(&r.routing, lo, chunk.len(), ne);
-                    let ns = f.num_switches();
+                    let sls = match all_sl {
+                        Some(_) => None,
+                        None => sl_block(&r.routing, lo, chunk.len(), ne),
+                    };
                     let lfts = lft_block(&r.routing, ns, lo, chunk.len());
+                    w.edges.clear();
                     for &lid in chunk {
-                        salt += STEP_SALT;
+                        if *salt >= u32::MAX - 2 * STEP_SALT {
+                            w.forget();
+                            *salt = 0;
+                        }
+                        *salt += STEP_SALT;
                         let e = lid_end[lid as usize];
                         let j = (lid - lo) as usize;
-                        let col = Some(Gathered {
+                        let col = Gathered {
                             lft: &lfts[j * ns..(j + 1) * ns],
                             sls: sls.as_ref().map(|b| &b[j * ne..(j + 1) * ne]),
-                        });
-                        let bad =
-                            walk_pairs_to(&mut w, r, e, lid, salt, &mut pairs, &mut order, col);
+                        };
+                        let bad = match all_sl.or_else(|| one_sl(r, lid, col)) {
+                            Some(sl) => walk_switches_to(
+                                w,
+                                r,
+                                (e, lid, sl),
+                                *salt,
+                                (&mut order, &mut weights),
+                                col,
+                            ),
+                            None => walk_pairs_to(
+                                w,
+                                r,
+                                e,
+                                lid,
+                                *salt,
+                                &mut pairs,
+                                &mut order,
+                                Some(col),
+                            ),
+                        };
                         out.columns.push((lid, bad, w.edges.len()));
                     }
                     out.edges = std::mem::take(&mut w.edges);
                     out.vmax = w.vmax;
+                    out.dedup();
                     out
                 })
                 .collect();
@@ -331,6 +384,70 @@ fn walk_pairs_to(
         return 0;
     }
     w.walk_column(&r.routing, pairs, salt, order, gathered)
+}
+
+/// The one path SL of every pair, when the table has one.
+fn one_sl_everywhere(p: &PathSl) -> Option<u8> {
+    let all = |v: &[u8]| {
+        let first = v.first().copied().unwrap_or(0);
+        v.iter().all(|&x| x == first).then_some(first)
+    };
+    match p {
+        PathSl::Uniform(s) => Some(*s),
+        PathSl::PerDest(v) => all(v),
+        PathSl::PerPair { sl, .. } => all(sl),
+    }
+}
+
+/// The path SL of every pair of column `lid` when they all have the same one.
+fn one_sl(r: &Rftr<'_>, lid: Lid, g: Gathered<'_>) -> Option<u8> {
+    match g.sls {
+        Some(col) => {
+            let first = *col.first()?;
+            col.iter().all(|&x| x == first).then_some(first)
+        }
+        None => match &r.routing.path_sl {
+            PathSl::Uniform(s) => Some(*s),
+            PathSl::PerDest(v) => Some(v.get(lid as usize).copied().unwrap_or(0)),
+            PathSl::PerPair { .. } => None,
+        },
+    }
+}
+
+/// [`walk_pairs_to`] for a column whose pairs all have SL `sl`: a switch whose VLs no port
+/// changes sends every source on it the same way, so one of them is walked for all (the
+/// others would stop at its first, stamped, vertex with its verdict).
+fn walk_switches_to(
+    w: &mut Walker<'_>,
+    r: &Rftr<'_>,
+    (e, lid, sl): (u32, Lid, u8),
+    salt: u32,
+    (order, weights): (&mut Vec<(u32, u32, u32)>, &mut Vec<u32>),
+    gathered: Gathered<'_>,
+) -> u64 {
+    if e == u32::MAX {
+        return 0;
+    }
+    order.clear();
+    weights.clear();
+    let key = lid as u32 * NUM_SLS as u32 + sl as u32;
+    r.sources_to(e, lid, |ends| {
+        let mut srcs = ends.iter().copied().filter(|&s| s != e);
+        let Some(first) = srcs.next() else {
+            return;
+        };
+        let sw = w.plane.attach(first).sw;
+        if sw != NONE && w.port_free_at(sw, sl) {
+            order.push((key, first, e));
+            weights.push(1 + srcs.count() as u32);
+        } else {
+            for s in std::iter::once(first).chain(srcs) {
+                order.push((key, s, e));
+                weights.push(1);
+            }
+        }
+    });
+    w.walk_weighted(&r.routing, order, weights, salt, gathered)
 }
 
 /// The LFT entries of LIDs `lo..lo + n` by column (`block[(lid - lo) * switches + s]`):

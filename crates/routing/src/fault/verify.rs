@@ -147,7 +147,7 @@ impl<'a> Walker<'a> {
         } else {
             order.sort_unstable();
         }
-        self.walk_grouped(r, &order, salt, None)
+        self.walk_grouped(r, &order, None, salt, None)
     }
 
     /// The pairs of one DLID walked through `r` (see [`Walker::walk_grouped`]); `order` is
@@ -175,7 +175,31 @@ impl<'a> Walker<'a> {
         if order.windows(2).any(|w| w[0].0 != w[1].0) {
             order.sort_by_key(|o| o.0);
         }
-        self.walk_grouped(r, order, salt, gathered.map(|g| g.lft))
+        self.walk_grouped(r, order, None, salt, gathered.map(|g| g.lft))
+    }
+
+    /// The selected pairs of one column, each switch's sources toward it given as one
+    /// representative with how many pairs it stands for (`order[i]` stands for `weights[i]`
+    /// pairs: the caller gives one pair for a whole switch only where no port changes its
+    /// VLs, and every pair in one group); `gathered` as for [`Walker::walk_column`]. Returns
+    /// the pairs that do not arrive.
+    pub(super) fn walk_weighted(
+        &mut self,
+        r: &Routing,
+        order: &[(u32, u32, u32)],
+        weights: &[u32],
+        salt: u32,
+        gathered: Gathered<'_>,
+    ) -> u64 {
+        self.walk_grouped(r, order, Some(weights), salt, Some(gathered.lft))
+    }
+
+    /// Whether switch index `s` maps `sl` to the same VL whatever the ports (known only with
+    /// [`Walker::with_port_free_vls`]).
+    pub(super) fn port_free_at(&self, s: u32, sl: u8) -> bool {
+        self.port_free
+            .get(s as usize * NUM_SLS + sl as usize)
+            .is_some_and(|&v| v != PORTS_MATTER)
     }
 
     /// Walks pairs `(key = DLID * 16 + SL, source, destination)` given grouped by key.
@@ -183,6 +207,7 @@ impl<'a> Walker<'a> {
         &mut self,
         r: &Routing,
         order: &[(u32, u32, u32)],
+        weights: Option<&[u32]>,
         salt: u32,
         lft: Option<&[u8]>,
     ) -> u64 {
@@ -207,7 +232,9 @@ impl<'a> Walker<'a> {
         // destination in the same group walks the same way (its first vertex is the same and
         // already stamped: no edge, the same verdict).
         let mut last = (u32::MAX, NONE, u32::MAX, FAILS);
-        for &(key, src, dst) in order {
+        for (i, &(key, src, dst)) in order.iter().enumerate() {
+            // how many pairs this one stands for
+            let n = weights.map_or(1, |w| w[i] as u64);
             let dlid = (key / NUM_SLS as u32) as Lid;
             let sl = (key % NUM_SLS as u32) as u8;
             let group = salt + key + 1;
@@ -215,7 +242,7 @@ impl<'a> Walker<'a> {
             // (its pairs are selected, so it is alive).
             let a = fw.plane.attach(src);
             if a.sw == NONE {
-                bad += 1;
+                bad += n;
                 continue;
             }
             if last.0 == group
@@ -225,7 +252,7 @@ impl<'a> Walker<'a> {
                     .get(a.sw as usize * NUM_SLS + sl as usize)
                     .is_some_and(|&v| v != PORTS_MATTER)
             {
-                bad += u64::from(last.3 != ARRIVES);
+                bad += n * u64::from(last.3 != ARRIVES);
                 continue;
             }
             let target = f.end_ports[dst as usize];
@@ -272,7 +299,7 @@ impl<'a> Walker<'a> {
             }
             last = (group, a.sw, dst, result);
             if result != ARRIVES {
-                bad += 1;
+                bad += n;
             }
         }
         bad
