@@ -40,15 +40,31 @@ impl<'f> Rftr<'f> {
         let ns = self.f.num_switches();
         let mut t = PrefixTrie::default();
         let mut chain: Vec<u32> = Vec::new();
-        let mut ids: Vec<PathId> = self.paths.by_src.get(s).collect();
-        ids.sort_by(|&a, &b| {
-            self.paths
-                .hops_of(a)
-                .cmp(self.paths.hops_of(b))
+        // Paths in the order of their hops, then ids: sorted on the first few hops packed
+        // into one integer (channel + 1, so that a path that ends sorts before its
+        // continuations, as slices do), the rest compared only where those agree.
+        let nch = self.ch_dst_sw.len() as u64 + 1;
+        let bits = 64 - nch.leading_zeros();
+        let packed = (63 / bits) as usize;
+        let key = |p: PathId| {
+            let hops = self.paths.hops_of(p);
+            let mut k = 0u64;
+            for i in 0..packed {
+                k = k << bits | hops.get(i).map_or(0, |c| c.0 as u64 + 1);
+            }
+            k
+        };
+        let mut ids: Vec<(u64, PathId)> = self.paths.by_src.get(s).map(|p| (key(p), p)).collect();
+        ids.sort_unstable_by(|&(ka, a), &(kb, b)| {
+            ka.cmp(&kb)
+                .then_with(|| {
+                    let (ha, hb) = (self.paths.hops_of(a), self.paths.hops_of(b));
+                    ha.get(packed..).cmp(&hb.get(packed..))
+                })
                 .then(a.cmp(&b))
         });
         let mut prev: &[ChannelId] = &[];
-        for &p in &ids {
+        for &(_, p) in &ids {
             let hops = self.paths.hops_of(p);
             let vls = self.paths.vls_of(p);
             let lcp = hops.iter().zip(prev).take_while(|(a, b)| a == b).count();
