@@ -67,9 +67,10 @@ for p in sorted(glob.glob(f"{out}/*.lmc*.json")):
     rows.setdefault((fab, lmc), []).append((s["repair_seconds"] * 1e3, s["check_seconds"] * 1e3,
         d["full_reconfiguration"]["seconds"] * 1e3, s["affected_pairs"], d["rftr"]["lft_entries"],
         rss, s["unsupported_pairs"], s.get("check_prepare_seconds", 0) * 1e3,
-        d["base_route_seconds"] * 1e3))
-print("| fabric | LMC | faults (that moved pairs) | RFTR repair ms, all faults: median / max | RFTR repair ms, faults that moved pairs: median | full reconf. ms (median) | full / RFTR (medians, faults that moved pairs) | affected pairs (median of those) | unsupported (max) | LFT entries (median of those) | check of the repair ms (median) | one-off: base route + RFTR start ms, first whole walk ms | peak RSS MB (max) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        d["base_route_seconds"] * 1e3, d.get("seconds", {}).get("total", float("nan")),
+        d.get("seconds", {}).get("RFTR_start", float("nan"))))
+print("| fabric | LMC | faults (that moved pairs) | RFTR repair ms, all faults: median / max | RFTR repair ms, faults that moved pairs: median | full reconf. ms (median) | full / RFTR (medians, faults that moved pairs) | affected pairs (median of those) | unsupported (max) | LFT entries (median of those) | check of the repair ms (median) | one-off: base route ms, first whole walk ms | whole command s (median): all, RFTR start | peak RSS MB (max) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for (fab, lmc), v in sorted(rows.items()):
     med = lambda i, xs=v: st.median(x[i] for x in xs)
     hit = [x for x in v if x[3] > 0] or v
@@ -77,5 +78,6 @@ for (fab, lmc), v in sorted(rows.items()):
     print(f"| {fab} | {lmc[3:]} | {len(v)} ({sum(1 for x in v if x[3] > 0)}) | "
           f"{med(0):.2f} / {max(x[0] for x in v):.2f} | {med(0, hit):.2f} | {med(2):.0f} | "
           f"{ratio:.0f}x | {med(3, hit):.0f} | {max(x[6] for x in v)} | {med(4, hit):.0f} | "
-          f"{med(1):.0f} | {med(8):.0f}, {med(7):.0f} | {max(x[5] for x in v):.0f} |")
+          f"{med(1):.0f} | {med(8):.0f}, {med(7):.0f} | {med(9):.1f}, {med(10):.1f} | "
+          f"{max(x[5] for x in v):.0f} |")
 EOF

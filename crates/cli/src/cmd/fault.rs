@@ -568,7 +568,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
             ..Default::default()
         },
         sl2vl: routing::opensm::Emit::Always,
-        psl: routing::opensm::Emit::Always,
+        // Only when a pair uses an SL other than 0: one line per (source, LID), 5 GB on a
+        // fabric of 14k end ports at LMC 0.
+        psl: routing::opensm::Emit::SlsUsed,
         mcast: mcast.as_ref().map(|m| m.routing.mfts.clone()),
     };
     // What a subnet manager programs (`Rftr::programmed`, as the live SM does): every LID of

@@ -327,6 +327,9 @@ pub enum Emit {
     /// routing uses any SL other than 0 or any non-identity SL2VL table.
     #[default]
     Auto,
+    /// Only when some path uses an SL other than 0 (a set whose SL2VL tables carry VLs for
+    /// SLs no path uses needs no path-SL file: every path is on SL 0).
+    SlsUsed,
     Always,
     Never,
 }
@@ -374,22 +377,32 @@ impl OpensmSet {
 
 /// True when the routing uses SLs or SL2VL tables, i.e. ibdmchk needs `-c`/`-d` to see it.
 pub fn uses_sls(f: &Fabric, r: &Routing) -> bool {
-    let sl_used = match &r.path_sl {
+    path_sls_used(r) || (0..f.nodes.len()).any(|n| !r.sl2vl.is_identity(NodeId(n as u32)))
+}
+
+/// True when some path uses an SL other than 0.
+pub fn path_sls_used(r: &Routing) -> bool {
+    match &r.path_sl {
         PathSl::Uniform(s) => *s != 0,
         PathSl::PerDest(v) => v.iter().any(|&s| s != 0),
         PathSl::PerPair { sl, .. } => sl.iter().any(|&s| s != 0),
-    };
-    sl_used || (0..f.nodes.len()).any(|n| !r.sl2vl.is_identity(NodeId(n as u32)))
+    }
+}
+
+/// Whether an optional file of the set is written for `r`, by its [`Emit`].
+fn emit_rule(f: &Fabric, r: &Routing) -> impl Fn(Emit) -> bool {
+    let (auto, sls_used) = (uses_sls(f, r), path_sls_used(r));
+    move |e| match e {
+        Emit::Auto => auto,
+        Emit::SlsUsed => sls_used,
+        Emit::Always => true,
+        Emit::Never => false,
+    }
 }
 
 /// Builds every file of the set.
 pub fn build_set(f: &Fabric, r: &Routing, opts: &SetOptions) -> OpensmSet {
-    let auto = uses_sls(f, r);
-    let want = |e: Emit| match e {
-        Emit::Auto => auto,
-        Emit::Always => true,
-        Emit::Never => false,
-    };
+    let want = emit_rule(f, r);
     OpensmSet {
         lfts: write_lfts(f, r),
         fdbs: to_string(|sink| fdbs::write_fdbs_to(f, r, opts.subnet_lst.dead.as_ref(), sink)),
@@ -435,12 +448,7 @@ impl SetFile<'_> {
 /// The files of [`write_set`] as streaming writers, in the same order: the caller decides
 /// where each goes, and the big ones (LFTs, fdbs, PSL) never sit in memory whole.
 pub fn set_files<'a>(f: &'a Fabric, r: &'a Routing, opts: &'a SetOptions) -> Vec<SetFile<'a>> {
-    let auto = uses_sls(f, r);
-    let want = |e: Emit| match e {
-        Emit::Auto => auto,
-        Emit::Always => true,
-        Emit::Never => false,
-    };
+    let want = emit_rule(f, r);
     let small = |s: String| move |sink: &mut Sink<'_>| sink.out.write_all(s.as_bytes());
     let mut v: Vec<SetFile<'a>> = vec![
         SetFile {
