@@ -301,12 +301,14 @@ pub struct Rftr<'f> {
 
 /// What one [`Rftr::apply`] changed, in the order it changed it: every LFT entry written
 /// (switch index, LID, the port before) and every (source end port, destination end port)
-/// given a new (DLID, SL). An incremental checker re-walks what these touch
+/// given a new (DLID, SL), and the switches whose SL2VL tables changed. An incremental checker re-walks what these touch
 /// (`verify::Tracker`); [`Rftr::delta`] keeps the sum since the start.
 #[derive(Clone, Debug, Default)]
 pub struct StepLog {
     pub lft: Vec<(u32, Lid, u8)>,
     pub sources: Vec<(u32, u32)>,
+    /// Switch indices whose SL2VL tables the repair changed (once or more each).
+    pub sl2vl: Vec<u32>,
 }
 
 /// The VLs above a base that keeps its own (`Base::FreshVls`).
@@ -455,6 +457,7 @@ impl<'f> Rftr<'f> {
         let mut report = FaultReport::default();
         self.last.lft.clear();
         self.last.sources.clear();
+        self.last.sl2vl.clear();
         let pairs = self.start_fault(fault, &mut report);
         // A pair left without a candidate is tried again after the other pairs toward the
         // same destination, whose new paths add suffixes, until a round repairs nothing.

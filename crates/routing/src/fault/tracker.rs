@@ -89,6 +89,12 @@ pub struct Tracker<'f> {
     step: u32,
     pairs: Vec<(u32, u32, Lid)>,
     order: Vec<(u32, u32, u32)>,
+    weights: Vec<u32>,
+    /// The one path SL of every pair at the start, if there was one, and per LID whether
+    /// a pair of that column may have another since (a repair moved a pair onto it with a
+    /// different SL): the other columns' walks need no path SL read pair by pair.
+    sl_base: Option<u8>,
+    sl_mixed: Vec<bool>,
 }
 
 impl std::fmt::Debug for Tracker<'_> {
@@ -130,6 +136,9 @@ impl<'f> Tracker<'f> {
             step: 0,
             pairs: Vec::new(),
             order: Vec::new(),
+            weights: Vec::new(),
+            sl_base: one_sl_everywhere(&r.routing.path_sl),
+            sl_mixed: vec![false; max_lid + 1],
         };
         t.walk_every_column(r);
         t
@@ -149,10 +158,10 @@ impl<'f> Tracker<'f> {
         let f = self.f;
         // The tables do not change during this walk.
         let port_free = port_free_vls(f, &r.routing);
-        let all_sl = one_sl_everywhere(&r.routing.path_sl);
+        let all_sl = self.sl_base;
         let template = Walker::new(f, &r.mask);
         let mut walkers: Vec<(Walker<'_>, u32)> = (0..lanes)
-            .map(|_| (template.clone().with_port_free_vls(&port_free), 0))
+            .map(|_| (template.clone().with_port_free_vls(port_free.clone()), 0))
             .collect();
         let (ne, ns) = (f.end_ports.len(), f.num_switches());
         for lids in lids.chunks(CHUNK * lanes) {
@@ -189,7 +198,7 @@ impl<'f> Tracker<'f> {
                                 (e, lid, sl),
                                 *salt,
                                 (&mut order, &mut weights),
-                                col,
+                                Some(col.lft),
                             ),
                             None => walk_pairs_to(
                                 w,
@@ -219,6 +228,8 @@ impl<'f> Tracker<'f> {
                 }
             }
         }
+        // The step's walks read them too, kept in step with the SL2VL tables.
+        self.walker = self.walker.clone().with_port_free_vls(port_free);
     }
 
     /// The verdict on the state after `fault`, just applied to `r` by [`Rftr::apply`]:
@@ -236,6 +247,9 @@ impl<'f> Tracker<'f> {
                 d.push(lid);
             }
         };
+        for &s in &r.last.sl2vl {
+            self.walker.refresh_port_free(&r.routing, s);
+        }
         let st = &mut self.dirty_stamp;
         for &(_, lid, _) in &r.last.lft {
             mark(lid, &mut dirty, st);
@@ -243,6 +257,12 @@ impl<'f> Tracker<'f> {
         for &(src, dst) in &r.last.sources {
             if let Some(lid) = r.dlid(src, dst) {
                 mark(lid, &mut dirty, st);
+                // the pair's SL as the table holds it
+                if self.sl_base != Some(r.routing.path_sl.get(src as usize, lid)) {
+                    if let Some(m) = self.sl_mixed.get_mut(lid as usize) {
+                        *m = true;
+                    }
+                }
             }
         }
         // Columns whose walks crossed a channel the fault killed: the channel's switch sent
@@ -333,20 +353,36 @@ impl<'f> Tracker<'f> {
         self.salt += STEP_SALT;
         self.walker.edges.clear();
         let e = self.lid_end[lid as usize];
-        let bad = walk_pairs_to(
-            &mut self.walker,
-            r,
-            e,
-            lid,
-            self.salt,
-            &mut self.pairs,
-            &mut self.order,
-            None,
-        );
+        let (bad, walked) = match self.sl_base {
+            Some(sl) if !self.sl_mixed[lid as usize] => {
+                let bad = walk_switches_to(
+                    &mut self.walker,
+                    r,
+                    (e, lid, sl),
+                    self.salt,
+                    (&mut self.order, &mut self.weights),
+                    None,
+                );
+                (bad, self.weights.iter().map(|&n| n as u64).sum())
+            }
+            _ => {
+                let bad = walk_pairs_to(
+                    &mut self.walker,
+                    r,
+                    e,
+                    lid,
+                    self.salt,
+                    &mut self.pairs,
+                    &mut self.order,
+                    None,
+                );
+                (bad, self.pairs.len() as u64)
+            }
+        };
         let edges = std::mem::take(&mut self.walker.edges);
         self.record(lid, bad, &edges);
         self.walker.edges = edges;
-        self.pairs.len() as u64
+        walked
     }
 
     /// Column `lid`'s walk results: its undelivered count replaced, `edges` added to the
@@ -416,15 +452,18 @@ fn one_sl(r: &Rftr<'_>, lid: Lid, g: Gathered<'_>) -> Option<u8> {
 
 /// [`walk_pairs_to`] for a column whose pairs all have SL `sl`: a switch whose VLs no port
 /// changes sends every source on it the same way, so one of them is walked for all (the
-/// others would stop at its first, stamped, vertex with its verdict).
+/// others would stop at its first, stamped, vertex with its verdict). `lft`: the column's
+/// LFT entries when the caller copied them out. The pairs stand in `order`, `weights`.
 fn walk_switches_to(
     w: &mut Walker<'_>,
     r: &Rftr<'_>,
     (e, lid, sl): (u32, Lid, u8),
     salt: u32,
     (order, weights): (&mut Vec<(u32, u32, u32)>, &mut Vec<u32>),
-    gathered: Gathered<'_>,
+    lft: Option<&[u8]>,
 ) -> u64 {
+    order.clear();
+    weights.clear();
     if e == u32::MAX {
         return 0;
     }
@@ -447,7 +486,7 @@ fn walk_switches_to(
             }
         }
     });
-    w.walk_weighted(&r.routing, order, weights, salt, gathered)
+    w.walk_weighted(&r.routing, order, weights, salt, lft)
 }
 
 /// The LFT entries of LIDs `lo..lo + n` by column (`block[(lid - lo) * switches + s]`):

@@ -75,7 +75,7 @@ pub(super) struct Walker<'a> {
     nch: u32,
     /// Per switch index, 16 entries: the VL of each SL where no port pair changes it, else
     /// [`PORTS_MATTER`]; empty when not given ([`Walker::with_port_free_vls`]).
-    port_free: &'a [u8],
+    port_free: Vec<u8>,
 }
 
 /// A [`Walker::port_free`] entry: this switch's VL depends on the ports.
@@ -110,15 +110,25 @@ impl<'a> Walker<'a> {
             edges: Vec::new(),
             vmax: 0,
             nch: (f.links.len() * 2) as u32,
-            port_free: &[],
+            port_free: Vec::new(),
         }
     }
 
     /// Reads VLs from `table` ([`port_free_vls`] of the tables walked, which must not change
     /// while this walker is used) where no port changes them.
-    pub(super) fn with_port_free_vls(mut self, table: &'a [u8]) -> Self {
+    pub(super) fn with_port_free_vls(mut self, table: Vec<u8>) -> Self {
         self.port_free = table;
         self
+    }
+
+    /// Reads switch index `s`'s SL2VL table again (after a change to it) for the per-switch
+    /// VLs, when they are in use.
+    pub(super) fn refresh_port_free(&mut self, r: &Routing, s: u32) {
+        let row = s as usize * NUM_SLS..(s as usize + 1) * NUM_SLS;
+        if let Some(out) = self.port_free.get_mut(row) {
+            let m = r.sl2vl.port_free(self.f.switches[s as usize]);
+            out.copy_from_slice(&m.unwrap_or([PORTS_MATTER; NUM_SLS]));
+        }
     }
 
     /// Walks every pair through `r`; adds each newly expanded vertex's dependency edge. With
@@ -181,17 +191,18 @@ impl<'a> Walker<'a> {
     /// The selected pairs of one column, each switch's sources toward it given as one
     /// representative with how many pairs it stands for (`order[i]` stands for `weights[i]`
     /// pairs: the caller gives one pair for a whole switch only where no port changes its
-    /// VLs, and every pair in one group); `gathered` as for [`Walker::walk_column`]. Returns
-    /// the pairs that do not arrive.
+    /// VLs, and every pair in one group); `lft`, the column's LFT entries by switch when
+    /// the caller copied them out (else they are read from `r`). Returns the pairs that do
+    /// not arrive.
     pub(super) fn walk_weighted(
         &mut self,
         r: &Routing,
         order: &[(u32, u32, u32)],
         weights: &[u32],
         salt: u32,
-        gathered: Gathered<'_>,
+        lft: Option<&[u8]>,
     ) -> u64 {
-        self.walk_grouped(r, order, Some(weights), salt, Some(gathered.lft))
+        self.walk_grouped(r, order, Some(weights), salt, lft)
     }
 
     /// Whether switch index `s` maps `sl` to the same VL whatever the ports (known only with

@@ -391,13 +391,20 @@ impl<'f> Rftr<'f> {
             }
         }
         if sl != 0 {
-            let (sl2vl, delta) = (&mut self.routing.sl2vl, &mut self.delta);
+            let (sl2vl, delta, log) = (
+                &mut self.routing.sl2vl,
+                &mut self.delta,
+                &mut self.last.sl2vl,
+            );
             self.colours.assign(sl, cons, |n| {
                 let node = f.switches[n.sw as usize];
                 let old = sl2vl.vl(node, n.inp, n.out, sl);
                 if old != n.vl {
                     sl2vl.set(node, n.inp, n.out, sl, n.vl);
                     delta.sl2vl_change(n.sw, n.inp, n.out, sl, old, n.vl);
+                    if log.last() != Some(&n.sw) {
+                        log.push(n.sw);
+                    }
                 }
             });
         }
