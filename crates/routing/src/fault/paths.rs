@@ -115,9 +115,15 @@ impl PathIndex {
         PathIndex {
             start,
             ids,
-            extra: vec![Vec::new(); keys],
+            extra: lists_with_room(keys),
         }
     }
+}
+
+/// Per key an empty list with room for a few paths: a repair's new path joins one list per
+/// hop, and a first push into a list without room would allocate inside the repair.
+fn lists_with_room(keys: usize) -> Vec<Vec<PathId>> {
+    (0..keys).map(|_| Vec::with_capacity(4)).collect()
 }
 
 impl Clone for PathIndex {
@@ -256,7 +262,7 @@ impl PathStore {
         self.by_src = PathIndex {
             start,
             ids: (0..n as PathId).collect(),
-            extra: vec![Vec::new(); ns],
+            extra: lists_with_room(ns),
         };
         let (start, hops) = (&self.start, &self.hops);
         self.by_chan = PathIndex::build(nch, n as u32, |p| {
