@@ -218,6 +218,7 @@ impl Default for SwitchInfo {
 
 impl SwitchInfo {
     field!(linear_fdb_cap, set_linear_fdb_cap, 0, 16, u16);
+    field!(mcast_fdb_cap, set_mcast_fdb_cap, 32, 16, u16);
     field!(linear_fdb_top, set_linear_fdb_top, 48, 16, u16);
     field!(life_time, set_life_time, 88, 5, u8);
     field!(port_state_change, set_port_state_change, 93, 1, u8);

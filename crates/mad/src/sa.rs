@@ -38,6 +38,7 @@ pub mod method {
     pub const DELETE: u8 = 0x15;
     pub const GET_RESP: u8 = 0x81;
     pub const GET_TABLE_RESP: u8 = 0x92;
+    pub const DELETE_RESP: u8 = 0x95;
     /// The response bit of the method byte.
     pub const RESPONSE: u8 = 0x80;
 }
@@ -52,6 +53,7 @@ pub mod sa_attr {
     pub const SWITCH_INFO_RECORD: u16 = 0x0014;
     pub const LINK_RECORD: u16 = 0x0020;
     pub const PATH_RECORD: u16 = 0x0035;
+    pub const MCMEMBER_RECORD: u16 = 0x0038;
 }
 
 /// SA status codes: the class-specific bits 8..14 of the MAD status (IBA table 208).
@@ -408,8 +410,8 @@ pub fn decode_response(m: &[u8]) -> Option<(MadHeader, Vec<&[u8]>)> {
         let payload = be32(m, 32) as usize;
         len = payload.saturating_sub(SA_DATA_OFFSET - 36).min(SA_DATA);
     }
-    // A GetResp carries one record.
-    let n = if h.method == method::GET_RESP {
+    // A GetResp (and a DeleteResp) carries one record.
+    let n = if h.method == method::GET_RESP || h.method == method::DELETE_RESP {
         (len / step).min(1)
     } else {
         len / step

@@ -25,12 +25,14 @@
 pub mod discover;
 pub mod fake;
 pub mod live;
-mod mcast;
+pub mod mcast;
+pub mod mlid;
 pub mod notify;
 pub mod pipe;
 mod program;
 pub mod repair;
 pub mod sa;
+pub mod sa_mcast;
 pub mod standby;
 mod takeover;
 

@@ -5,6 +5,7 @@ use crate::mcast::McastState;
 use crate::pipe::Pipe;
 use crate::program::{Pushed, Scope};
 use crate::sa::{Sa, SaStats, View};
+use crate::sa_mcast::{is_mcmember, McastChange};
 use crate::{Session, SmError};
 use fabric::{Fabric, FaultMask, LinkId, NodeId, PortId};
 use mad::attr::{sm_state, Notice, PortInfo, SmInfo, SwitchInfo};
@@ -219,6 +220,11 @@ pub enum Event {
         deadlock_free: bool,
         unreachable_pairs: u64,
     },
+    /// A port joined a multicast group through the SA (MCMemberRecord Set), the group's
+    /// tree routed again and its changed MFT blocks confirmed.
+    McastJoin(McastChange),
+    /// A port left a multicast group through the SA (MCMemberRecord Delete).
+    McastLeave(McastChange),
 }
 
 pub(crate) enum Rep<'f> {
@@ -273,8 +279,11 @@ pub struct Live<'f, T: Transport> {
     pub(crate) deferred: Vec<LinkId>,
     /// The subnet administrator on the SM's port.
     pub(crate) sa: Sa,
-    /// The multicast trees and what the switches hold of them (with `SmConfig::mcast`).
+    /// The multicast trees and what the switches hold of them (with `SmConfig::mcast`, or
+    /// once a host asks the SA about multicast).
     pub(crate) mcast: Option<McastState>,
+    /// Events of the SA's work (multicast joins and leaves) for the next `step`.
+    pub(crate) sa_events: Vec<Event>,
 }
 
 impl<T: Transport> std::fmt::Debug for Live<'_, T> {
@@ -366,6 +375,8 @@ impl<'f, T: Transport> Live<'f, T> {
             engine,
             &opts,
             self.cfg.mcast.clone(),
+            self.mlid_pool(),
+            &self.port_info,
         )?);
         Ok(())
     }
@@ -376,6 +387,12 @@ impl<'f, T: Transport> Live<'f, T> {
             .as_ref()
             .map(|m| m.held.clone())
             .unwrap_or_default()
+    }
+
+    /// The multicast groups, their members and trees (`None` before any: no `--mcast` and
+    /// no host asked the SA about multicast yet).
+    pub fn mcast(&self) -> Option<&McastState> {
+        self.mcast.as_ref()
     }
 
     /// The engine's tables for the fault-free fabric: an RFTR session over them, or the
@@ -441,6 +458,7 @@ impl<'f, T: Transport> Live<'f, T> {
             revived_unreported: Vec::new(),
             sa: Sa::new(f, d.node_info.clone()),
             mcast: None,
+            sa_events: Vec::new(),
             cfg,
         };
         live.sa.sm = SmInfo {
@@ -469,9 +487,14 @@ impl<'f, T: Transport> Live<'f, T> {
     }
 
     /// Answers every request waiting: SA queries from the tables the switches hold (and
-    /// RFTR's per-pair DLIDs), error statuses for other classes.
+    /// RFTR's per-pair DLIDs), error statuses for other classes. A multicast join or leave
+    /// is answered once its group's changed MFT blocks are confirmed.
     pub fn serve_requests(&mut self) -> Result<(), SmError> {
         while let Some(r) = self.pipe.requests.pop_front() {
+            let t0 = self.pipe.now();
+            if is_mcmember(&r.mad) {
+                self.ensure_mcast();
+            }
             self.sa.sm.act_count = self.pipe.stats.sent as u32;
             let view = View {
                 f: self.f,
@@ -485,7 +508,9 @@ impl<'f, T: Transport> Live<'f, T> {
                     Rep::Full(_) => None,
                 },
             };
-            if let Some(a) = self.sa.answer(&view, &r.mad, r.from) {
+            let a = self.sa.answer(&view, self.mcast.as_mut(), &r.mad, r.from);
+            self.push_mcast_changes(t0)?;
+            if let Some(a) = a {
                 self.pipe.answer(&a, r.from)?;
             }
         }
@@ -635,6 +660,7 @@ impl<'f, T: Transport> Live<'f, T> {
         }
         // Queries that came in while a repair ran.
         self.serve_requests()?;
+        events.append(&mut self.sa_events);
         if !self.revived_unreported.is_empty() {
             let f = self.f;
             events.push(Event::LinkUp {

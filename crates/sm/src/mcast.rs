@@ -1,57 +1,99 @@
 //! Multicast on the live fabric: the groups' spanning trees (`routing::mcast`) programmed
 //! as MulticastForwardingTable blocks at subnet up, and mended after each repair with only
-//! the blocks that changed pushed.
+//! the blocks that changed pushed; groups joined and left through the SA
+//! ([`crate::sa_mcast`]), each change routing that group's tree again.
 //!
 //! A block is 32 MLIDs × one 16-port position (`mad::attr::mft_modifier`); the SM keeps what
 //! the switches hold (`held`) and sends a block only when some entry of it differs.
+//!
+//! A group routed again after a join or leave is routed alone (`route_groups` on that one
+//! group under the faults known): its tree does not see the other groups' load, so the
+//! load spread across groups holds for the groups routed together at start.
 
-use crate::live::Live;
+use crate::live::{Event, Live};
+use crate::mlid::MlidPool;
 use crate::pipe::Req;
+use crate::sa_mcast::{McAnswer, McGroups, McastChange, Plan};
 use crate::SmError;
-use fabric::{Fabric, FaultMask};
-use mad::attr::{self, MFT_MLIDS};
+use fabric::{Fabric, FaultMask, PortId};
+use mad::attr::{self, PortInfo, MFT_MLIDS};
+use mad::sa::{method, sa_status, SaRequest};
 use mad::{attr_id, Route, Transport};
 use routing::engines::{Engine, RouteOptions};
 use routing::mcast::{
-    repair_trees, route_groups, Group, McastRouting, Mfts, PortMask, TreeRule, MLID_FIRST,
+    repair_trees, route_groups, Group, GroupMft, McastRouting, Mfts, PortMask, TreeRule, MLID_FIRST,
 };
 use routing::turn::UpDownRule;
 use std::collections::BTreeSet;
+use std::time::Duration;
 
-/// The multicast state of the SM.
+/// The multicast state of the SM: the groups, their trees, what the switches hold, and the
+/// SA's table of members.
 #[derive(Debug)]
-pub(crate) struct McastState {
+pub struct McastState {
+    /// The groups as routed, by MLID.
     groups: Vec<Group>,
     /// The engine's up*/down* rule, when it has one (trees obey it).
     rule: Option<UpDownRule>,
     routing: McastRouting,
     /// What the switches hold.
     pub(crate) held: Mfts,
+    /// The SA's groups and members, and the MLID pool.
+    table: McGroups,
+    /// Joins and leaves served whose blocks the SM has not pushed yet.
+    pub(crate) changes: Vec<McastChange>,
 }
 
 impl McastState {
-    /// Routes `groups` on the fault-free fabric.
-    pub(crate) fn start(
+    /// Routes `groups` (the permanent groups of `SmConfig::mcast`) on the fault-free fabric;
+    /// the SA's groups take their MLIDs from `pool`. `port_info`: every port's PortInfo (by
+    /// `PortId`), for the groups' MTU and rate.
+    pub fn start(
         f: &Fabric,
         engine: &dyn Engine,
         opts: &RouteOptions,
-        groups: Vec<Group>,
+        mut groups: Vec<Group>,
+        pool: MlidPool,
+        port_info: &[PortInfo],
     ) -> Result<Self, SmError> {
         let rule = routing::mcast::engine_up_down_rule(f, engine, opts);
         let tree = rule.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
         let routing = route_groups(f, &FaultMask::none(f), &groups, tree)
             .map_err(|e| SmError::Routing(format!("multicast: {e}")))?;
+        groups.sort_by_key(|g| g.mlid);
+        let mut table = McGroups::new(f, pool);
+        for g in &groups {
+            table.add_permanent(port_info, g);
+        }
         Ok(McastState {
             groups,
             rule,
             routing,
             held: Mfts::default(),
+            table,
+            changes: Vec::new(),
         })
     }
 
     /// The trees now (what the switches should hold).
-    pub(crate) fn mfts(&self) -> &Mfts {
+    pub fn mfts(&self) -> &Mfts {
         &self.routing.mfts
+    }
+
+    /// The groups as routed (members that receive are full), by MLID.
+    pub fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+
+    /// The SA's groups and members.
+    pub fn table(&self) -> &McGroups {
+        &self.table
+    }
+
+    fn tree(&self) -> TreeRule<'_> {
+        self.rule
+            .as_ref()
+            .map_or(TreeRule::Shortest, TreeRule::UpDown)
     }
 
     /// Mends the trees the faults of `mask` cut.
@@ -64,6 +106,116 @@ impl McastState {
             .map_err(|e| SmError::Routing(format!("multicast: {e}")))?;
         Ok(())
     }
+
+    /// Serves one MCMemberRecord request from `requester` (see [`crate::sa_mcast`]): a join
+    /// or leave routes the group's tree again under `mask` (when its receivers or senders
+    /// change) and applies it; a query reads the table. The MFT blocks are the caller's to
+    /// push ([`McastState::mfts`] against what the switches hold).
+    pub fn serve(
+        &mut self,
+        f: &Fabric,
+        mask: &FaultMask,
+        port_info: &[PortInfo],
+        req: &SaRequest,
+        requester: Option<PortId>,
+    ) -> McAnswer {
+        let m = req.hdr.method;
+        let plan = match m {
+            method::SET => self.table.plan_join(f, port_info, req, requester),
+            method::DELETE => self.table.plan_leave(f, req, requester),
+            method::GET | method::GET_TABLE => {
+                return match self.table.query(f, req) {
+                    Ok(recs) => McAnswer::table(m, recs),
+                    Err(st) => McAnswer::error(st),
+                };
+            }
+            _ => return McAnswer::error(mad::status::ATTR_UNSUPPORTED),
+        };
+        match plan {
+            Ok(plan) => self.apply(f, mask, plan),
+            Err(st) => McAnswer::error(st),
+        }
+    }
+
+    /// Routes the plan's group (when its tree changes), then commits the plan and puts the
+    /// tree in place of the old one. A group that cannot be routed is left as it was.
+    fn apply(&mut self, f: &Fabric, mask: &FaultMask, plan: Plan) -> McAnswer {
+        let routed = match (&plan.group, plan.tree_changes) {
+            (_, false) => None,
+            (None, true) => Some(None),
+            (Some(g), true) => {
+                let g = g.routing_group();
+                match route_groups(f, mask, std::slice::from_ref(&g), self.tree()) {
+                    Ok(r) => Some(Some((g, r))),
+                    Err(_) => return McAnswer::error(sa_status::NO_RESOURCES),
+                }
+            }
+        };
+        let change = McastChange::of(f, &plan);
+        let (mlid, record) = (plan.mlid, plan.record);
+        self.table.commit(plan);
+        if let Some(new) = routed {
+            self.replace(f, mlid, new);
+        }
+        McAnswer {
+            status: 0,
+            records: vec![record],
+            change: Some(change),
+        }
+    }
+
+    /// Puts group `mlid`'s new tree (`None`: the group is gone) in place of its old one.
+    fn replace(&mut self, f: &Fabric, mlid: u16, new: Option<(Group, McastRouting)>) {
+        let r = &mut self.routing;
+        if let Ok(i) = r.mfts.groups.binary_search_by_key(&mlid, |g| g.mlid) {
+            let old = r.mfts.groups.remove(i);
+            for l in tree_links(f, &old) {
+                let load = &mut r.link_load[l];
+                *load = load.saturating_sub(1);
+            }
+        }
+        r.groups.retain(|s| s.mlid != mlid);
+        let at = self.groups.binary_search_by_key(&mlid, |g| g.mlid);
+        if let Ok(i) = at {
+            self.groups.remove(i);
+        }
+        let Some((g, one)) = new else {
+            return;
+        };
+        let at = self.groups.partition_point(|x| x.mlid < mlid);
+        self.groups.insert(at, g);
+        for (total, add) in r.link_load.iter_mut().zip(&one.link_load) {
+            *total += add;
+        }
+        r.groups.extend(one.groups);
+        for gm in one.mfts.groups {
+            let at = r.mfts.groups.partition_point(|x| x.mlid < gm.mlid);
+            r.mfts.groups.insert(at, gm);
+        }
+    }
+}
+
+/// The links of a group's tree: cables whose ports are in the masks at both ends.
+fn tree_links(f: &Fabric, g: &GroupMft) -> Vec<usize> {
+    let mut out = Vec::new();
+    for &(s, m) in &g.switches {
+        let n = f.switches[s as usize];
+        for p in m.ports() {
+            let pid = f.port_id(n, p);
+            let (Some(l), Some(q)) = (f.port(pid).link, f.remote(pid)) else {
+                continue;
+            };
+            let peer = f.port(q).node;
+            // Each cable once, from its `a` end.
+            if f.is_switch(peer)
+                && f.link(l).a == pid
+                && g.mask(f.switch_index[peer.idx()]).has(f.port(q).num)
+            {
+                out.push(l.idx());
+            }
+        }
+    }
+    out
 }
 
 /// The 16-bit mask of `m` at `position` (ports 16·position …).
@@ -218,5 +370,64 @@ impl<T: Transport> Live<'_, T> {
             None => return Ok(MftPush::default()),
         }
         self.push_mfts(false)
+    }
+
+    /// Pushes the blocks the SA's joins and leaves changed (served since `t0`) and turns
+    /// them into `mcast_join` / `mcast_leave` events for the next `step` to return.
+    pub(crate) fn push_mcast_changes(&mut self, t0: Duration) -> Result<(), SmError> {
+        let changes = match self.mcast.as_mut() {
+            Some(mc) if !mc.changes.is_empty() => std::mem::take(&mut mc.changes),
+            _ => return Ok(()),
+        };
+        let push = self.push_mfts(false)?;
+        let seconds = (self.pipe.now().saturating_sub(t0)).as_secs_f64();
+        for (i, mut c) in changes.into_iter().enumerate() {
+            // One push for every change of the request (there is one per request).
+            if i == 0 {
+                c.mft_blocks = push.blocks;
+                c.failed_smps = push.failed;
+            }
+            c.seconds = seconds;
+            self.sa_events.push(if c.join {
+                Event::McastJoin(c)
+            } else {
+                Event::McastLeave(c)
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts the multicast state without `--mcast` groups when a host first asks the SA
+    /// about multicast (the engine's rule, the MLID pool of the switches' MFT capacity).
+    /// Leaves it unset when the engine's rule cannot be had; the SA then answers as without
+    /// groups.
+    pub(crate) fn ensure_mcast(&mut self) {
+        if self.mcast.is_some() {
+            return;
+        }
+        let (engine, opts) = match &self.rep {
+            crate::live::Rep::Rftr(s) => (s.engine(), s.options().clone()),
+            crate::live::Rep::Full(st) => (st.engine, st.opts.clone()),
+        };
+        self.mcast = McastState::start(
+            self.f,
+            engine,
+            &opts,
+            Vec::new(),
+            self.mlid_pool(),
+            &self.port_info,
+        )
+        .ok();
+    }
+
+    /// The MLID pool: 0xC000 up to what every switch's MFT holds.
+    pub(crate) fn mlid_pool(&self) -> MlidPool {
+        MlidPool::for_caps(
+            self.f
+                .switches
+                .iter()
+                .filter_map(|n| self.switch_info.get(n.idx()))
+                .map(|si| si.mcast_fdb_cap()),
+        )
     }
 }

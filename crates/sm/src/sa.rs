@@ -15,6 +15,9 @@
 //!   record (`ERR_NO_RECORDS`).
 //! - `SubnAdmSet` of **InformInfo** subscribes or unsubscribes the sender to generic notices
 //!   ([`crate::notify`]: Reports of traps 64, 65 and 69).
+//! - **MCMemberRecord**: `SubnAdmSet` joins a multicast group (creating it), `SubnAdmDelete`
+//!   leaves it, `SubnAdmGet` / `SubnAdmGetTable` list groups and members
+//!   ([`crate::sa_mcast`], served by [`crate::mcast::McastState::serve`]).
 //! - Other classes get the answer a kernel gives to a MAD no agent serves (status
 //!   "unsupported class or version"); LID-routed SMP requests to the SM (SMInfo) get
 //!   "unsupported method/attribute"; responses and traps get nothing.
@@ -22,11 +25,15 @@
 //! Each answer costs a lookup and one or two walks of the tables: nothing is allocated per
 //! query beyond the answer itself.
 
+use crate::mcast::McastState;
 use crate::notify::Subscriptions;
+use crate::sa_mcast::McAnswer;
 use fabric::{Fabric, FaultMask, NodeId, PortId};
 use mad::attr::{self, NodeInfo, PortInfo, SmInfo, SwitchInfo};
 use mad::inform::INFORM_INFO_LEN;
-use mad::records::{lr_mask, swir_mask, LinkRecord, SwitchInfoRecord, SWITCH_INFO_IN_RECORD};
+use mad::records::{
+    lr_mask, swir_mask, LinkRecord, McMemberRecord, SwitchInfoRecord, SWITCH_INFO_IN_RECORD,
+};
 use mad::sa::{
     self, method, pir_mask, pr_mask, sa_attr, sa_status, Gid, NodeRecord, PathRecord,
     PortInfoRecord, SaRequest, DEFAULT_GID_PREFIX, SA_DATA,
@@ -173,10 +180,12 @@ impl Sa {
     }
 
     /// The answer to a MAD a host sent to the SM's port from `from`, or `None` when it gets
-    /// none.
+    /// none. `mc`: the multicast state MCMemberRecord requests act on (a join or leave it
+    /// serves is left in its `changes` for the SM to push).
     pub fn answer(
         &mut self,
         v: &View<'_, '_>,
+        mc: Option<&mut McastState>,
         m: &[u8; MAD_SIZE],
         from: Address,
     ) -> Option<[u8; MAD_SIZE]> {
@@ -214,6 +223,30 @@ impl Sa {
             match st {
                 0 => self.stats.answered += 1,
                 _ => self.stats.errors += 1,
+            }
+            return a;
+        }
+        let mc_methods = [method::GET, method::GET_TABLE, method::SET, method::DELETE];
+        if req.hdr.attr == sa_attr::MCMEMBER_RECORD && mc_methods.contains(&req.hdr.method) {
+            let ans = match mc {
+                Some(mc) => {
+                    let requester = v.f.lid_port(from.lid);
+                    let mut ans = mc.serve(v.f, v.mask, v.port_info, &req, requester);
+                    mc.changes.extend(ans.change.take());
+                    ans
+                }
+                None => McAnswer::without_groups(&req),
+            };
+            let mut t = Table::new(McMemberRecord::SIZE);
+            for r in &ans.records {
+                t.push(&r.encode());
+            }
+            let recs = &t.buf[..t.count.min(t.cap) * t.step];
+            let a = sa::sa_response(&req, ans.status, McMemberRecord::SIZE, recs);
+            match (a.is_some(), ans.status) {
+                (false, _) => self.stats.dropped += 1,
+                (true, 0) => self.stats.answered += 1,
+                (true, _) => self.stats.errors += 1,
             }
             return a;
         }

@@ -56,7 +56,7 @@ pub struct Args {
     #[arg(long)]
     pub events: Option<PathBuf>,
     /// Stop after this event: `subnet_up`, `trap`, `sweep`, `link_up`, `repaired`,
-    /// `link_restored`, `standby`, `take_over`, or `EVENT:N` (the N-th such event, e.g. `repaired:2`). Without it the SM runs until `--max-seconds` or is killed.
+    /// `link_restored`, `standby`, `take_over`, `mcast_join`, `mcast_leave`, or `EVENT:N` (the N-th such event, e.g. `repaired:2`). Without it the SM runs until `--max-seconds` or is killed.
     #[arg(long)]
     pub exit_after: Option<String>,
     /// Stop after this many seconds whatever happened (0 = no limit).
@@ -118,11 +118,13 @@ fn parse_exit_after(s: &str) -> Result<ExitAfter> {
         "link_restored",
         "standby",
         "take_over",
+        "mcast_join",
+        "mcast_leave",
     ]
     .contains(&event)
     {
         crate::usage_bail!(
-            "--exit-after {s}: expected subnet_up, trap, sweep, link_up, repaired, link_restored, standby, take_over, or one of them with :N"
+            "--exit-after {s}: expected subnet_up, trap, sweep, link_up, repaired, link_restored, standby, take_over, mcast_join, mcast_leave, or one of them with :N"
         );
     }
     Ok(ExitAfter {
@@ -141,6 +143,8 @@ fn event_name(e: &Event) -> &'static str {
         Event::LinkRestored { .. } => "link_restored",
         Event::Standby { .. } => "standby",
         Event::TakeOver { .. } => "take_over",
+        Event::McastJoin(_) => "mcast_join",
+        Event::McastLeave(_) => "mcast_leave",
     }
 }
 
@@ -294,6 +298,25 @@ fn describe(e: &Event) -> String {
                 );
             }
             t
+        }
+        Event::McastJoin(c) | Event::McastLeave(c) => {
+            let what = match (c.join, c.created, c.deleted) {
+                (true, true, _) => "created and joined",
+                (true, false, _) => "joined",
+                (false, _, true) => "left and deleted",
+                (false, _, false) => "left",
+            };
+            format!(
+                "multicast: {} {what} {} (MLID {:#06x}), JoinState {:#x}, {} members; {} MFT blocks pushed in {:.3} ms ({} failed)",
+                c.port,
+                c.mgid,
+                c.mlid,
+                c.join_state,
+                c.members,
+                c.mft_blocks,
+                c.seconds * 1e3,
+                c.failed_smps
+            )
         }
     }
 }
