@@ -3,6 +3,8 @@
 //! that the checker (walk of every pair, CDG over (channel, VL)) accepts, with only the
 //! changed blocks sent.
 
+mod common;
+use common::fabric;
 use fabric::{Fabric, FaultMask, LinkId, NodeId, PortId};
 use mad::Transport;
 use routing::engines::{by_name, RouteOptions};
@@ -11,13 +13,6 @@ use routing::{cdg, Routing};
 use sm::fake::FakeFabric;
 use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
 use std::time::Duration;
-
-fn fabric(spec: &str) -> Fabric {
-    spec.parse::<fabric::gen::TopoSpec>()
-        .unwrap()
-        .generate()
-        .unwrap()
-}
 
 /// The tables the fake's switches hold, as a `Routing` of the discovered fabric, with the
 /// path SLs the SM publishes (they live in the sources, not the switches); every switch's

@@ -3,6 +3,8 @@
 //! mended tree is there, with only the changed blocks written; both deliver every packet
 //! to every member once from every sender (`routing::mcast::check_mcast`).
 
+mod common;
+use common::fabric;
 use fabric::{Fabric, LinkId};
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::RftrConfig;
@@ -10,13 +12,6 @@ use routing::mcast::{check_mcast, ipoib_group, Mfts};
 use sm::fake::FakeFabric;
 use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
 use std::time::Duration;
-
-fn fabric(spec: &str) -> Fabric {
-    spec.parse::<fabric::gen::TopoSpec>()
-        .unwrap()
-        .generate()
-        .unwrap()
-}
 
 /// The switches' MFT rows for every MLID of `model` equal the model's masks.
 fn assert_held(fake: &FakeFabric, d: &Fabric, model: &Mfts, what: &str) {

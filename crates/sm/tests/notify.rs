@@ -4,7 +4,9 @@
 //! pulled is reported out of service (trap 65) and back in service (trap 64) when the cable
 //! returns; a host that unsubscribed gets nothing.
 
-use fabric::{Fabric, LinkId, PortId};
+mod common;
+use common::fabric;
+use fabric::{LinkId, PortId};
 use mad::inform::{self, trap, InformInfo, INFORM_INFO_LEN};
 use mad::sa::{decode_response, method, sa_attr, sa_status, SaRequest, DEFAULT_GID_PREFIX};
 use mad::{Address, MAD_SIZE};
@@ -14,13 +16,6 @@ use sm::fake::FakeFabric;
 use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-
-fn fabric(spec: &str) -> Fabric {
-    spec.parse::<fabric::gen::TopoSpec>()
-        .unwrap()
-        .generate()
-        .unwrap()
-}
 
 fn subscription(subscribe: bool, trap_number: u16) -> [u8; MAD_SIZE] {
     let info = InformInfo::generic(subscribe, trap_number, 1);

@@ -3,6 +3,8 @@
 //! ACTIVE, tables back to the base, the union of old and new walks acyclic, only the
 //! differing blocks pushed).
 
+mod common;
+use common::fabric;
 use fabric::{Fabric, FaultMask, LinkId, NodeId, PortId};
 use mad::attr::port_state;
 use routing::engines::{by_name, Engine, RouteOptions};
@@ -12,13 +14,6 @@ use routing::{cdg, Routing};
 use sm::fake::FakeFabric;
 use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
 use std::time::Duration;
-
-fn fabric(spec: &str) -> Fabric {
-    spec.parse::<fabric::gen::TopoSpec>()
-        .unwrap()
-        .generate()
-        .unwrap()
-}
 
 fn config(engine: &dyn Engine, f: &Fabric, repair: Repair) -> SmConfig {
     let mut opts = RouteOptions::default();

@@ -3,6 +3,8 @@
 //! (DLID, SL); malformed and unsupported queries and MADs of other classes get the proper
 //! status (or nothing), never a crash.
 
+mod common;
+use common::fabric;
 use fabric::{Fabric, LinkId, PortId};
 use mad::sa::{
     self, decode_response, method, nr_mask, pir_mask, pr_mask, sa_attr, sa_status, Gid, NodeRecord,
@@ -14,13 +16,6 @@ use routing::fault::RftrConfig;
 use sm::fake::FakeFabric;
 use sm::{discover, Discovery, Live, Pipe, PipeConfig, Repair, SmConfig};
 use std::time::Duration;
-
-fn fabric(spec: &str) -> Fabric {
-    spec.parse::<fabric::gen::TopoSpec>()
-        .unwrap()
-        .generate()
-        .unwrap()
-}
 
 fn setup(phys: &Fabric) -> Discovery {
     let fake = FakeFabric::new(phys, phys.end_ports[0]);

@@ -7,6 +7,8 @@
 //! pool, the group table, the trees and the switches' MFTs as they started; malformed
 //! MCMemberRecord MADs get an error status, never a panic.
 
+mod common;
+use common::fabric;
 use fabric::{Fabric, FaultMask, PortId};
 use mad::records::{join_state as js, mcr_mask, McMemberRecord};
 use mad::sa::{decode_response, method, sa_attr, sa_status, Gid, SaRequest, DEFAULT_GID_PREFIX};
@@ -23,13 +25,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 const IPOIB_MGID: u128 = 0xff12_401b_ffff_0000_0000_0000_ffff_ffff;
-
-fn fabric(spec: &str) -> Fabric {
-    spec.parse::<fabric::gen::TopoSpec>()
-        .unwrap()
-        .generate()
-        .unwrap()
-}
 
 fn setup(phys: &Fabric) -> Discovery {
     let mut pipe = Pipe::new(
@@ -78,6 +73,11 @@ fn gid(f: &Fabric, p: PortId) -> Gid {
     }
 }
 
+/// An SA request of MCMemberRecord `r` with `method`, transaction id `tid` and `mask`.
+fn mcr(method: u8, tid: u64, mask: u64, r: &McMemberRecord) -> SaRequest {
+    SaRequest::new(method, sa_attr::MCMEMBER_RECORD, tid, mask, &r.encode())
+}
+
 /// A join (`SubnAdmSet`) of `p` to `mgid` (0: a new group, with what creating one needs).
 fn join(f: &Fabric, p: PortId, mgid: u128, state: u8) -> SaRequest {
     let mut mask = JOIN_MASK;
@@ -92,7 +92,7 @@ fn join(f: &Fabric, p: PortId, mgid: u128, state: u8) -> SaRequest {
         join_state: state,
         ..Default::default()
     };
-    SaRequest::new(method::SET, sa_attr::MCMEMBER_RECORD, 7, mask, &r.encode())
+    mcr(method::SET, 7, mask, &r)
 }
 
 /// A leave (`SubnAdmDelete`) of `p` from `mgid`, clearing `state`.
@@ -103,13 +103,7 @@ fn leave(f: &Fabric, p: PortId, mgid: u128, state: u8) -> SaRequest {
         join_state: state,
         ..Default::default()
     };
-    SaRequest::new(
-        method::DELETE,
-        sa_attr::MCMEMBER_RECORD,
-        8,
-        JOIN_MASK,
-        &r.encode(),
-    )
+    mcr(method::DELETE, 8, JOIN_MASK, &r)
 }
 
 /// Sends `m` to the SM from `from`: its answer and the events of that step.
@@ -247,14 +241,7 @@ fn a_join_creates_a_group_whose_tree_delivers_and_leaves_take_it_down() {
     };
     let (ans, _) = ask(
         &mut live,
-        SaRequest::new(
-            method::GET,
-            sa_attr::MCMEMBER_RECORD,
-            9,
-            mcr_mask::MGID,
-            &q.encode(),
-        )
-        .encode(),
+        mcr(method::GET, 9, mcr_mask::MGID, &q).encode(),
         host(f, c),
     );
     let (st, r) = answer_of(&ans);
@@ -270,14 +257,7 @@ fn a_join_creates_a_group_whose_tree_delivers_and_leaves_take_it_down() {
     };
     let (ans, _) = ask(
         &mut live,
-        SaRequest::new(
-            method::GET_TABLE,
-            sa_attr::MCMEMBER_RECORD,
-            9,
-            mcr_mask::PORT_GID,
-            &q.encode(),
-        )
-        .encode(),
+        mcr(method::GET_TABLE, 9, mcr_mask::PORT_GID, &q).encode(),
         host(f, c),
     );
     let (h, recs) = decode_response(&ans).unwrap();
@@ -366,14 +346,7 @@ fn the_ipoib_group_is_joinable_and_keeps_its_mlid() {
     };
     let (ans, _) = ask(
         &mut live,
-        SaRequest::new(
-            method::GET,
-            sa_attr::MCMEMBER_RECORD,
-            3,
-            mcr_mask::MGID,
-            &q.encode(),
-        )
-        .encode(),
+        mcr(method::GET, 3, mcr_mask::MGID, &q).encode(),
         host(f, x),
     );
     let r = answer_of(&ans).1.unwrap();
@@ -397,13 +370,7 @@ fn the_ipoib_group_is_joinable_and_keeps_its_mlid() {
     // tree is the one of subnet up again.
     let mut r = McMemberRecord::decode(&join(f, x, IPOIB_MGID, js::FULL).data).unwrap();
     r.qkey = 0;
-    let req = SaRequest::new(
-        method::SET,
-        sa_attr::MCMEMBER_RECORD,
-        4,
-        JOIN_MASK,
-        &r.encode(),
-    );
+    let req = mcr(method::SET, 4, JOIN_MASK, &r);
     let (ans, ev) = ask(&mut live, req.encode(), host(f, x));
     let (st, r) = answer_of(&ans);
     assert_eq!((st, r.unwrap().mlid, r.unwrap().qkey), (0, 0xc000, 0x0b1b));
@@ -536,7 +503,7 @@ fn malformed_mcmember_mads_get_an_error_never_a_panic() {
     let with = |mask: u64, edit: &dyn Fn(&mut McMemberRecord)| {
         let mut r = McMemberRecord::decode(&ok.data).unwrap();
         edit(&mut r);
-        SaRequest::new(method::SET, sa_attr::MCMEMBER_RECORD, 5, mask, &r.encode())
+        mcr(method::SET, 5, mask, &r)
     };
     let all = JOIN_MASK | CREATE_MASK;
     let cases: Vec<(SaRequest, u16, &str)> = vec![

@@ -3,6 +3,8 @@
 //! the tables the switches hold — without writing one LFT block or SL2VL row when they are
 //! clean, and rewriting only what differs when they are not.
 
+mod common;
+use common::fabric;
 use fabric::{Fabric, PortId};
 use mad::attr::{sm_state, SmInfo};
 use mad::{attr_id, Address, Method, Route, Smp};
@@ -15,13 +17,6 @@ use sm::{
     PipeConfig, Repair, SmConfig, Standby,
 };
 use std::time::Duration;
-
-fn fabric(spec: &str) -> Fabric {
-    spec.parse::<fabric::gen::TopoSpec>()
-        .unwrap()
-        .generate()
-        .unwrap()
-}
 
 fn config(repair: Repair, priority: u8) -> SmConfig {
     SmConfig {
