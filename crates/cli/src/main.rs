@@ -96,6 +96,9 @@ enum Command {
     /// Run as the subnet manager of a live fabric (ibsim through libumad2sim, or a umad
     /// device): discover, route, program, and repair failed links with RFTR.
     Sm(Box<cmd::sm::Args>),
+    /// Join or leave multicast groups through the SA from this host's port, as IPoIB does
+    /// (a test client for any SM; under ibsim with libumad2sim like saquery).
+    Join(cmd::join::Args),
 }
 
 fn main() -> ExitCode {
@@ -125,6 +128,7 @@ fn main() -> ExitCode {
         Command::Sim(a) => cmd::sim::run(*a),
         Command::Sm(a) => cmd::sm::run(*a),
         Command::Plot(a) => cmd::plot::run(a),
+        Command::Join(a) => cmd::join::run(a),
     };
     match result {
         Ok(code) => code,

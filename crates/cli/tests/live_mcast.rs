@@ -4,6 +4,8 @@
 //! member exactly once from every sender; after a host's cable and then a cable between
 //! switches are pulled, the mended tree is in the switches and checks clean.
 //!
+//! Hosts then join and leave groups through the SA (`fabroute join` as ibsim clients).
+//!
 //! Needs ibsim-utils, libumad2sim0 and infiniband-diags, as `live_ibsim`.
 
 use std::collections::BTreeMap;
@@ -202,6 +204,183 @@ fn the_ipoib_tree_is_programmed_and_mended() {
     eprintln!(
         "{name}: {} MFT blocks at subnet up; Unlink \"{sw}\"[{port}] mended with {} blocks, Unlink \"{sw2}\"[{port2}] with {}",
         up["mft_blocks"], rep["mft_blocks"], rep2["mft_blocks"]
+    );
+    drop(stdin);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `fabroute --json join ARGS` as HCA `host`: its JSON document, or a panic with its output.
+fn join(dir: &std::path::Path, sock: &str, host: &str, args: &[String]) -> serde_json::Value {
+    let o = sim_client(bin(), dir, sock, host)
+        .arg("--json")
+        .arg("join")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "fabroute join {args:?} on {host}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Hosts join groups through the SA of `fabroute sm` on ibsim (`fabroute join`, one client
+/// process per host, as IPoIB or MPI would): every join and leave is programmed, the
+/// switches' MFTs read back by `ibroute -M` equal `opensm.mcfdbs`, and `fabroute check`
+/// finds every group delivered to exactly its members from every sender, before and after
+/// a cable between switches is pulled and after half the members leave. Then 1,000
+/// join/leave cycles of two groups from one host end with the MLIDs they started with and
+/// the switches holding what they held before the cycles.
+#[test]
+fn joins_through_the_sa_are_programmed_mended_and_cycled() {
+    if !tools_present() {
+        return;
+    }
+    let name = "mjoin";
+    let (dir, netf, net, sock) = generated_net(name, &["torus", "4x4", "hcas=2"]);
+    let mut ibsim = start_ibsim(&dir, &netf, &net, &sock);
+    let ev = dir.join("events.jsonl");
+    let out = dir.join("tables");
+    let _sm = spawn_sm(
+        &dir,
+        &sock,
+        &net.hcas[0],
+        &[
+            "-R",
+            "updn",
+            "--lmc",
+            "0",
+            "--mcast",
+            "ipoib",
+            "--sweep-interval",
+            "1",
+        ],
+        &ev,
+        &out,
+    );
+    wait_for("subnet up", Duration::from_secs(60), || {
+        count(&ev, "subnet_up") == 1
+    });
+    // Six groups; host i joins group k when (i + k) % 3 == 0: about a third of the hosts
+    // each, every host in two groups.
+    let mgid = |k: usize| format!("ff12:1234::{k}");
+    let mut members: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let mut mlids: BTreeMap<usize, u64> = BTreeMap::new();
+    let hosts: Vec<String> = net.hcas[1..].to_vec();
+    for (i, h) in hosts.iter().enumerate() {
+        let mine: Vec<usize> = (1..=6).filter(|k| (i + k) % 3 == 0).collect();
+        let doc = join(
+            &dir,
+            &sock,
+            h,
+            &mine.iter().map(|&k| mgid(k)).collect::<Vec<_>>(),
+        );
+        for (k, g) in mine.iter().zip(doc["groups"].as_array().unwrap()) {
+            assert_eq!(g["join_state"], 1, "{doc}");
+            let m = g["mlid"].as_u64().unwrap();
+            assert!(m > 0xC000, "{doc}");
+            assert_eq!(
+                *mlids.entry(*k).or_insert(m),
+                m,
+                "one MLID per group: {doc}"
+            );
+            members.entry(*k).or_default().push(h.clone());
+        }
+    }
+    let joins: usize = members.values().map(Vec::len).sum();
+    wait_for("the join events", Duration::from_secs(30), || {
+        count(&ev, "mcast_join") == joins
+    });
+    let distinct: std::collections::BTreeSet<u64> = mlids.values().copied().collect();
+    assert_eq!(distinct.len(), 6, "six groups, six MLIDs: {mlids:?}");
+    let asker = &net.hcas[0];
+    let verify = |what: &str, members: &BTreeMap<usize, Vec<String>>| {
+        let groups = dir.join("groups.txt");
+        let mut text = String::from("0xC000 all\n");
+        for (k, hs) in members {
+            if !hs.is_empty() {
+                text += &format!("{:#06x} mgid={} {}\n", mlids[k], mgid(*k), hs.join(" "));
+            }
+        }
+        std::fs::write(&groups, text).unwrap();
+        let written = mft_lines(&read(&out.join("opensm.mcfdbs")), None);
+        let held = read_back(&dir, &sock, asker, &read(&out.join("opensm-subnet.lst")));
+        assert_eq!(
+            held, written,
+            "{what}: the switches hold what opensm.mcfdbs says"
+        );
+        let (ok, text) = run(Command::new(bin())
+            .arg("check")
+            .arg(out.join("opensm-subnet.lst"))
+            .arg("--lfts")
+            .arg(out.join("opensm-lfts.dump"))
+            .arg("--mcfdbs")
+            .arg(out.join("opensm.mcfdbs"))
+            .arg("--mcast")
+            .arg(&groups)
+            .args(["--lmc", "0"]));
+        assert!(ok, "{what}: check of the joined groups:\n{text}");
+        held
+    };
+    verify("after the joins", &members);
+
+    // A cable between switches: every tree it cut is mended.
+    let (sw, port) = net.cables[0].clone();
+    let mut stdin = ibsim.0.stdin.take().unwrap();
+    writeln!(stdin, "Unlink \"{sw}\"[{port}]").unwrap();
+    stdin.flush().unwrap();
+    wait_for("the repair", Duration::from_secs(30), || {
+        count(&ev, "repaired") >= 1
+    });
+    verify("after the unlink", &members);
+
+    // Half the members leave (the first of each group's list, and so on every other one).
+    let mut leaves = 0;
+    for (k, hs) in members.iter_mut() {
+        let all = std::mem::take(hs);
+        for (i, h) in all.into_iter().enumerate() {
+            if i % 2 == 1 {
+                hs.push(h);
+                continue;
+            }
+            let doc = join(&dir, &sock, &h, &["--leave".into(), mgid(*k)]);
+            assert_eq!(doc["groups"][0]["join_state"], 0, "{doc}");
+            leaves += 1;
+        }
+    }
+    wait_for("the leave events", Duration::from_secs(30), || {
+        count(&ev, "mcast_leave") == leaves
+    });
+    let before = verify("after the leaves", &members);
+
+    // 1,000 join/leave cycles of two new groups from one host.
+    let t = std::time::Instant::now();
+    let cycler = &net.hcas[net.hcas.len() - 1];
+    let doc = join(
+        &dir,
+        &sock,
+        cycler,
+        &["--cycles".into(), "1000".into(), mgid(7), mgid(8)],
+    );
+    assert_eq!(doc["cycles"], 1000, "{doc}");
+    let seen = doc["mlids_seen"].as_array().unwrap();
+    assert_eq!(seen.len(), 2, "each cycle reuses the MLIDs freed: {doc}");
+    wait_for("the cycles' events", Duration::from_secs(60), || {
+        count(&ev, "mcast_leave") == leaves + 2000
+    });
+    let cycles_s = t.elapsed().as_secs_f64();
+    let after = verify("after 1,000 cycles", &members);
+    assert_eq!(after, before, "the cycles leave no MFT entry behind");
+    // The next group created gets the lowest free MLID again: none leaked.
+    let lowest_free = (0xC001..)
+        .find(|m| !mlids.values().any(|x| x == m))
+        .unwrap();
+    let doc = join(&dir, &sock, cycler, &[mgid(9)]);
+    assert_eq!(doc["groups"][0]["mlid"], lowest_free, "{doc}");
+    eprintln!(
+        "{name}: {joins} joins, {leaves} leaves, 2,000 join/leave cycles in {cycles_s:.1} s (the SM rewriting opensm.mcfdbs after each), MLIDs {mlids:?}"
     );
     drop(stdin);
     let _ = std::fs::remove_dir_all(&dir);

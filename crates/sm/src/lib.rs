@@ -22,6 +22,7 @@
 //! without ibsim. No I/O of its own and no clock but the transport's: given a
 //! deterministic transport the events are identical on every run.
 
+pub mod client;
 pub mod discover;
 pub mod fake;
 pub mod live;

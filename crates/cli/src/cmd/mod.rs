@@ -5,6 +5,7 @@ pub mod diff;
 pub mod fault;
 pub mod gen;
 pub mod info;
+pub mod join;
 pub mod plot;
 pub mod route;
 pub mod sim;

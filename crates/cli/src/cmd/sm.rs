@@ -63,7 +63,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0.0)]
     pub max_seconds: f64,
     /// Keep the tables in this directory in OpenSM's formats, rewritten after each repair
-    /// (with delta.json: what the last repairs changed and each source's new (DLID, SL)).
+    /// (with delta.json: what the last repairs changed and each source's new (DLID, SL));
+    /// `opensm.mcfdbs` also after each multicast join or leave, before its event.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Multicast groups to program and keep mended: `ipoib` (the IPoIB broadcast group of
@@ -352,6 +353,32 @@ fn clean(e: &Event) -> bool {
     }
 }
 
+/// Rewrites only `opensm.mcfdbs` of the directory `write_dir` wrote (and its digest in
+/// `summary.json`), each file replaced atomically: what a join or leave changes, without
+/// writing the unicast tables again (the whole set when the directory is not there yet).
+fn update_mcfdbs<T: mad::Transport>(
+    dir: &std::path::Path,
+    live: &Live<'_, T>,
+    engine: &str,
+) -> Result<()> {
+    let summary_path = dir.join("summary.json");
+    let summary: Option<serde_json::Value> = std::fs::read(&summary_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let Some(mut summary) = summary else {
+        return write_dir(dir, live, engine);
+    };
+    let f = live.fabric();
+    let text = routing::opensm::write_mcfdbs(f, Some(&live.mfts()), Some(live.mask()));
+    crate::util::write_atomic(&dir.join(routing::opensm::MCFDBS_FILE), text.as_bytes())?;
+    summary["files"][routing::opensm::MCFDBS_FILE] =
+        crate::util::Digest::of(text.as_bytes()).into();
+    crate::util::write_atomic(
+        &summary_path,
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )
+}
+
 fn write_dir<T: mad::Transport>(
     dir: &std::path::Path,
     live: &Live<'_, T>,
@@ -431,6 +458,26 @@ fn check_ibsim_socket() -> Result<()> {
     Ok(())
 }
 
+/// Opens the umad port `dev` (and `issm` when given), checking first that ibsim runs when
+/// libumad2sim is preloaded: libumad2sim's `open` retries its connection to ibsim forever,
+/// so the port is opened in a thread and given up on after 20 s.
+pub(crate) fn attach(dev: &str, issm: Option<&str>) -> Result<umad::UmadPort> {
+    check_ibsim_socket()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (d, i) = (dev.to_string(), issm.map(str::to_string));
+    std::thread::spawn(move || {
+        let _ = tx.send(umad::UmadPort::open(&d, i.as_deref()));
+    });
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(r) => r.with_context(|| {
+            "cannot attach to the fabric (under ibsim: LD_PRELOAD=libumad2sim.so, SIM_HOST=<HCA name>, IBSIM_SOCKNAME as ibsim's)"
+        }),
+        Err(_) => anyhow::bail!(
+            "cannot attach to the fabric: opening {dev} did not finish in 20 s (is ibsim running with this IBSIM_SOCKNAME?)"
+        ),
+    }
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
     let exit_after = a.exit_after.as_deref().map(parse_exit_after).transpose()?;
     if a.window == 0 || a.timeout_ms == 0 {
@@ -454,23 +501,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => None,
     };
     let start = Instant::now();
-    check_ibsim_socket()?;
-    // libumad2sim's `open` retries its connection to ibsim forever: attach in a thread
-    // and give up after a while.
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (dev, issm) = (a.device.clone(), a.issm.clone());
-    std::thread::spawn(move || {
-        let _ = tx.send(umad::UmadPort::open(&dev, Some(&issm)));
-    });
-    let port = match rx.recv_timeout(Duration::from_secs(20)) {
-        Ok(r) => r.with_context(|| {
-            "cannot attach to the fabric (under ibsim: LD_PRELOAD=libumad2sim.so, SIM_HOST=<HCA name>, IBSIM_SOCKNAME as ibsim's)"
-        })?,
-        Err(_) => anyhow::bail!(
-            "cannot attach to the fabric: opening {} did not finish in 20 s (is ibsim running with this IBSIM_SOCKNAME?)",
-            a.device
-        ),
-    };
+    let port = attach(&a.device, Some(&a.issm))?;
     let mut pipe = Pipe::new(
         port,
         PipeConfig {
@@ -527,6 +558,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
             if let (Some(o), Some(live)) = (&a.output, live) {
                 write_dir(o, live, &a.engine)?;
             }
+        }
+        // A join or leave changes only the multicast tables.
+        if let (Event::McastJoin(_) | Event::McastLeave(_), Some(o), Some(live)) =
+            (e, &a.output, live)
+        {
+            update_mcfdbs(o, live, &a.engine)?;
         }
         let line = serde_json::to_string(e)?;
         if let Some(w) = events_file.as_mut() {
