@@ -56,9 +56,11 @@ fn ibroute_mft(text: &str) -> BTreeMap<u64, Vec<u64>> {
         if let Some(i) = l.find("Ports:") {
             let mut at = i + "Ports:".len();
             cols.clear();
+            // Ports 10 and up show only their last digit on this line (the tens are on
+            // the line above): the n-th number is port n.
             for w in l[at..].split(' ') {
-                if let Ok(p) = w.parse::<u64>() {
-                    cols.push((at, p));
+                if w.parse::<u64>().is_ok() {
+                    cols.push((at, cols.len() as u64));
                 }
                 at += w.len() + 1;
             }

@@ -465,3 +465,77 @@ fn a_cut_changes_few_entries() {
         }
     }
 }
+
+/// A group routed alone with the trees in place counted (`route_groups_with`, what the SM
+/// does on a join) gets the tree it gets when routed after them in one call, and so spreads
+/// around them; routed alone without them it piles onto the first group's root and links.
+/// The distance cache gives the same trees as a fresh computation, also after the faults
+/// change under it.
+#[test]
+fn a_group_routed_alone_spreads_around_the_trees_in_place() {
+    use routing::mcast::{route_groups_with, OtherTrees, TreeCache};
+    for (spec, engine) in [("ktree 4 3", "updn"), ("torus 4x4 hcas=2", "minhop")] {
+        let f = fabric(spec);
+        let e = by_name(engine).unwrap();
+        let opts = e.pin_choices(&f, &RouteOptions::default()).unwrap();
+        let up = match e.rftr_base(&f, &opts) {
+            Ok(Base::Turns(t)) => t.as_up_down().cloned(),
+            _ => None,
+        };
+        let rule = up.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
+        let mask = FaultMask::none(&f);
+        let g = |mlid| Group {
+            mlid,
+            ..ipoib_group(&f)
+        };
+        let together = route_groups(&f, &mask, &[g(0xC000), g(0xC001)], rule).unwrap();
+        let mut cache = TreeCache::default();
+        let a = route_groups_with(&f, &mask, &[g(0xC000)], rule, &mut cache, None).unwrap();
+        let mut rooted = vec![0u32; f.num_switches()];
+        rooted[a.groups[0].root.unwrap() as usize] += 1;
+        let others = OtherTrees {
+            link_load: &a.link_load,
+            rooted: &rooted,
+        };
+        let b = route_groups_with(&f, &mask, &[g(0xC001)], rule, &mut cache, Some(others)).unwrap();
+        assert_eq!(
+            b.mfts.groups[0], together.mfts.groups[1],
+            "{spec}: alone with the others counted = routed after them"
+        );
+        assert_ne!(b.groups[0].root, a.groups[0].root, "{spec}: another root");
+        let alone = route_groups(&f, &mask, &[g(0xC001)], rule).unwrap();
+        assert_eq!(
+            alone.mfts.groups[0].switches, a.mfts.groups[0].switches,
+            "{spec}: without the others it repeats the first tree"
+        );
+        let shared =
+            |x: &[u32], y: &[u32]| x.iter().zip(y).filter(|(p, q)| **p > 0 && **q > 0).count();
+        let max_sum = |x: &[u32], y: &[u32]| x.iter().zip(y).map(|(p, q)| p + q).max().unwrap();
+        assert!(
+            shared(&a.link_load, &b.link_load) < shared(&a.link_load, &alone.link_load),
+            "{spec}: fewer cables shared with the first tree"
+        );
+        assert!(
+            max_sum(&a.link_load, &b.link_load) <= max_sum(&a.link_load, &alone.link_load),
+            "{spec}: no busier link"
+        );
+        // The cache follows the faults: a dead cable of the first tree.
+        let mut cut = FaultMask::none(&f);
+        let l = (0..f.links.len())
+            .find(|&l| a.link_load[l] > 0)
+            .map(|l| fabric::LinkId(l as u32))
+            .unwrap();
+        cut.fail_link(l);
+        let cached = route_groups_with(&f, &cut, &[g(0xC000)], rule, &mut cache, None).unwrap();
+        let fresh = route_groups(&f, &cut, &[g(0xC000)], rule).unwrap();
+        assert_eq!(
+            cached.mfts.groups, fresh.mfts.groups,
+            "{spec}: after the fault"
+        );
+        assert_eq!(
+            cached.link_load[l.idx()],
+            0,
+            "{spec}: the dead cable is left out"
+        );
+    }
+}

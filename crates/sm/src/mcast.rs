@@ -6,9 +6,10 @@
 //! A block is 32 MLIDs × one 16-port position (`mad::attr::mft_modifier`); the SM keeps what
 //! the switches hold (`held`) and sends a block only when some entry of it differs.
 //!
-//! A group routed again after a join or leave is routed alone (`route_groups` on that one
-//! group under the faults known): its tree does not see the other groups' load, so the
-//! load spread across groups holds for the groups routed together at start.
+//! A group routed again after a join or leave is routed alone (`route_groups_with` on that
+//! one group under the faults known), with the switch distances kept from the call before
+//! while the faults stay the same, and with the other groups' trees counted on the links
+//! and roots they use, so that it spreads around them as the groups routed together do.
 
 use crate::live::{Event, Live};
 use crate::mlid::MlidPool;
@@ -21,7 +22,8 @@ use mad::sa::{method, sa_status, SaRequest};
 use mad::{attr_id, Route, Transport};
 use routing::engines::{Engine, RouteOptions};
 use routing::mcast::{
-    repair_trees, route_groups, Group, GroupMft, McastRouting, Mfts, PortMask, TreeRule, MLID_FIRST,
+    repair_trees, route_groups_with, Group, GroupMft, McastRouting, Mfts, OtherTrees, PortMask,
+    TreeCache, TreeRule, MLID_FIRST,
 };
 use routing::turn::UpDownRule;
 use std::collections::BTreeSet;
@@ -42,6 +44,8 @@ pub struct McastState {
     table: McGroups,
     /// Joins and leaves served whose blocks the SM has not pushed yet.
     pub(crate) changes: Vec<McastChange>,
+    /// Switch distances under the faults of the last routing.
+    cache: TreeCache,
 }
 
 impl McastState {
@@ -58,7 +62,8 @@ impl McastState {
     ) -> Result<Self, SmError> {
         let rule = routing::mcast::engine_up_down_rule(f, engine, opts);
         let tree = rule.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
-        let routing = route_groups(f, &FaultMask::none(f), &groups, tree)
+        let mut cache = TreeCache::default();
+        let routing = route_groups_with(f, &FaultMask::none(f), &groups, tree, &mut cache, None)
             .map_err(|e| SmError::Routing(format!("multicast: {e}")))?;
         groups.sort_by_key(|g| g.mlid);
         let mut table = McGroups::new(f, pool);
@@ -72,6 +77,7 @@ impl McastState {
             held: Mfts::default(),
             table,
             changes: Vec::new(),
+            cache,
         })
     }
 
@@ -88,12 +94,6 @@ impl McastState {
     /// The SA's groups and members.
     pub fn table(&self) -> &McGroups {
         &self.table
-    }
-
-    fn tree(&self) -> TreeRule<'_> {
-        self.rule
-            .as_ref()
-            .map_or(TreeRule::Shortest, TreeRule::UpDown)
     }
 
     /// Mends the trees the faults of `mask` cut.
@@ -145,7 +145,17 @@ impl McastState {
             (None, true) => Some(None),
             (Some(g), true) => {
                 let g = g.routing_group();
-                match route_groups(f, mask, std::slice::from_ref(&g), self.tree()) {
+                let (load, rooted) = self.others(f, g.mlid);
+                let others = OtherTrees {
+                    link_load: &load,
+                    rooted: &rooted,
+                };
+                let tree = self
+                    .rule
+                    .as_ref()
+                    .map_or(TreeRule::Shortest, TreeRule::UpDown);
+                let one = std::slice::from_ref(&g);
+                match route_groups_with(f, mask, one, tree, &mut self.cache, Some(others)) {
                     Ok(r) => Some(Some((g, r))),
                     Err(_) => return McAnswer::error(sa_status::NO_RESOURCES),
                 }
@@ -162,6 +172,25 @@ impl McastState {
             records: vec![record],
             change: Some(change),
         }
+    }
+
+    /// The trees of every group but `mlid`: per link the trees using it, per switch the
+    /// trees rooted there.
+    fn others(&self, f: &Fabric, mlid: u16) -> (Vec<u32>, Vec<u32>) {
+        let r = &self.routing;
+        let mut load = r.link_load.clone();
+        if let Ok(i) = r.mfts.groups.binary_search_by_key(&mlid, |g| g.mlid) {
+            for l in tree_links(f, &r.mfts.groups[i]) {
+                load[l] = load[l].saturating_sub(1);
+            }
+        }
+        let mut rooted = vec![0u32; f.num_switches()];
+        for g in r.groups.iter().filter(|g| g.mlid != mlid) {
+            if let Some(s) = g.root {
+                rooted[s as usize] += 1;
+            }
+        }
+        (load, rooted)
     }
 
     /// Puts group `mlid`'s new tree (`None`: the group is gone) in place of its old one.

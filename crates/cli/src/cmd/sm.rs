@@ -64,7 +64,7 @@ pub struct Args {
     pub max_seconds: f64,
     /// Keep the tables in this directory in OpenSM's formats, rewritten after each repair
     /// (with delta.json: what the last repairs changed and each source's new (DLID, SL));
-    /// `opensm.mcfdbs` also after each multicast join or leave, before its event.
+    /// `opensm.mcfdbs` also after multicast joins and leaves, before their events.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Multicast groups to program and keep mended: `ipoib` (the IPoIB broadcast group of
@@ -559,12 +559,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 write_dir(o, live, &a.engine)?;
             }
         }
-        // A join or leave changes only the multicast tables.
-        if let (Event::McastJoin(_) | Event::McastLeave(_), Some(o), Some(live)) =
-            (e, &a.output, live)
-        {
-            update_mcfdbs(o, live, &a.engine)?;
-        }
         let line = serde_json::to_string(e)?;
         if let Some(w) = events_file.as_mut() {
             writeln!(w, "{line}")?;
@@ -641,8 +635,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
             say!("stopping after --max-seconds {}", a.max_seconds);
             break;
         }
-        for e in live.step(Duration::from_millis(200))? {
-            stop |= emit(&e, Some(&live))?;
+        let events = live.step(Duration::from_millis(200))?;
+        // Joins and leaves change only the multicast tables: written once for all those of
+        // this step, before their events.
+        let mcast = |e: &Event| matches!(e, Event::McastJoin(_) | Event::McastLeave(_));
+        if let (Some(o), true) = (&a.output, events.iter().any(mcast)) {
+            update_mcfdbs(o, &live, &a.engine)?;
+        }
+        for e in &events {
+            stop |= emit(e, Some(&live))?;
         }
     }
     finish(log, all_clean)

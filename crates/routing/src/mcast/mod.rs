@@ -27,7 +27,10 @@ pub use check::{check_mcast, mcast_cycles, McastCheck, McastIssue};
 pub use groups::{ipoib_group, parse_groups, GroupError};
 pub use own_vl::{candidate_vls, free_sl, map_sl};
 pub use repair::{repair_trees, TreeRepair};
-pub use tree::{engine_up_down_rule, route_groups, GroupStats, McastRouting, TreeRule};
+pub use tree::{
+    engine_up_down_rule, route_groups, route_groups_with, GroupStats, McastRouting, OtherTrees,
+    TreeCache, TreeRule,
+};
 
 use fabric::{Lid, PortId};
 

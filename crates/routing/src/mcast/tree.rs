@@ -27,8 +27,12 @@
 //! switch. Members that are down (their port, link or switch dead, or cut off from the
 //! root's component) are counted as unreached and left out.
 //!
-//! Cost: the switch hop matrix once (n² entries), then per group O(n × member switches) for
-//! the root and O(tree × degree) for the branches.
+//! Cost: the switch distances once per set of faults (the up-channel distances to the tops
+//! of the ranking, or the n² hop matrix for shortest trees, only when a group needs it;
+//! [`TreeCache`] keeps them across calls), then per group O(n × member switches) for the
+//! root and O(tree × degree) for the branches. Routing a group alone
+//! ([`route_groups_with`]) can count the trees already in place ([`OtherTrees`]) in the
+//! root's turn-taking and the branches' load, as if they had been routed first.
 
 use super::{Group, GroupMft, Mfts, PortMask};
 use crate::engines::common::{hop_matrix, Topo, INF};
@@ -89,6 +93,7 @@ impl McastRouting {
 }
 
 /// Distance rows to candidate roots: `(root, distance of every switch to it)`.
+#[derive(Debug)]
 struct Rows {
     roots: Vec<usize>,
     /// Distance rows of `n` entries (INF: no way); root `i`'s is row `row_of[i]`.
@@ -160,6 +165,36 @@ pub fn engine_up_down_rule(
     }
 }
 
+/// The distances trees are routed by, kept between calls of [`route_groups_with`] while the
+/// faults stay the same: a join or leave routes one group again, and the switch distances
+/// (n² for shortest trees) would otherwise be computed again for it. One cache belongs to
+/// one fabric and one tree rule.
+#[derive(Debug, Default)]
+pub struct TreeCache {
+    mask: Option<FaultMask>,
+    shortest: Option<Rows>,
+    updown: Option<Rows>,
+}
+
+impl TreeCache {
+    fn fit(&mut self, mask: &FaultMask) {
+        if self.mask.as_ref() != Some(mask) {
+            *self = TreeCache {
+                mask: Some(mask.clone()),
+                ..TreeCache::default()
+            };
+        }
+    }
+}
+
+/// What the groups routed before put on the fabric, for [`route_groups_with`] to spread
+/// new trees around: per link the trees using it, per switch the trees rooted there.
+#[derive(Clone, Copy, Debug)]
+pub struct OtherTrees<'a> {
+    pub link_load: &'a [u32],
+    pub rooted: &'a [u32],
+}
+
 /// Routes every group on the live fabric (see the module documentation).
 pub fn route_groups(
     f: &Fabric,
@@ -167,13 +202,34 @@ pub fn route_groups(
     groups: &[Group],
     rule: TreeRule<'_>,
 ) -> Result<McastRouting, EngineError> {
+    route_groups_with(f, mask, groups, rule, &mut TreeCache::default(), None)
+}
+
+/// [`route_groups`] with the distances of `cache` (computed on first use under `mask`), and
+/// the load of `others` (trees already in place, not routed again here) counted as if
+/// their groups had been routed first: a group routed alone spreads around them. The
+/// returned link loads are those of `groups` only.
+pub fn route_groups_with(
+    f: &Fabric,
+    mask: &FaultMask,
+    groups: &[Group],
+    rule: TreeRule<'_>,
+    cache: &mut TreeCache,
+    others: Option<OtherTrees<'_>>,
+) -> Result<McastRouting, EngineError> {
     let t = Topo::live(f, mask)?;
     let n = t.n;
-    let shortest = Rows::shortest(&t);
+    cache.fit(mask);
+    if let TreeRule::UpDown(r) = rule {
+        if cache.updown.is_none() {
+            cache.updown = Some(Rows::up_down(&t, r));
+        }
+    }
     let updown = match rule {
-        TreeRule::UpDown(r) => Some((Rows::up_down(&t, r), r)),
+        TreeRule::UpDown(r) => cache.updown.as_ref().map(|rows| (rows, r)),
         TreeRule::Shortest => None,
     };
+    let base_load = |l: usize| others.map_or(0, |o| o.link_load.get(l).copied().unwrap_or(0));
     // End port -> (switch index, switch port), for live end ports.
     let mut at: Vec<Option<(u32, u8)>> = vec![None; f.ports.len()];
     for e in &t.ends {
@@ -191,6 +247,11 @@ pub fn route_groups(
     let mut touched: Vec<u32> = Vec::new();
     let mut sws: Vec<u32> = Vec::new();
     let mut rooted = vec![0u32; n];
+    if let Some(o) = others {
+        for (r, &k) in rooted.iter_mut().zip(o.rooted) {
+            *r = k;
+        }
+    }
     for (gi, g) in groups.iter().enumerate() {
         let gi = gi as u32;
         sws.clear();
@@ -213,10 +274,10 @@ pub fn route_groups(
         };
         // An up*/down* tree when a top reaches every member switch by up channels.
         let mut chosen: Option<(&[u16], usize, Option<&UpDownRule>)> = None;
-        if let Some((rows, r)) = &updown {
+        if let Some((rows, r)) = updown {
             if let Some((i, reach)) = choose_root(&t, rows, &sws, &rooted) {
                 if reach == sws.len() {
-                    chosen = Some((rows.row(i, n), rows.roots[i], Some(*r)));
+                    chosen = Some((rows.row(i, n), rows.roots[i], Some(r)));
                 }
             }
             if chosen.is_none() && !sws.is_empty() {
@@ -224,7 +285,8 @@ pub fn route_groups(
             }
         }
         if chosen.is_none() {
-            chosen = choose_root(&t, &shortest, &sws, &rooted)
+            let shortest = cache.shortest.get_or_insert_with(|| Rows::shortest(&t));
+            chosen = choose_root(&t, shortest, &sws, &rooted)
                 .map(|(i, _)| (shortest.row(i, n), shortest.roots[i], None));
         }
         let Some((row, root, up_rule)) = chosen else {
@@ -263,7 +325,7 @@ pub fn route_groups(
                         let link = fabric::ChannelId(a.ch).link().idx();
                         (
                             stamp[a.peer as usize] != gi,
-                            out.link_load[link],
+                            base_load(link) + out.link_load[link],
                             a.peer,
                             a.port,
                         )
