@@ -2,8 +2,8 @@
 //! The SA request decoder (`mad::sa::SaRequest::decode`) on arbitrary bytes: it may refuse
 //! them, never panic; what it accepts encodes back to the same header, SA header and data,
 //! and the answers built from it (an error response, an empty response) are whole MADs of
-//! class 0x03 with the response bit set. The record decoders (and InformInfo's) run on the
-//! same bytes.
+//! class 0x03 with the response bit set. The record decoders (and InformInfo's and
+//! MCMemberRecord's) run on the same bytes.
 use libfuzzer_sys::fuzz_target;
 use mad::sa::{self, NodeRecord, PathRecord, PortInfoRecord, SaRequest};
 
@@ -16,6 +16,10 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Some(s) = mad::records::SwitchInfoRecord::decode(data) {
         assert_eq!(mad::records::SwitchInfoRecord::decode(&s.encode()), Some(s));
+    }
+    // MCMemberRecord (joins and leaves): every field survives a round trip.
+    if let Ok(m) = mad::records::McMemberRecord::decode(data) {
+        assert_eq!(mad::records::McMemberRecord::decode(&m.encode()), Ok(m));
     }
     let _ = sa::decode_response(data);
     match SaRequest::decode(data) {
