@@ -158,6 +158,8 @@ macro_rules! field {
 pub mod cap {
     /// IsSM: an SM runs behind this port (set when an SM opens the port's issm device).
     pub const IS_SM: u32 = 0x0000_0002;
+    /// IsClientReregistrationSupported: the port acts on PortInfo.ClientReregister.
+    pub const IS_CLIENT_REREG: u32 = 0x0200_0000;
 }
 
 impl PortInfo {
@@ -178,6 +180,9 @@ impl PortInfo {
     field!(vl_cap, set_vl_cap, 296, 4, u8);
     field!(mtu_cap, set_mtu_cap, 332, 4, u8);
     field!(oper_vls, set_oper_vls, 344, 4, u8);
+    // ClientReregister: a Set with it asks the port's clients to register again with the
+    // SA (multicast joins, event subscriptions), as a new master SM does.
+    field!(client_reregister, set_client_reregister, 408, 1, u8);
     field!(link_speed_ext_active, set_link_speed_ext_active, 496, 4, u8);
     field!(
         link_speed_ext_enabled,
@@ -189,7 +194,8 @@ impl PortInfo {
 
     /// The attribute to Set from one that was read: every field a Set would *act on*
     /// without meaning to (the port state and physical state, the enabled widths and
-    /// speeds) is cleared to "no change". The caller then sets what it means to change.
+    /// speeds, ClientReregister) is cleared to "no change". The caller then sets what it
+    /// means to change.
     pub fn for_set(&self) -> PortInfo {
         let mut p = *self;
         p.set_port_state(port_state::NO_CHANGE);
@@ -197,6 +203,7 @@ impl PortInfo {
         p.set_link_width_enabled(0);
         p.set_link_speed_enabled(0);
         p.set_link_speed_ext_enabled(0);
+        p.set_client_reregister(0);
         p
     }
 
@@ -433,6 +440,10 @@ mod tests {
         assert_eq!(p.0[35], 0x17); // speed active | speed enabled
         assert_eq!(p.0[37], 0x40); // VLCap | InitType
         assert_eq!(p.0[43], 0x30); // OperVLs: bit 344
+        let mut r = p;
+        r.set_client_reregister(1);
+        assert_eq!(r.0[51], 0x80); // ClientReregister | reserved | SubnetTimeOut
+        assert_eq!(r.for_set().client_reregister(), 0);
         let s = p.for_set();
         assert_eq!(
             (s.port_state(), s.phys_state(), s.link_speed_enabled()),

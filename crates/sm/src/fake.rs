@@ -36,6 +36,8 @@ pub struct FakeStats {
     pub sl2vl_sets: u64,
     /// MulticastForwardingTable Sets.
     pub mft_sets: u64,
+    /// PortInfo Sets with ClientReregister, per port (`PortId` index).
+    pub rereg: Vec<u32>,
     /// SMPs dropped (a directed route over a link that is not up, a bad path).
     pub dropped: u64,
     pub traps_sent: u64,
@@ -90,10 +92,11 @@ impl FakeFabric {
             pi.set_oper_vls(1);
             pi.set_link_width_supported(0x03);
             pi.set_link_speed_supported(1);
+            // Channel adapters act on ClientReregister (IsClientReregistrationSupported).
             pi.set_cap_mask(if f.node(p.node).kind == NodeKind::Switch {
                 0x0008
             } else {
-                0
+                attr::cap::IS_CLIENT_REREG
             });
             if p.num == 0 {
                 pi.set_port_state(port_state::ACTIVE);
@@ -503,6 +506,11 @@ impl FakeFabric {
                         {
                             return bad;
                         }
+                    }
+                    if req.client_reregister() == 1 {
+                        let r = &mut self.stats.rereg;
+                        r.resize(r.len().max(self.f.ports.len()), 0);
+                        r[p.idx()] += 1;
                     }
                     let pi = &mut self.port[p.idx()];
                     pi.set_lid(req.lid());

@@ -70,6 +70,8 @@ pub enum Event {
         sl2vl_entries: u64,
         /// MulticastForwardingTable blocks written (0 without `--mcast`).
         mft_blocks: u64,
+        /// End ports asked to register again with the SA (those that support it).
+        client_reregister: u64,
         /// SMPs that got no good answer after retries (0 on a healthy fabric).
         failed_smps: u64,
         deadlock_free: bool,
@@ -117,6 +119,8 @@ pub enum Event {
         lft_blocks: u64,
         sl2vl_entries: u64,
         mft_blocks: u64,
+        /// End ports asked to register again with the SA (those that support it).
+        client_reregister: u64,
         failed_smps: u64,
         /// The tables now in the switches, walked and checked.
         deadlock_free: bool,
@@ -245,6 +249,8 @@ pub struct Live<'f, T: Transport> {
     pub(crate) cfg: SmConfig,
     pub(crate) sm_port: PortId,
     pub(crate) sm_lid: u16,
+    /// End ports asked to register again with the SA (PortInfo.ClientReregister).
+    pub(crate) rereg_asked: u64,
     pub(crate) port_info: Vec<PortInfo>,
     pub(crate) switch_info: Vec<SwitchInfo>,
     pub(crate) mask: FaultMask,
@@ -326,6 +332,7 @@ impl<'f, T: Transport> Live<'f, T> {
             lft_blocks: pushed.lft_blocks,
             sl2vl_entries: pushed.sl2vl_entries,
             mft_blocks: pushed.mft_blocks,
+            client_reregister: live.rereg_asked,
             failed_smps: failed + d.failed,
             deadlock_free: report.deadlock_free,
             unreachable_pairs: report.unreachable_pairs.count,
@@ -440,6 +447,7 @@ impl<'f, T: Transport> Live<'f, T> {
             pipe,
             sm_port: d.sm_port,
             sm_lid: f.port(d.sm_port).lid,
+            rereg_asked: 0,
             port_info: d.port_info.clone(),
             switch_info: d.switch_info.clone(),
             plane: Plane::new(f, Some(&mask)),

@@ -68,6 +68,13 @@ impl<T: Transport> Live<'_, T> {
             pi.set_lid(f.port(p).lid);
             pi.set_lmc(f.port(p).lmc);
             pi.set_master_sm_lid(self.sm_lid);
+            // A new master (bring-up, take-over) asks the hosts to register again: their
+            // multicast joins and subscriptions were with the SA before it, as OpenSM does
+            // on its first sweep as master.
+            if self.port_info[p.idx()].cap_mask() & attr::cap::IS_CLIENT_REREG != 0 {
+                pi.set_client_reregister(1);
+                self.rereg_asked += 1;
+            }
             let num = f.port(p).num as u32;
             reqs.push(Req::set(Route::Direct(r), attr_id::PORT_INFO, num, pi.0));
             ports.push(p);

@@ -204,6 +204,7 @@ impl<'f, T: Transport> Live<'f, T> {
             lft_blocks: pushed.lft_blocks,
             sl2vl_entries: pushed.sl2vl_entries,
             mft_blocks: pushed.mft_blocks,
+            client_reregister: live.rereg_asked,
             failed_smps: failed + d.failed + read_failed + mft_failed,
             deadlock_free: report.deadlock_free,
             unreachable_pairs: report.unreachable_pairs.count,

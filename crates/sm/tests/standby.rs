@@ -342,6 +342,7 @@ fn a_take_over_keeps_the_multicast_trees_the_switches_hold() {
         lft_blocks,
         mft_blocks,
         failed_smps,
+        client_reregister,
         ..
     } = ev
     else {
@@ -350,6 +351,18 @@ fn a_take_over_keeps_the_multicast_trees_the_switches_hold() {
     assert!(adopted);
     assert_eq!((lft_blocks, mft_blocks, failed_smps), (0, 0, 0));
     assert_eq!(live.pipe.transport().stats.mft_sets, mft0);
+    // Both masters asked every host to register again (its joins were with the old SA):
+    // once at the first master's bring-up, once at the take-over.
+    let cabled: Vec<_> = phys
+        .end_ports
+        .iter()
+        .filter(|&&p| phys.remote(p).is_some())
+        .collect();
+    assert_eq!(client_reregister, cabled.len() as u64);
+    let rereg = &live.pipe.transport().stats.rereg;
+    for &&p in &cabled {
+        assert_eq!(rereg[p.idx()], 2, "{}", phys.node(phys.port(p).node).name);
+    }
     let model = live.mfts();
     assert!(!model.is_empty());
     let phys = live.pipe.transport().fabric().clone();
