@@ -7,7 +7,8 @@
 //! Joins carry what OpenSM requires to create a group (MGID, PortGID, Q_Key, P_Key, TClass,
 //! SL, FlowLabel, JoinState) with IPoIB's Q_Key, the default P_Key and SL 0, so a first join
 //! creates the group and later ones match it. Each request is sent again after `timeout`,
-//! `retries` times, with a fresh transaction ID each time.
+//! `retries` times, with the same transaction ID, so that a late answer to the first send
+//! is taken (a second leave of the same port would be refused).
 
 use mad::records::{mcr_mask, McMemberRecord};
 use mad::sa::{self, method, Gid, SaRequest, DEFAULT_GID_PREFIX};
@@ -208,10 +209,15 @@ impl<T: Transport> SaClient<T> {
         to: Address,
         build: impl Fn(u64) -> [u8; mad::MAD_SIZE],
     ) -> Result<[u8; mad::MAD_SIZE], ClientError> {
+        // One transaction ID for every send of this request: a join or leave is not
+        // idempotent, so when an answer is only late, the first one to come (the SA's answer
+        // to the first send) is the one used, and the later answers to the copies are
+        // ignored with the next request's fresh ID.
+        self.tid = (self.tid + 1) & 0xffff_ffff;
+        let tid = self.tid;
+        let mad = build(tid);
         for _ in 0..=self.retries {
-            self.tid = (self.tid + 1) & 0xffff_ffff;
-            let tid = self.tid;
-            self.t.send(&build(tid), to)?;
+            self.t.send(&mad, to)?;
             self.sent += 1;
             let end = self.t.now() + self.timeout;
             loop {
