@@ -58,7 +58,7 @@ pub fn route_and_check(
     groups: &[Group],
 ) -> Result<Routed> {
     let rule = routing::mcast::engine_up_down_rule(f, engine, opts);
-    let tree_rule = rule.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
+    let tree_rule = TreeRule::of(rule.as_ref());
     let mut routing =
         route_groups(f, mask, groups, tree_rule).map_err(|e| anyhow::anyhow!("multicast: {e}"))?;
     let cdg = routing::cdg::build_cdg(f, r, Some(mask));
@@ -230,7 +230,7 @@ impl FaultMcast {
         groups: Vec<Group>,
     ) -> Result<Self> {
         let rule = routing::mcast::engine_up_down_rule(f, engine, opts);
-        let tree_rule = rule.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
+        let tree_rule = TreeRule::of(rule.as_ref());
         let routing = route_groups(f, &FaultMask::none(f), &groups, tree_rule)
             .map_err(|e| anyhow::anyhow!("multicast: {e}"))?;
         let base = routing.mfts.clone();
@@ -245,10 +245,7 @@ impl FaultMcast {
 
     /// Mends the trees for the faults of `mask` (cumulative); returns the step's line.
     pub fn apply(&mut self, f: &Fabric, mask: &FaultMask) -> Result<String> {
-        let tree_rule = self
-            .rule
-            .as_ref()
-            .map_or(TreeRule::Shortest, TreeRule::UpDown);
+        let tree_rule = TreeRule::of(self.rule.as_ref());
         let rep = routing::mcast::repair_trees(f, mask, &mut self.routing, &self.groups, tree_rule)
             .map_err(|e| anyhow::anyhow!("multicast: {e}"))?;
         let line = format!(

@@ -113,17 +113,25 @@ fn read_back(
     all
 }
 
-#[test]
-fn the_ipoib_tree_is_programmed_and_mended() {
-    if !tools_present() {
-        return;
-    }
-    let name = "mcast";
+/// An ibsim fabric (a 4x4 torus, 2 HCAs per switch) with `fabroute sm -R updn --lmc 0
+/// --mcast ipoib` up on its first HCA.
+struct Live {
+    dir: std::path::PathBuf,
+    net: Net,
+    sock: String,
+    ibsim: Proc,
+    _sm: Proc,
+    /// The SM's events file and its `-o` directory.
+    ev: std::path::PathBuf,
+    out: std::path::PathBuf,
+}
+
+fn start(name: &str) -> Live {
     let (dir, netf, net, sock) = generated_net(name, &["torus", "4x4", "hcas=2"]);
-    let mut ibsim = start_ibsim(&dir, &netf, &net, &sock);
+    let ibsim = start_ibsim(&dir, &netf, &net, &sock);
     let ev = dir.join("events.jsonl");
     let out = dir.join("tables");
-    let _sm = spawn_sm(
+    let sm = spawn_sm(
         &dir,
         &sock,
         &net.hcas[0],
@@ -143,28 +151,67 @@ fn the_ipoib_tree_is_programmed_and_mended() {
     wait_for("subnet up", Duration::from_secs(60), || {
         count(&ev, "subnet_up") == 1
     });
+    Live {
+        dir,
+        net,
+        sock,
+        ibsim,
+        _sm: sm,
+        ev,
+        out,
+    }
+}
+
+/// The switches' MFTs read back (by `ibroute -M` as `asker`) equal the SM's `opensm.mcfdbs`,
+/// which is not empty, and `fabroute check` of the SM's tables passes with `members` (the
+/// groups' members, `--mcast …`, or none). Returns what the switches hold.
+fn programmed(
+    dir: &std::path::Path,
+    sock: &str,
+    asker: &str,
+    out: &std::path::Path,
+    what: &str,
+    members: &[&str],
+) -> BTreeMap<(u64, u64), Vec<u64>> {
+    let written = mft_lines(&read(&out.join("opensm.mcfdbs")), None);
+    assert!(!written.is_empty(), "{what}: opensm.mcfdbs has the group");
+    let held = read_back(dir, sock, asker, &read(&out.join("opensm-subnet.lst")));
+    assert_eq!(
+        held, written,
+        "{what}: the switches hold what opensm.mcfdbs says"
+    );
+    let (ok, text) = run(Command::new(bin())
+        .arg("check")
+        .arg(out.join("opensm-subnet.lst"))
+        .arg("--lfts")
+        .arg(out.join("opensm-lfts.dump"))
+        .arg("--mcfdbs")
+        .arg(out.join("opensm.mcfdbs"))
+        .args(members)
+        .args(["--lmc", "0"]));
+    assert!(ok, "{what}: check of the multicast tables:\n{text}");
+    held
+}
+
+#[test]
+fn the_ipoib_tree_is_programmed_and_mended() {
+    if !tools_present() {
+        return;
+    }
+    let name = "mcast";
+    let Live {
+        dir,
+        net,
+        sock,
+        mut ibsim,
+        _sm,
+        ev,
+        out,
+    } = start(name);
     let up = events(&ev).remove(0);
     let asker = &net.hcas[3];
-    let verify = |what: &str, members: &[&str]| {
-        let written = mft_lines(&read(&out.join("opensm.mcfdbs")), None);
-        assert!(!written.is_empty(), "{what}: opensm.mcfdbs has the group");
-        let held = read_back(&dir, &sock, asker, &read(&out.join("opensm-subnet.lst")));
-        assert_eq!(
-            held, written,
-            "{what}: the switches hold what opensm.mcfdbs says"
-        );
-        let (ok, text) = run(Command::new(bin())
-            .arg("check")
-            .arg(out.join("opensm-subnet.lst"))
-            .arg("--lfts")
-            .arg(out.join("opensm-lfts.dump"))
-            .arg("--mcfdbs")
-            .arg(out.join("opensm.mcfdbs"))
-            .args(members)
-            .args(["--lmc", "0"]));
-        assert!(ok, "{what}: check of the multicast tree:\n{text}");
-        written.len()
-    };
+    let verify =
+        |what: &str, members: &[&str]| programmed(&dir, &sock, asker, &out, what, members).len();
     let switches = verify("subnet up", &["--mcast", "ipoib"]);
     assert_eq!(
         switches, 16,
@@ -241,30 +288,15 @@ fn joins_through_the_sa_are_programmed_mended_and_cycled() {
         return;
     }
     let name = "mjoin";
-    let (dir, netf, net, sock) = generated_net(name, &["torus", "4x4", "hcas=2"]);
-    let mut ibsim = start_ibsim(&dir, &netf, &net, &sock);
-    let ev = dir.join("events.jsonl");
-    let out = dir.join("tables");
-    let _sm = spawn_sm(
-        &dir,
-        &sock,
-        &net.hcas[0],
-        &[
-            "-R",
-            "updn",
-            "--lmc",
-            "0",
-            "--mcast",
-            "ipoib",
-            "--sweep-interval",
-            "1",
-        ],
-        &ev,
-        &out,
-    );
-    wait_for("subnet up", Duration::from_secs(60), || {
-        count(&ev, "subnet_up") == 1
-    });
+    let Live {
+        dir,
+        net,
+        sock,
+        mut ibsim,
+        _sm,
+        ev,
+        out,
+    } = start(name);
     // Six groups; host i joins group k when (i + k) % 3 == 0: about a third of the hosts
     // each, every host in two groups.
     let mgid = |k: usize| format!("ff12:1234::{k}");
@@ -307,24 +339,8 @@ fn joins_through_the_sa_are_programmed_mended_and_cycled() {
             }
         }
         std::fs::write(&groups, text).unwrap();
-        let written = mft_lines(&read(&out.join("opensm.mcfdbs")), None);
-        let held = read_back(&dir, &sock, asker, &read(&out.join("opensm-subnet.lst")));
-        assert_eq!(
-            held, written,
-            "{what}: the switches hold what opensm.mcfdbs says"
-        );
-        let (ok, text) = run(Command::new(bin())
-            .arg("check")
-            .arg(out.join("opensm-subnet.lst"))
-            .arg("--lfts")
-            .arg(out.join("opensm-lfts.dump"))
-            .arg("--mcfdbs")
-            .arg(out.join("opensm.mcfdbs"))
-            .arg("--mcast")
-            .arg(&groups)
-            .args(["--lmc", "0"]));
-        assert!(ok, "{what}: check of the joined groups:\n{text}");
-        held
+        let groups = groups.to_string_lossy().into_owned();
+        programmed(&dir, &sock, asker, &out, what, &["--mcast", &groups])
     };
     verify("after the joins", &members);
 

@@ -345,7 +345,7 @@ fn repair_case(spec: &str, seed: u64, groups: usize, faults: usize, with_switch:
         Base::Turns(t) => t.as_up_down().cloned(),
         Base::FreshVls => None,
     };
-    let rule = up.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
+    let rule = TreeRule::of(up.as_ref());
     let gs = random_groups(&f, seed, groups);
     let mut mc = route_groups(&f, &FaultMask::none(&f), &gs, rule).unwrap();
     let mut mask = FaultMask::none(&f);
@@ -482,7 +482,7 @@ fn a_group_routed_alone_spreads_around_the_trees_in_place() {
             Ok(Base::Turns(t)) => t.as_up_down().cloned(),
             _ => None,
         };
-        let rule = up.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
+        let rule = TreeRule::of(up.as_ref());
         let mask = FaultMask::none(&f);
         let g = |mlid| Group {
             mlid,

@@ -61,7 +61,7 @@ impl McastState {
         port_info: &[PortInfo],
     ) -> Result<Self, SmError> {
         let rule = routing::mcast::engine_up_down_rule(f, engine, opts);
-        let tree = rule.as_ref().map_or(TreeRule::Shortest, TreeRule::UpDown);
+        let tree = TreeRule::of(rule.as_ref());
         let mut cache = TreeCache::default();
         let routing = route_groups_with(f, &FaultMask::none(f), &groups, tree, &mut cache, None)
             .map_err(|e| SmError::Routing(format!("multicast: {e}")))?;
@@ -98,10 +98,7 @@ impl McastState {
 
     /// Mends the trees the faults of `mask` cut.
     fn repair(&mut self, f: &Fabric, mask: &FaultMask) -> Result<(), SmError> {
-        let tree = self
-            .rule
-            .as_ref()
-            .map_or(TreeRule::Shortest, TreeRule::UpDown);
+        let tree = TreeRule::of(self.rule.as_ref());
         repair_trees(f, mask, &mut self.routing, &self.groups, tree)
             .map_err(|e| SmError::Routing(format!("multicast: {e}")))?;
         Ok(())
@@ -150,10 +147,7 @@ impl McastState {
                     link_load: &load,
                     rooted: &rooted,
                 };
-                let tree = self
-                    .rule
-                    .as_ref()
-                    .map_or(TreeRule::Shortest, TreeRule::UpDown);
+                let tree = TreeRule::of(self.rule.as_ref());
                 let one = std::slice::from_ref(&g);
                 match route_groups_with(f, mask, one, tree, &mut self.cache, Some(others)) {
                     Ok(r) => Some(Some((g, r))),

@@ -65,6 +65,13 @@ pub enum TreeRule<'a> {
     UpDown(&'a UpDownRule),
 }
 
+impl<'a> TreeRule<'a> {
+    /// Up*/down* trees when the engine has a rule ([`engine_up_down_rule`]), else shortest.
+    pub fn of(rule: Option<&'a UpDownRule>) -> Self {
+        rule.map_or(TreeRule::Shortest, TreeRule::UpDown)
+    }
+}
+
 /// The trees of every group and their MFTs.
 #[derive(Clone, Debug, Default)]
 pub struct McastRouting {
