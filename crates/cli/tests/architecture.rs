@@ -146,7 +146,10 @@ fn non_test(f: &Path) -> String {
 fn the_checker_builds_on_no_engine_and_no_fault_code() {
     let src = crates().join("routing/src");
     let checker = [
-        "cdg.rs",
+        "cdg/mod.rs",
+        "cdg/cycles.rs",
+        "cdg/witness.rs",
+        "cdg/vl15.rs",
         "walk.rs",
         "forward.rs",
         "metrics.rs",
@@ -198,7 +201,7 @@ fn lft_block_is_defined_once() {
 
 /// Source files over 800 lines, and why each still is. A file split below the limit must
 /// leave the list (the test fails while it is listed), so the list only shrinks.
-const LONG_FILES: [(&str, &str); 6] = [
+const LONG_FILES: [(&str, &str); 5] = [
     (
         "routing/src/engines/nue.rs",
         "Nue's layered CDG search and its escape paths: one algorithm, its helpers to move",
@@ -206,10 +209,6 @@ const LONG_FILES: [(&str, &str); 6] = [
     (
         "routing/src/engines/torus2qos.rs",
         "torus-2QoS with its config parser and its VL/SL rules; the parser to move out",
-    ),
-    (
-        "routing/src/cdg.rs",
-        "the CDG checker with its cycle search and witness; cycle search to its own file",
     ),
     (
         "routing/src/engines/rebalance.rs",
