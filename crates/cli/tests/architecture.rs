@@ -146,7 +146,10 @@ fn non_test(f: &Path) -> String {
 fn the_checker_builds_on_no_engine_and_no_fault_code() {
     let src = crates().join("routing/src");
     let checker = [
-        "cdg.rs",
+        "cdg/mod.rs",
+        "cdg/cycles.rs",
+        "cdg/witness.rs",
+        "cdg/vl15.rs",
         "walk.rs",
         "forward.rs",
         "metrics.rs",
@@ -198,29 +201,10 @@ fn lft_block_is_defined_once() {
 
 /// Source files over 800 lines, and why each still is. A file split below the limit must
 /// leave the list (the test fails while it is listed), so the list only shrinks.
-const LONG_FILES: [(&str, &str); 5] = [
-    (
-        "sim/src/sim.rs",
-        "the simulator's state and its step loop share private fields; to split along \
-         hosts, links, switches and arbitration",
-    ),
-    (
-        "routing/src/cdg.rs",
-        "the CDG checker with its cycle search and witness; cycle search to its own file",
-    ),
-    (
-        "cli/src/plot.rs",
-        "every SVG plot of the CLI; one file per plot kind to come",
-    ),
-    (
-        "routing/src/fault/rftr/complete.rs",
-        "the completion for checkers: pairs no source uses, with their safety checks",
-    ),
-    (
-        "cli/src/cmd/sim.rs",
-        "`fabroute sim`: its arguments, scenario set-up and reports",
-    ),
-];
+const LONG_FILES: [(&str, &str); 1] = [(
+    "routing/src/fault/rftr/complete.rs",
+    "the completion for checkers: pairs no source uses, with their safety checks",
+)];
 
 #[test]
 fn no_source_file_is_over_800_lines_but_the_listed() {

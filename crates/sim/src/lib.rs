@@ -49,11 +49,11 @@
 
 pub mod config;
 pub mod dateline;
+mod engine;
 mod net;
 pub mod queue;
 pub mod reconf;
 pub mod report;
-mod sim;
 pub mod stats;
 mod traffic;
 
@@ -61,7 +61,7 @@ pub use config::{
     Arrival, Config, LinkRate, Model, Pattern, ReconfTiming, SizeDist, Traffic, Unroutable, MS, NS,
     US,
 };
+pub use engine::{simulate, Sim, SimError};
 pub use reconf::{plan, FaultEvent, Repair, Scheme, Smp};
 pub use report::{series_csv, BufferRef, DropReason, FaultSummary, Report};
-pub use sim::{simulate, Sim, SimError};
 pub use stats::{Bin, Latency};

@@ -3,7 +3,6 @@
 
 use crate::config::Config;
 use crate::reconf::Scheme;
-use crate::sim::FaultLog;
 use crate::stats::{Bin, BinAcc, Histogram, Latency};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -150,6 +149,24 @@ pub struct Report {
     /// How often the invariants were checked (`Config::check_invariants`).
     #[serde(skip)]
     pub invariant_checks: u64,
+}
+
+/// What happened to the fault and repair, for the report.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FaultLog {
+    pub at: u64,
+    pub scheme: Option<Scheme>,
+    pub t_compute: u64,
+    pub lft_blocks: usize,
+    pub sl2vl_rows: usize,
+    pub first_smp: Option<u64>,
+    pub last_smp: Option<u64>,
+    pub sources_at: Option<u64>,
+    pub stopped_at: Option<u64>,
+    pub drained_at: Option<u64>,
+    pub drain_forced: bool,
+    pub dropped_after: u64,
+    pub lat_after: Histogram,
 }
 
 pub(crate) struct RunFacts<'a> {

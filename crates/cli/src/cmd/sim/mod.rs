@@ -1,0 +1,99 @@
+//! `fabroute sim FABRIC (-R ENGINE | --lfts F [--sl2vl F] [--psl F]) --load X --pattern P
+//! --time T [--fail link:SW/PORT --fail-at T --repair rftr,full-static,full-dynamic] -o DIR`:
+//! the packet-level simulator (`crates/sim`) on any tables, a load sweep in parallel, a
+//! failure with the repair schemes overlaid; `summary.json`, CSV series and SVG pictures.
+//!
+//! `args.rs` holds the arguments and the configuration they give, `scenario.rs` the tables,
+//! repairs and jobs, `report.rs` and `pictures.rs` what the runs write and say.
+
+mod args;
+mod pictures;
+mod report;
+mod scenario;
+
+pub use args::Args;
+
+use crate::cmd::fault::parse_fault;
+use crate::out::Status;
+use crate::util::OutputDir;
+use anyhow::Result;
+use args::{parse_loads, parse_time, schemes};
+use fabric::Fabric;
+use rayon::prelude::*;
+use report::Runs;
+use scenario::{session_repairs, Job, Scenario};
+use sim::{Config, Report};
+use std::process::ExitCode;
+use std::time::Instant;
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let loads = parse_loads(&a.load)?;
+    let want = schemes(&a.repair)?;
+    let repairing = want.iter().any(|s| s.is_some());
+    let t_compute = match a.t_compute.as_str() {
+        "measured" => None,
+        t => Some(parse_time(t)?),
+    };
+    let out = OutputDir::prepare(&a.output)?;
+    // Fabric and tables.
+    let sc = Scenario::load(&a, &want, repairing)?;
+    let f = &sc.f;
+    // The fault and its repairs.
+    let fault = a.fail.as_deref().map(|s| parse_fault(f, s)).transpose()?;
+    let fail_at = parse_time(&a.fail_at)?;
+    let mut notes = Vec::new();
+    let repairs = match (fault, repairing) {
+        (Some(fl), true) => {
+            let engine = a.engine.as_deref().unwrap_or("");
+            if engine.contains(',') {
+                crate::usage_bail!("--repair needs one engine, not a chain");
+            }
+            let opts = scenario::route_opts(&a, f)?;
+            let r = session_repairs(&a, f, engine, &opts, fl, &want, t_compute)?;
+            notes.extend(r.notes.iter().cloned());
+            Some(r)
+        }
+        _ => None,
+    };
+    if (a.dateline || a.hop_vls) && repairs.is_some() {
+        crate::usage_bail!("--dateline and --hop-vls apply to fault-free tables only");
+    }
+    // The configuration.
+    let base_cfg = args::config(&a, f, fault.is_some(), fail_at)?;
+    let jobs = scenario::jobs(&loads, &want, fault, fail_at, &repairs, &sc.tables);
+    let results = simulate(f, &jobs, &base_cfg)?;
+    // Outputs.
+    let runs = Runs {
+        a: &a,
+        loads: &loads,
+        jobs: &jobs,
+        results: &results,
+        cfg: &base_cfg,
+        fail_at: fault.map(|_| fail_at),
+    };
+    let summary = runs.write_data(&out, &sc, &notes)?;
+    runs.write_pictures(&out)?;
+    out.commit()?;
+    // Text or JSON on stdout.
+    runs.print(&notes, &summary)?;
+    Ok(Status::of(!results.iter().any(|(r, _)| r.deadlock)).into())
+}
+
+/// Runs the jobs in parallel; each result with its wall time in seconds.
+fn simulate(f: &Fabric, jobs: &[Job], base_cfg: &Config) -> Result<Vec<(Report, f64)>> {
+    let bar = crate::util::progress_bar(jobs.len() as u64, "simulation runs");
+    let results: Vec<(Report, f64)> = jobs
+        .par_iter()
+        .map(|j| {
+            let mut c = base_cfg.clone();
+            c.traffic.load = j.load;
+            let t = Instant::now();
+            let r = sim::simulate(f, j.tables.clone(), c, j.fault.clone())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            bar.inc(1);
+            Ok((r, t.elapsed().as_secs_f64()))
+        })
+        .collect::<Result<_>>()?;
+    bar.finish_and_clear();
+    Ok(results)
+}
