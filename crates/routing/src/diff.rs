@@ -1,5 +1,5 @@
 //! What differs between two routings of one fabric, entry by entry: LFT entries (with the
-//! 64-LID blocks a subnet manager sends them in, [`LFT_BLOCK`]), SL2VL entries, path SLs.
+//! 64-LID blocks a subnet manager sends them in, [`crate::tables::LFT_BLOCK`]), SL2VL entries, path SLs.
 //! `fabroute diff` prints it; the figures count like RFTR's delta (`fault::Delta`).
 //!
 //! Both routings must be tables of the same [`Fabric`] (switch indices, end-port indices and
@@ -10,7 +10,7 @@
 //!   each port (input 0, output = that port) — the rows an SL2VL dump holds;
 //! - path SLs: every (source end port, destination LID owned by a port of the fabric).
 
-use crate::tables::LFT_BLOCK;
+use crate::tables::update::lft_block;
 use crate::tables::{PathSl, Routing, NUM_SLS};
 use fabric::{Fabric, Lid, NodeId, NO_PORT};
 use rayon::prelude::*;
@@ -29,7 +29,7 @@ impl LftChange {
     /// The LinearForwardingTable block holding the entry.
     #[inline]
     pub fn block(&self) -> u16 {
-        self.lid / LFT_BLOCK as u16
+        lft_block(self.lid)
     }
 }
 

@@ -62,6 +62,6 @@ pub use config::{
     US,
 };
 pub use engine::{simulate, Sim, SimError};
-pub use reconf::{plan, FaultEvent, Repair, Scheme, Smp};
+pub use reconf::{FaultEvent, Repair, Scheme};
 pub use report::{series_csv, BufferRef, DropReason, FaultSummary, Report};
 pub use stats::{Bin, Latency};

@@ -6,6 +6,7 @@ mod common;
 use fabric::{Fabric, LinkId};
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::{Fault, RftrConfig, Session};
+use routing::tables::update::{self, Update};
 use routing::Routing;
 use sim::*;
 
@@ -108,12 +109,13 @@ fn plans_send_the_changed_blocks() {
     let Fault::Link(l) = s.fault else { panic!() };
     let mut mask = fabric::FaultMask::none(&s.f);
     mask.fail_link(l);
-    let lft = |p: &[Smp]| p.iter().filter(|x| matches!(x, Smp::Lft { .. })).count();
-    let p = plan(&s.f, &mask, &s.base_rftr, &s.rftr);
+    let lft = |p: &[Update]| p.iter().filter(|x| matches!(x, Update::Lft { .. })).count();
+    let plan = |a: &Routing, b: &Routing| update::plan(&s.f, a, b, |n| !mask.node_dead(n));
+    let p = plan(&s.base_rftr, &s.rftr);
     assert_eq!(lft(&p), s.rftr_blocks);
-    assert_eq!(lft(&plan(&s.f, &mask, &s.base, &s.full)), s.full_blocks);
+    assert_eq!(lft(&plan(&s.base, &s.full)), s.full_blocks);
     assert!(s.rftr_blocks > 0 && s.full_blocks > 0);
-    assert!(plan(&s.f, &mask, &s.base, &s.base).is_empty());
+    assert!(plan(&s.base, &s.base).is_empty());
 }
 
 /// Without a repair the broken paths lose packets for the rest of the run; with RFTR traffic

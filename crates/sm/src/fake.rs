@@ -13,7 +13,7 @@ use mad::attr::{
     self, cap, phys_state, port_state, NodeInfo, Notice, PortInfo, SmInfo, SwitchInfo,
 };
 use mad::{attr_id, status, Address, Method, Route, Smp, Transport, MAD_SIZE, SMP_DATA};
-use routing::tables::LFT_BLOCK;
+use routing::tables::update::{lft_block_lids, mft_block, mft_block_mlids, LFT_BLOCK};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -236,10 +236,12 @@ impl FakeFabric {
 
     /// The ports switch `sw` forwards multicast LID `mlid` to (its MFT row, as port numbers).
     pub fn mft_ports(&self, sw: NodeId, mlid: u16) -> Vec<u8> {
-        let Some(k) = (mlid as u32).checked_sub(0xC000) else {
+        if mlid < 0xC000 {
             return Vec::new();
-        };
-        let (block, i) = (k / attr::MFT_MLIDS as u32, k as usize % attr::MFT_MLIDS);
+        }
+        let block = mft_block(mlid);
+        let i = mlid as usize - mft_block_mlids(block as usize).start;
+        let block = block as u32;
         let mut out = Vec::new();
         for pos in 0..16u8 {
             if let Some(m) = self.mft.get(&(sw.0, block, pos)) {
@@ -542,10 +544,10 @@ impl FakeFabric {
                     return (status::ATTR_UNSUPPORTED, s.data);
                 };
                 let block = s.modifier as usize;
-                if (block + 1) * LFT_BLOCK > FDB_CAP {
+                let r = lft_block_lids(block, FDB_CAP);
+                if r.len() != LFT_BLOCK {
                     return bad;
                 }
-                let r = block * LFT_BLOCK..(block + 1) * LFT_BLOCK;
                 if set {
                     sw.lft[r.clone()].copy_from_slice(&s.data);
                     self.stats.lft_sets += 1;

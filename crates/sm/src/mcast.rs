@@ -23,8 +23,9 @@ use mad::{attr_id, Route, Transport};
 use routing::engines::{Engine, RouteOptions};
 use routing::mcast::{
     repair_trees, route_groups_with, Group, GroupMft, McastRouting, Mfts, OtherTrees, PortMask,
-    TreeCache, TreeRule, MLID_FIRST,
+    TreeCache, TreeRule,
 };
+use routing::tables::update::{mft_block, mft_block_mlids, Update};
 use routing::turn::UpDownRule;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -262,38 +263,37 @@ impl<T: Transport> Live<'_, T> {
         };
         let f = self.f;
         let new = mc.mfts();
-        let todo: BTreeSet<(u32, usize, usize)> = if all {
-            let mut s = BTreeSet::new();
-            for g in &new.groups {
-                let block = (g.mlid - MLID_FIRST) as usize / MFT_MLIDS;
-                for &(sw, m) in &g.switches {
-                    for p in m.ports() {
-                        s.insert((sw, block, p as usize / 16));
-                    }
-                }
-            }
-            s
+        let todo: BTreeSet<Update> = if all {
+            new.updates(f.num_switches())
         } else {
             mc.held.diff(new).iter().flat_map(|c| c.blocks()).collect()
         };
         let by_switch = new.by_switch(f.num_switches());
         let mut reqs = Vec::with_capacity(todo.len());
-        for &(sw, block, pos) in &todo {
+        for &u in &todo {
+            let Update::Mft {
+                sw,
+                block,
+                position: pos,
+            } = u
+            else {
+                continue;
+            };
             let Some(r) = self.routes[f.switches[sw as usize].idx()].clone() else {
                 continue;
             };
             let mut masks = [0u16; MFT_MLIDS];
-            let first = MLID_FIRST as usize + block * MFT_MLIDS;
+            let mlids = mft_block_mlids(block as usize);
             for &(mlid, m) in &by_switch[sw as usize] {
                 let i = mlid as usize;
-                if (first..first + MFT_MLIDS).contains(&i) {
-                    masks[i - first] = mask16(&m, pos);
+                if mlids.contains(&i) {
+                    masks[i - mlids.start] = mask16(&m, pos as usize);
                 }
             }
             reqs.push(Req::set(
                 Route::Direct(r),
                 attr_id::MFT,
-                attr::mft_modifier(block as u32, pos as u8),
+                attr::mft_modifier(block as u32, pos),
                 attr::mft_encode(&masks),
             ));
         }
@@ -317,10 +317,7 @@ impl<T: Transport> Live<'_, T> {
         };
         let f = self.f;
         let mlids: Vec<u16> = mc.groups.iter().map(|g| g.mlid).collect();
-        let blocks: BTreeSet<usize> = mlids
-            .iter()
-            .map(|&m| (m - MLID_FIRST) as usize / MFT_MLIDS)
-            .collect();
+        let blocks: BTreeSet<usize> = mlids.iter().map(|&m| mft_block(m) as usize).collect();
         let mut reqs = Vec::new();
         let mut what = Vec::new();
         for (s, &n) in f.switches.iter().enumerate() {
@@ -349,7 +346,7 @@ impl<T: Transport> Live<'_, T> {
             };
             let masks = attr::mft_decode(&smp.data);
             for (i, &m16) in masks.iter().enumerate() {
-                let mlid = (MLID_FIRST as usize + b * MFT_MLIDS + i) as u16;
+                let mlid = (mft_block_mlids(b).start + i) as u16;
                 let Some(v) = held.get_mut(&mlid) else {
                     continue;
                 };

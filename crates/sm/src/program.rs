@@ -7,8 +7,7 @@ use crate::SmError;
 use fabric::{NodeId, NodeKind, PortId};
 use mad::attr::{self, port_state, PortInfo, SwitchInfo};
 use mad::{attr_id, Route, Smp, Transport};
-use routing::tables::LFT_BLOCK;
-use routing::tables::NUM_SLS;
+use routing::tables::update::{self, lft_block_count, lft_block_lids, Update};
 use routing::Routing;
 
 /// Counts of one push.
@@ -34,13 +33,6 @@ pub(crate) enum Scope<'a> {
     /// Only these (switch index, LFT block)s and these nodes' SL2VL tables, sent where
     /// they differ (a repair that knows what it wrote).
     Only(&'a [(usize, usize)], &'a [NodeId]),
-}
-
-/// What one request of a push writes.
-#[derive(Clone, Copy, Debug)]
-enum Target {
-    Lft(usize, usize),
-    Sl2Vl(NodeId, u8, u8),
 }
 
 impl<T: Transport> Live<'_, T> {
@@ -172,10 +164,10 @@ impl<T: Transport> Live<'_, T> {
         let first = matches!(scope, Scope::First);
         let mut reqs = Vec::new();
         // What each request writes, and what could not be sent (no live route).
-        let mut what: Vec<Target> = Vec::new();
-        let mut unsent: Vec<Target> = Vec::new();
+        let mut what: Vec<Update> = Vec::new();
+        let mut unsent: Vec<Update> = Vec::new();
         let stride = new.stride();
-        let blocks = stride.div_ceil(LFT_BLOCK);
+        let blocks = lft_block_count(stride);
         let mut pushed = Pushed::default();
         // What the scope covers, walked without listing every block of the fabric.
         let lft_blocks: Box<dyn Iterator<Item = (usize, usize)>> = match scope {
@@ -189,20 +181,22 @@ impl<T: Transport> Live<'_, T> {
             Scope::First | Scope::All => Box::new((0..f.nodes.len() as u32).map(NodeId)),
         };
         for (s, b) in lft_blocks {
-            let newl = new.lft_of(s);
-            let oldl = self.current.lft_of(s);
-            let range = b * LFT_BLOCK..((b + 1) * LFT_BLOCK).min(stride);
-            if !first && newl[range.clone()] == oldl[range.clone()] {
+            if !first && !update::lft_block_differs(&self.current, new, s, b) {
                 continue;
             }
+            let u = Update::Lft {
+                sw: s as u32,
+                block: b as u16,
+            };
             let Some(r) = self.routes[f.switches[s].idx()].clone() else {
-                unsent.push(Target::Lft(s, b));
+                unsent.push(u);
                 continue;
             };
+            let range = lft_block_lids(b, stride);
             let mut d = [fabric::NO_PORT; mad::SMP_DATA];
-            d[..range.len()].copy_from_slice(&newl[range]);
+            d[..range.len()].copy_from_slice(&new.lft_of(s)[range]);
             reqs.push(Req::set(Route::Direct(r), attr_id::LFT, b as u32, d));
-            what.push(Target::Lft(s, b));
+            what.push(u);
             pushed.lft_blocks += 1;
         }
         for n in nodes {
@@ -213,41 +207,27 @@ impl<T: Transport> Live<'_, T> {
             if !first && new.sl2vl.table(n) == self.current.sl2vl.table(n) {
                 continue;
             }
-            let rows: Vec<(u8, u8)> = if node.kind == NodeKind::Switch {
-                (0..=node.nports)
-                    .flat_map(|i| {
-                        (1..=node.nports)
-                            .filter(move |&o| o != i)
-                            .map(move |o| (i, o))
-                    })
-                    .collect()
-            } else {
-                (1..=node.nports).map(|o| (0, o)).collect()
-            };
-            for (inp, out) in rows {
-                let v: [u8; NUM_SLS] =
-                    std::array::from_fn(|sl| new.sl2vl.vl(n, inp, out, sl as u8));
-                let old: [u8; NUM_SLS] =
-                    std::array::from_fn(|sl| self.current.sl2vl.vl(n, inp, out, sl as u8));
-                if !first && v == old {
+            for (inp, out) in update::sl2vl_rows(f, n) {
+                if !first && !update::sl2vl_row_differs(&self.current, new, n, inp, out) {
                     continue;
                 }
+                let u = Update::Sl2Vl { node: n, inp, out };
                 let (route, modifier) = if node.kind == NodeKind::Switch {
                     (self.routes[i].clone(), attr::sl2vl_modifier(inp, out))
                 } else {
                     (self.port_route(f.port_id(n, out)), 0)
                 };
                 let Some(r) = route else {
-                    unsent.push(Target::Sl2Vl(n, inp, out));
+                    unsent.push(u);
                     continue;
                 };
                 reqs.push(Req::set(
                     Route::Direct(r),
                     attr_id::SL2VL,
                     modifier,
-                    attr::sl2vl_encode(&v),
+                    attr::sl2vl_encode(&update::sl2vl_row(new, n, inp, out)),
                 ));
-                what.push(Target::Sl2Vl(n, inp, out));
+                what.push(u);
                 pushed.sl2vl_entries += 1;
             }
         }
@@ -261,20 +241,8 @@ impl<T: Transport> Live<'_, T> {
         // What was not confirmed is still what it was: `new` keeps the old values there, so
         // that it says what the switches hold.
         pushed.unsent = unsent.len() as u64;
-        for t in unsent {
-            match t {
-                Target::Lft(s, b) => {
-                    let range = b * LFT_BLOCK..((b + 1) * LFT_BLOCK).min(stride);
-                    let old = self.current.lft_of(s)[range.clone()].to_vec();
-                    new.lft_of_mut(s)[range].copy_from_slice(&old);
-                }
-                Target::Sl2Vl(n, inp, out) => {
-                    for sl in 0..NUM_SLS as u8 {
-                        let vl = self.current.sl2vl.vl(n, inp, out, sl);
-                        new.sl2vl.set(n, inp, out, sl, vl);
-                    }
-                }
-            }
+        for u in unsent {
+            update::apply(new, &self.current, u);
         }
         Ok(pushed)
     }

@@ -14,8 +14,8 @@ use routing::fault::sweep::link_name;
 use routing::fault::verify::{check_state, check_tables, Snapshot};
 use routing::fault::Fault;
 use routing::forward::{Control, Forward, Plane};
+use routing::tables::update::{self, lft_block};
 use routing::tables::PathSl;
-use routing::tables::LFT_BLOCK;
 use routing::Routing;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -362,7 +362,7 @@ impl<'f, T: Transport> Live<'f, T> {
                 );
                 for (&(sw, lid), &(_, new)) in &r.delta.lft {
                     t.lft_of_mut(sw as usize)[lid as usize] = new;
-                    touched.push((sw as usize, lid as usize / LFT_BLOCK));
+                    touched.push((sw as usize, lft_block(lid) as usize));
                 }
                 for (&(sw, i, o, sl), &(_, new)) in &r.delta.sl2vl {
                     t.sl2vl.set(f.switches[sw as usize], i, o, sl, new);
@@ -705,16 +705,7 @@ fn end_ports_of(f: &Fabric, faults: &[Fault]) -> Vec<PortId> {
 
 /// Distinct 64-LID blocks whose entries differ between two tables of one fabric.
 fn changed_blocks(f: &Fabric, a: &Routing, b: &Routing) -> u64 {
-    let stride = a.stride();
-    let mut n = 0;
-    for s in 0..f.num_switches() {
-        let (x, y) = (a.lft_of(s), b.lft_of(s));
-        n += (0..stride.div_ceil(LFT_BLOCK))
-            .filter(|&k| {
-                let r = k * LFT_BLOCK..((k + 1) * LFT_BLOCK).min(stride);
-                x[r.clone()] != y[r]
-            })
-            .count() as u64;
-    }
-    n
+    (0..f.num_switches())
+        .map(|s| update::lft_block_changes(a.lft_of(s), b.lft_of(s)).count() as u64)
+        .sum()
 }

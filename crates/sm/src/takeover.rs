@@ -14,15 +14,9 @@ use mad::attr;
 use mad::{attr_id, Route, Transport};
 use routing::cdg;
 use routing::engines::Engine;
-use routing::tables::LFT_BLOCK;
+use routing::tables::update::{lft_block_count, lft_block_lids, Update};
 use routing::tables::NUM_SLS;
 use routing::Routing;
-
-/// What one read-back request reads.
-enum Read {
-    Lft(usize, usize),
-    Sl2Vl(fabric::NodeId, u8, u8),
-}
 
 /// The tables the switches (and end ports) of `d` hold: every LFT block up to each
 /// switch's LinearFDBTop (LIDs above it are not forwarded: no port), and the SL2VL row of
@@ -45,9 +39,12 @@ fn read_held<T: Transport>(
         let Some(r) = &routes[n.idx()] else { continue };
         let top = (d.switch_info[n.idx()].linear_fdb_top() as usize).min(stride - 1);
         if top > 0 {
-            for b in 0..=top / LFT_BLOCK {
+            for b in 0..lft_block_count(top + 1) {
                 reqs.push(Req::get(Route::Direct(r.clone()), attr_id::LFT, b as u32));
-                what.push(Read::Lft(s, b));
+                what.push(Update::Lft {
+                    sw: s as u32,
+                    block: b as u16,
+                });
             }
         }
         let cabled = |p: u8| p == 0 || f.port(f.port_id(n, p)).link.is_some();
@@ -59,7 +56,7 @@ fn read_held<T: Transport>(
                     attr_id::SL2VL,
                     attr::sl2vl_modifier(inp, out),
                 ));
-                what.push(Read::Sl2Vl(n, inp, out));
+                what.push(Update::Sl2Vl { node: n, inp, out });
             }
         }
     }
@@ -67,7 +64,11 @@ fn read_held<T: Transport>(
         let port = f.port(p);
         if let Some(r) = port_route(f, &mask, &routes, d.sm_port, p) {
             reqs.push(Req::get(Route::Direct(r), attr_id::SL2VL, 0));
-            what.push(Read::Sl2Vl(port.node, 0, port.num));
+            what.push(Update::Sl2Vl {
+                node: port.node,
+                inp: 0,
+                out: port.num,
+            });
         }
     }
     let got = pipe.run(&reqs)?;
@@ -78,18 +79,15 @@ fn read_held<T: Transport>(
             continue;
         };
         match w {
-            Read::Lft(s, b) => {
-                let n = f.switches[s];
+            Update::Lft { sw, block } => {
+                let n = f.switches[sw as usize];
                 let top = d.switch_info[n.idx()].linear_fdb_top() as usize;
-                let lft = held.lft_of_mut(s);
-                for (i, &port) in smp.data.iter().enumerate() {
-                    let lid = b * LFT_BLOCK + i;
-                    if lid < stride {
-                        lft[lid] = if lid <= top { port } else { NO_PORT };
-                    }
+                let lft = held.lft_of_mut(sw as usize);
+                for (lid, &port) in lft_block_lids(block as usize, stride).zip(&smp.data) {
+                    lft[lid] = if lid <= top { port } else { NO_PORT };
                 }
             }
-            Read::Sl2Vl(n, inp, out) => {
+            Update::Sl2Vl { node: n, inp, out } => {
                 let row = attr::sl2vl_decode(&smp.data);
                 let identity = (0..NUM_SLS - 1).all(|sl| row[sl] as usize == sl);
                 if !identity {
@@ -98,6 +96,8 @@ fn read_held<T: Transport>(
                     }
                 }
             }
+            // Not read here: `mcast::read_mfts` reads the groups' blocks.
+            Update::Mft { .. } => {}
         }
     }
     Ok((held, reqs.len() as u64, failed))

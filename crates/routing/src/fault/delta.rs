@@ -2,7 +2,7 @@
 //! 64-LID blocks that LinearForwardingTable MADs carry), changed SL2VL entries, and the new
 //! (DLID, SL) of every affected source end port.
 
-use crate::tables::LFT_BLOCK;
+use crate::tables::update::lft_block;
 use fabric::Lid;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -43,7 +43,7 @@ impl Delta {
             .lft
             .iter()
             .filter(|(_, (o, n))| o != n)
-            .map(|(&(sw, lid), _)| (sw, lid / LFT_BLOCK as u16))
+            .map(|(&(sw, lid), _)| (sw, lft_block(lid)))
             .collect();
         blocks.dedup();
         blocks.len()

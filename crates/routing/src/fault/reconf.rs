@@ -5,8 +5,8 @@
 use super::delta::DeltaCounts;
 use crate::engines::{Engine, EngineError, RouteOptions};
 use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
+use crate::tables::update::lft_block_changes;
 use crate::tables::Routing;
-use crate::tables::LFT_BLOCK;
 use fabric::{Fabric, FaultMask, Lid};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -56,13 +56,7 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
         .filter(|&s| !mask.node_dead(f.switches[s]))
         .map(|s| {
             let (a, b) = (&old.lft_of(s)[..stride], &new.lft_of(s)[..stride]);
-            let mut e = 0usize;
-            let mut blk = 0usize;
-            for (ca, cb) in a.chunks(LFT_BLOCK).zip(b.chunks(LFT_BLOCK)) {
-                let d = ca.iter().zip(cb).filter(|(x, y)| x != y).count();
-                e += d;
-                blk += usize::from(d > 0);
-            }
+            let (e, blk) = lft_block_changes(a, b).fold((0, 0), |(e, k), (_, n)| (e + n, k + 1));
             (e, blk, usize::from(e > 0))
         })
         .reduce(|| (0, 0, 0), |x, y| (x.0 + y.0, x.1 + y.1, x.2 + y.2));

@@ -38,10 +38,8 @@ use fabric::{Lid, PortId};
 pub const MLID_FIRST: Lid = 0xC000;
 /// The last multicast LID a group may take (0xFFFF is the permissive LID).
 pub const MLID_LAST: Lid = 0xFFFE;
-/// MLIDs per MFT block (the MulticastForwardingTable attribute's 32 entries).
-pub const MFT_BLOCK: usize = 32;
-/// Ports per MFT position (16-bit port masks).
-pub const MFT_PORTS_PER_POSITION: usize = 16;
+use crate::tables::update::{mft_block, mft_position, Update};
+pub use crate::tables::update::{MFT_BLOCK, MFT_POSITION_PORTS};
 
 /// A member of a group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -153,21 +151,25 @@ impl Mfts {
     /// The MFT blocks a switch manager writes: (switch, MLID block, port position) triples
     /// with a non-zero 16-port mask in some MLID of the block, as the SM programs them.
     pub fn blocks(&self, num_switches: usize) -> usize {
-        let mut n = 0;
-        for entries in self.by_switch(num_switches) {
-            let mut seen: Vec<(usize, usize)> = Vec::new();
-            for (mlid, m) in entries {
-                let block = (mlid - MLID_FIRST) as usize / MFT_BLOCK;
-                for p in m.ports() {
-                    let pos = p as usize / MFT_PORTS_PER_POSITION;
-                    if !seen.contains(&(block, pos)) {
-                        seen.push((block, pos));
-                    }
+        self.updates(num_switches).len()
+    }
+
+    /// Every MFT update that writes these tables on switches that hold nothing: each (switch,
+    /// block, position) with a port in some MLID of the block, sorted.
+    pub fn updates(&self, num_switches: usize) -> std::collections::BTreeSet<Update> {
+        let mut s = std::collections::BTreeSet::new();
+        for g in &self.groups {
+            for &(sw, m) in &g.switches {
+                if (sw as usize) < num_switches {
+                    s.extend(m.ports().map(|p| Update::Mft {
+                        sw,
+                        block: mft_block(g.mlid),
+                        position: mft_position(p),
+                    }));
                 }
             }
-            n += seen.len();
         }
-        n
+        s
     }
 }
 
@@ -181,23 +183,26 @@ pub struct MftChange {
 }
 
 impl MftChange {
-    /// The MFT blocks the change touches: (switch, block of 32 MLIDs, 16-port position).
-    pub fn blocks(&self) -> impl Iterator<Item = (u32, usize, usize)> + '_ {
-        let block = self.mlid.saturating_sub(MLID_FIRST) as usize / MFT_BLOCK;
-        (0..256 / MFT_PORTS_PER_POSITION).filter_map(move |pos| {
-            let differs = (0..MFT_PORTS_PER_POSITION).any(|i| {
-                let p = (pos * MFT_PORTS_PER_POSITION + i) as u8;
+    /// The MFT blocks the change touches.
+    pub fn blocks(&self) -> impl Iterator<Item = Update> + '_ {
+        let block = mft_block(self.mlid);
+        (0..256 / MFT_POSITION_PORTS).filter_map(move |pos| {
+            let differs = (0..MFT_POSITION_PORTS).any(|i| {
+                let p = (pos * MFT_POSITION_PORTS + i) as u8;
                 self.old.has(p) != self.new.has(p)
             });
-            differs.then_some((self.switch, block, pos))
+            differs.then_some(Update::Mft {
+                sw: self.switch,
+                block,
+                position: pos as u8,
+            })
         })
     }
 }
 
 /// The distinct MFT blocks a list of changes touches.
 pub fn mft_blocks(changes: &[MftChange]) -> usize {
-    let set: std::collections::BTreeSet<(u32, usize, usize)> =
-        changes.iter().flat_map(|c| c.blocks()).collect();
+    let set: std::collections::BTreeSet<Update> = changes.iter().flat_map(|c| c.blocks()).collect();
     set.len()
 }
 

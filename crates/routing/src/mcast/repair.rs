@@ -13,6 +13,7 @@
 use super::tree::{route_groups, McastRouting, TreeRule};
 use super::{Group, GroupMft, PortMask};
 use crate::engines::EngineError;
+use crate::tables::Update;
 use fabric::{Fabric, FaultMask};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -44,7 +45,7 @@ pub fn repair_trees(
     rule: TreeRule<'_>,
 ) -> Result<TreeRepair, EngineError> {
     let mut out = TreeRepair::default();
-    let mut blocks: BTreeSet<(u32, usize, usize)> = BTreeSet::new();
+    let mut blocks: BTreeSet<Update> = BTreeSet::new();
     let sw_alive = |s: u32| !mask.node_dead(f.switches[s as usize]);
     for g in groups {
         let Some(gi) = mc.mfts.groups.iter().position(|e| e.mlid == g.mlid) else {
@@ -354,7 +355,7 @@ fn masks_of(
 
 /// The (switch, MLID) entries that differ between two entries of one MLID; the MFT blocks
 /// they touch go into `blocks`.
-fn changes(a: &GroupMft, b: &GroupMft, blocks: &mut BTreeSet<(u32, usize, usize)>) -> usize {
+fn changes(a: &GroupMft, b: &GroupMft, blocks: &mut BTreeSet<Update>) -> usize {
     let one = |g: &GroupMft| super::Mfts {
         groups: vec![g.clone()],
     };

@@ -3,10 +3,11 @@
 
 use super::state::{ev, Ctrl, EV_CTRL, IN, OUT};
 use super::Sim;
-use crate::reconf::{self, Scheme};
+use crate::reconf::Scheme;
 use crate::report::DropReason;
 use routing::fault::Fault;
 use routing::forward::NONE;
+use routing::tables::update;
 
 impl Sim<'_> {
     pub(super) fn on_ctrl(&mut self, i: usize) {
@@ -38,7 +39,7 @@ impl Sim<'_> {
                     .as_ref()
                     .expect("repair")
                     .tables;
-                reconf::apply(self.f, &mut self.routing, new, smp);
+                update::apply(&mut self.routing, new, smp);
                 self.log.first_smp.get_or_insert(self.now);
                 self.log.last_smp = Some(self.now);
                 self.retry_held();

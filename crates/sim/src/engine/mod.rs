@@ -17,11 +17,12 @@ mod switch;
 use crate::config::Config;
 use crate::net::{FrontRings, Net};
 use crate::queue::EventQueue;
-use crate::reconf::{FaultEvent, Smp};
+use crate::reconf::FaultEvent;
 use crate::report::{BufferRef, DropReason, FaultLog, Report};
 use crate::stats::{BinAcc, Histogram};
 use fabric::{Fabric, Lid};
 use routing::forward::Plane;
+use routing::tables::Update;
 use routing::Routing;
 use rustc_hash::FxHashMap;
 use state::{Cs, Ctrl, Host, Packet, Vs};
@@ -88,7 +89,7 @@ pub struct Sim<'f> {
 
     // Faults and repair.
     fault: Option<FaultEvent>,
-    plan: Vec<Smp>,
+    plan: Vec<Update>,
     ctrl: Vec<Ctrl>,
     computed: bool,
     waiting_drain: bool,

@@ -6,10 +6,11 @@ use super::state::{
     EV_WATCH, EV_XBAR, EV_XL, KIND_SHIFT, PF,
 };
 use super::Sim;
-use crate::reconf::{self, Smp};
+use crate::reconf;
 use crate::report::{self, Report, RunFacts};
 use crate::stats::BinAcc;
 use routing::forward::NONE;
+use routing::tables::update::{self, Update};
 
 impl Sim<'_> {
     pub(super) fn bin(&mut self, t: u64) -> &mut BinAcc {
@@ -188,11 +189,11 @@ impl Sim<'_> {
                     .repair
                     .as_ref()
                     .expect("repair");
-                self.plan = reconf::plan(self.f, &mask, &self.routing, &r.tables);
+                self.plan = update::plan(self.f, &self.routing, &r.tables, |n| !mask.node_dead(n));
                 self.log.lft_blocks = self
                     .plan
                     .iter()
-                    .filter(|s| matches!(s, Smp::Lft { .. }))
+                    .filter(|s| matches!(s, Update::Lft { .. }))
                     .count();
                 self.log.sl2vl_rows = self.plan.len() - self.log.lft_blocks;
                 let det = at + self.cfg.reconf.t_detect;

@@ -12,11 +12,10 @@
 
 use fabric::{Fabric, Lid, NodeId, NodeKind, PortId, MAX_LMC, MAX_UNICAST_LID, NO_PORT};
 
-/// Number of service levels.
-/// LIDs per LinearForwardingTable block: the unit a subnet manager reads and writes LFTs
-/// in (one SMP each), and the unit deltas and diffs count.
-pub const LFT_BLOCK: usize = 64;
+pub mod update;
+pub use update::{Update, LFT_BLOCK};
 
+/// Number of service levels.
 pub const NUM_SLS: usize = 16;
 /// Number of data virtual lanes.
 pub const NUM_DATA_VLS: u8 = 15;
