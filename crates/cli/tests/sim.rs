@@ -163,6 +163,7 @@ fn fault_run_overlays_the_schemes() {
     assert_eq!(by("none")["lft_blocks_sent"], 0);
     assert!(by("rftr")["lft_blocks_sent"].as_u64().unwrap() > 0);
     assert!(by("full-static")["fault"]["injection_stopped_us"].is_number());
+    assert!(by("full-static")["lft_blocks_sent"].as_u64().unwrap() > 0);
     for s in ["no-repair", "rftr", "full-static", "full-dynamic"] {
         assert!(out.join(format!("series-{s}.csv")).exists(), "{s}");
     }
@@ -178,6 +179,37 @@ fn fault_run_overlays_the_schemes() {
     }
     check_svg(&out.join("accepted.svg"));
     check_svg(&out.join("lost.svg"));
+    // Full reconfiguration alone (no RFTR session beside it; LMC 0 then, the fabric's) routes
+    // the damaged fabric too: blocks go out and the reconfiguration ends.
+    let alone = d.join("alone");
+    let o = fr(&[
+        "sim",
+        &t,
+        "-R",
+        "updn",
+        "--load",
+        "0.04",
+        "--time",
+        "1ms",
+        "--warmup",
+        "0.2ms",
+        "--fail",
+        "link:S_1_1/3",
+        "--fail-at",
+        "0.4ms",
+        "--repair",
+        "full-static",
+        "--t-compute",
+        "20us",
+        "-o",
+        alone.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // One run: the summary is that run.
+    let r = &json(&alone.join("summary.json"));
+    assert_eq!(r["scheme"], "full-static");
+    assert!(r["lft_blocks_sent"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["fault"]["reconf_end_us"].is_number(), "{r}");
     // Tables from files cannot be repaired.
     let o = fr(&[
         "sim",

@@ -206,20 +206,18 @@ pub(super) fn session_repairs(
                 Fault::Link(l) => mask.fail_link(l),
                 Fault::Switch(n) => mask.fail_node(n),
             }
-            // Timed: the engine routing the damaged fabric (what the SM computes).
+            // Timed: the engine routing the damaged fabric (what the SM computes). Routed
+            // under this fault's mask, not the session's: without RFTR the session has not
+            // seen the fault, and its full reconfiguration would be the base again.
             let t = Instant::now();
-            let _ = e.route(f, &mask, s.options());
-            let took = t.elapsed();
-            let fr = s
-                .full_reconfiguration()
+            let routing = e
+                .route(f, &mask, s.options())
                 .map_err(|e| anyhow::anyhow!("full reconfiguration: {e}"))?;
-            if !fr.deadlock_free {
+            let took = t.elapsed();
+            if !routing::cdg::check(f, &routing, Some(&mask)).deadlock_free {
                 notes.push("full reconfiguration: the new tables have credit loops".into());
             }
-            full = Some((
-                fr.routing,
-                t_compute.unwrap_or(took.as_nanos() as u64 * 1000),
-            ));
+            full = Some((routing, t_compute.unwrap_or(took.as_nanos() as u64 * 1000)));
         }
     }
     Ok(Repairs {
