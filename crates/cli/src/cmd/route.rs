@@ -139,8 +139,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let sp = spinner("checking: all pairs and the channel dependency graph");
     let t1 = Instant::now();
-    let rep = routing::cdg::check(&f, &chain.routing, None);
-    let m = routing::metrics::route_metrics(&f, &chain.routing, None);
+    // One walk and one CDG for the check and the metrics.
+    let checked = routing::cdg::check_keeping(&f, &chain.routing, None, true);
+    let m = routing::metrics::metrics_from(&f, None, &checked.walk, &checked.cdg);
+    let rep = checked.report;
     let check_s = t1.elapsed().as_secs_f64();
     sp.finish_and_clear();
     let mc = match &groups {

@@ -615,11 +615,26 @@ impl CheckReport {
 
 /// Walks all pairs and checks the CDG for cycles (with witnesses and example pairs).
 pub fn check(f: &Fabric, r: &Routing, mask: Option<&FaultMask>) -> CheckReport {
+    check_keeping(f, r, mask, false).report
+}
+
+/// What [`check_keeping`] built: the report, and the walk and CDG behind it, for the metrics
+/// (`metrics::metrics_from`) to use instead of walking and building again.
+#[derive(Debug)]
+pub struct Checked {
+    pub report: CheckReport,
+    /// Every pair's walk; with per-channel loads when asked for.
+    pub walk: WalkReport,
+    pub cdg: Cdg,
+}
+
+/// [`check`], keeping its walk (with per-channel route counts when `loads`) and its CDG.
+pub fn check_keeping(f: &Fabric, r: &Routing, mask: Option<&FaultMask>, loads: bool) -> Checked {
     let net = Net::new(f, r, mask);
     let walk: WalkReport = walk::walk_net(
         &net,
         WalkOptions {
-            loads: false,
+            loads,
             ..WalkOptions::default()
         },
     );
@@ -632,13 +647,13 @@ pub fn check(f: &Fabric, r: &Routing, mask: Option<&FaultMask>) -> CheckReport {
     } else {
         (0, Vec::new())
     };
-    CheckReport {
+    let report = CheckReport {
         deadlock_free: cycles.is_empty(),
         cycles,
-        unreachable_pairs: walk.unreachable_pairs,
-        loops: walk.loops,
-        black_holes: walk.black_holes,
-        misdelivered: walk.misdelivered,
+        unreachable_pairs: walk.unreachable_pairs.clone(),
+        loops: walk.loops.clone(),
+        black_holes: walk.black_holes.clone(),
+        misdelivered: walk.misdelivered.clone(),
         pairs: PairCounts {
             total: walk.pairs_total,
             checked: walk.pairs_checked,
@@ -647,7 +662,7 @@ pub fn check(f: &Fabric, r: &Routing, mask: Option<&FaultMask>) -> CheckReport {
         },
         dropped_on_vl15,
         vl15_examples,
-        hop_histogram: walk.hops_all,
+        hop_histogram: walk.hops_all.clone(),
         cdg: CdgStats {
             vertices: cdg.num_used_vertices(),
             edges: cdg.num_edges(),
@@ -655,7 +670,8 @@ pub fn check(f: &Fabric, r: &Routing, mask: Option<&FaultMask>) -> CheckReport {
             vls_used: bits(cdg.vls_used),
             max_vls_per_channel: cdg.max_vls_per_channel,
         },
-    }
+    };
+    Checked { report, walk, cdg }
 }
 
 #[cfg(test)]
