@@ -65,7 +65,7 @@
 //! Files: this one holds the state, `apply` and the queries; `start.rs` takes the base in,
 //! `affected.rs` finds the pairs a fault breaks, `repair.rs` repairs one pair, `scan.rs`
 //! finds its candidates, `prefix.rs` and `suffix.rs` keep the two halves of a join,
-//! `tables.rs` holds the flat tables, `complete.rs` the tables for whole-fabric checkers.
+//! `tables.rs` holds the flat tables, `complete/` the tables for whole-fabric checkers.
 
 mod affected;
 mod complete;
