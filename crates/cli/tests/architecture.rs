@@ -6,7 +6,8 @@
 //! - outside `engines/`, engines are named through the registry, except the two helpers the
 //!   CLI needs by name (`torus2qos::parse_config`/`TorusConfig` for `--torus-config`,
 //!   `hopvl::hop_vls` for `sim --hop-vls`);
-//! - the checker's files build on no engine and no fault code;
+//! - the checker's files build on no engine and no fault code, the simulator on no engine
+//!   and no repair code;
 //! - LFT and MFT block sizes are defined once, and block arithmetic is written once beside
 //!   them (`routing::tables::update`);
 //! - no source file is over 800 lines but those listed, each with its reason, and the list
@@ -180,6 +181,28 @@ fn the_checker_builds_on_no_engine_and_no_fault_code() {
     assert!(
         h.is_empty(),
         "the checker depends on engines or fault code:\n{}",
+        h.join("\n")
+    );
+}
+
+/// The simulator models the fabric, its tables and what an SM sends; it takes repaired tables
+/// as input and does not build on RFTR or the fault sessions (`Fault` is the fabric's).
+#[test]
+fn the_simulator_builds_on_no_repair_code() {
+    // Outside the unit tests, which may route with an engine.
+    let h: Vec<String> = sources(&crates().join("sim/src"))
+        .iter()
+        .flat_map(|f| {
+            non_test(f)
+                .lines()
+                .filter(|l| l.contains("routing::fault") || l.contains("routing::engines"))
+                .map(|l| format!("{}: {}", f.display(), l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        h.is_empty(),
+        "the simulator depends on repair or engine code:\n{}",
         h.join("\n")
     );
 }

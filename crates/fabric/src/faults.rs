@@ -1,8 +1,30 @@
-//! Fault scenarios as masks over an immutable [`Fabric`], so that thousands of scenarios can
-//! share one fabric.
+//! Faults: a failed cable or switch ([`Fault`]), fault scenarios as masks over an immutable
+//! [`Fabric`] (so that thousands of scenarios can share one fabric), and what a mask leaves
+//! connected ([`switch_components`]).
 
 use crate::model::*;
 use fixedbitset::FixedBitSet;
+use serde::Serialize;
+
+/// One failure: a cable, or a switch with every cable on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Fault {
+    Link(LinkId),
+    Switch(NodeId),
+}
+
+/// `name/port-name/port` for a link, as `fault` and the reports name cables.
+pub fn link_name(f: &Fabric, l: LinkId) -> String {
+    let k = f.link(l);
+    let (a, b) = (f.port(k.a), f.port(k.b));
+    format!(
+        "{}/{}-{}/{}",
+        f.node(a.node).name,
+        a.num,
+        f.node(b.node).name,
+        b.num
+    )
+}
 
 /// Dead links and dead nodes. A channel is alive when its link and both end nodes are alive.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +46,21 @@ impl FaultMask {
     }
     pub fn fail_node(&mut self, n: NodeId) {
         self.dead_nodes.insert(n.idx());
+    }
+    /// Marks what `fault` fails: the link, or the switch.
+    pub fn fail(&mut self, fault: Fault) {
+        match fault {
+            Fault::Link(l) => self.fail_link(l),
+            Fault::Switch(n) => self.fail_node(n),
+        }
+    }
+    /// The mask of `faults` alone.
+    pub fn of(f: &Fabric, faults: &[Fault]) -> Self {
+        let mut m = FaultMask::none(f);
+        for &x in faults {
+            m.fail(x);
+        }
+        m
     }
     #[inline]
     pub fn link_dead(&self, l: LinkId) -> bool {
@@ -61,4 +98,48 @@ impl FaultMask {
     pub fn dead_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.dead_nodes.ones().map(|i| NodeId(i as u32))
     }
+}
+
+/// Per switch index, a label of its connected component among the live switches and live
+/// links under `mask` (switches in one component share a label; `u32::MAX` for a dead
+/// switch), and how many components there are.
+pub fn switch_components(f: &Fabric, mask: &FaultMask) -> (Vec<u32>, usize) {
+    let ns = f.num_switches();
+    let mut parent: Vec<u32> = (0..ns as u32).collect();
+    fn find(p: &mut [u32], mut x: u32) -> u32 {
+        while p[x as usize] != x {
+            p[x as usize] = p[p[x as usize] as usize];
+            x = p[x as usize];
+        }
+        x
+    }
+    let alive = |s: u32| !mask.node_dead(f.switches[s as usize]);
+    let mut comps = (0..ns as u32).filter(|&s| alive(s)).count();
+    for (l, k) in f.links.iter().enumerate() {
+        if mask.link_dead(LinkId(l as u32)) {
+            continue;
+        }
+        let (a, b) = (
+            f.switch_index[f.port(k.a).node.idx()],
+            f.switch_index[f.port(k.b).node.idx()],
+        );
+        if a == u32::MAX || b == u32::MAX || !alive(a) || !alive(b) {
+            continue;
+        }
+        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+        if ra != rb {
+            parent[ra as usize] = rb;
+            comps -= 1;
+        }
+    }
+    let label = (0..ns as u32)
+        .map(|s| {
+            if alive(s) {
+                find(&mut parent, s)
+            } else {
+                u32::MAX
+            }
+        })
+        .collect();
+    (label, comps)
 }

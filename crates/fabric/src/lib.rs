@@ -13,5 +13,5 @@ pub mod rng;
 pub mod summary;
 
 pub use builder::{BuildError, BuildOptions, FabricBuilder};
-pub use faults::FaultMask;
+pub use faults::{link_name, switch_components, Fault, FaultMask};
 pub use model::*;

@@ -101,7 +101,7 @@ fn bench(c: &mut Criterion) {
             if std::env::var_os("FABROUTE_BENCH_DETAIL").is_some() {
                 eprintln!(
                     "{name} {}: RFTR {:.3} ms ({} pairs), full {:.3} ms",
-                    routing::fault::sweep::link_name(&f, l),
+                    fabric::link_name(&f, l),
                     median(times.clone()) * 1e3,
                     rep.affected_pairs,
                     median(full_times.clone()) * 1e3

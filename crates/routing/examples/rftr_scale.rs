@@ -46,7 +46,7 @@ fn main() {
             .split(',')
             .filter_map(|n| {
                 links.iter().copied().find(|&l| {
-                    let name = routing::fault::sweep::link_name(&f, l);
+                    let name = fabric::link_name(&f, l);
                     name.split('-').any(|end| end == n)
                 })
             })
@@ -66,7 +66,7 @@ fn main() {
             let faults = minor_faults() - faults0;
             println!(
                 "{}: {:.2} ms, {} pairs, {} unsupported, {} LFT entries, {} minor page faults",
-                routing::fault::sweep::link_name(&f, l),
+                fabric::link_name(&f, l),
                 el.as_secs_f64() * 1e3,
                 rep.affected_pairs,
                 rep.unsupported_pairs,

@@ -57,10 +57,7 @@ fn random_groups(f: &Fabric, seed: u64, n: usize) -> Vec<Group> {
 fn mask_of(f: &Fabric, faults: &[Fault]) -> FaultMask {
     let mut m = FaultMask::none(f);
     for fault in faults {
-        match *fault {
-            Fault::Link(l) => m.fail_link(l),
-            Fault::Switch(n) => m.fail_node(n),
-        }
+        m.fail(*fault);
     }
     m
 }
@@ -352,10 +349,7 @@ fn repair_case(spec: &str, seed: u64, groups: usize, faults: usize, with_switch:
     let mut rebuilt_not_up_down = mc.not_up_down;
     for fault in common::random_faults(&f, seed, faults, with_switch) {
         session.apply(fault);
-        match fault {
-            Fault::Link(l) => mask.fail_link(l),
-            Fault::Switch(n) => mask.fail_node(n),
-        }
+        mask.fail(fault);
         let before = mc.mfts.clone();
         let rep = repair_trees(&f, &mask, &mut mc, &gs, rule).unwrap();
         rebuilt_not_up_down += rep.not_up_down;

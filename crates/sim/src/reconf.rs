@@ -6,8 +6,7 @@
 //! row that changed, one SMP each) on the switches the fault left alive. Sources take their
 //! new (DLID, SL) once every SMP is done.
 
-use fabric::{Fabric, FaultMask, Lid};
-use routing::fault::Fault;
+use fabric::{Fault, Lid};
 use routing::Routing;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -57,14 +56,4 @@ pub struct FaultEvent {
     pub at: u64,
     pub fault: Fault,
     pub repair: Option<Repair>,
-}
-
-/// The mask after `fault`.
-pub(crate) fn mask_after(f: &Fabric, fault: Fault) -> FaultMask {
-    let mut m = FaultMask::none(f);
-    match fault {
-        Fault::Link(l) => m.fail_link(l),
-        Fault::Switch(n) => m.fail_node(n),
-    }
-    m
 }

@@ -675,7 +675,7 @@ impl<'f, T: Transport> Live<'f, T> {
                 links: self
                     .revived_unreported
                     .drain(..)
-                    .map(|l| routing::fault::sweep::link_name(f, l))
+                    .map(|l| fabric::link_name(f, l))
                     .collect(),
             });
         }

@@ -215,7 +215,7 @@ fn a_cable_is_not_a_switch() {
         .collect();
     assert_eq!(
         faults,
-        vec![&vec![routing::fault::sweep::link_name(df, l)]],
+        vec![&vec![fabric::link_name(df, l)]],
         "{events:?}"
     );
     assert_eq!(live.mask().dead_nodes().count(), 0);
@@ -298,7 +298,7 @@ fn a_cable_put_back_is_taken_in() {
             tried.extend(&deferred);
             let tried_names: Vec<String> = tried
                 .iter()
-                .map(|&x| routing::fault::sweep::link_name(df, x))
+                .map(|&x| fabric::link_name(df, x))
                 .collect();
             assert_eq!(names, &tried_names);
             assert_eq!(*failed_smps, 0);

@@ -3,9 +3,9 @@
 
 use crate::util::{load_fabric_for_lmc, read_guid_file, write_tables, GuidList, OutputDir};
 use anyhow::{bail, Context, Result};
+use fabric::link_name;
 use fabric::{Fabric, NodeId, NodeKind};
 use routing::engines::RouteOptions;
-use routing::fault::sweep::link_name;
 use routing::fault::{CheckMode, Fault, Phase, RftrConfig, Session, SessionError};
 use routing::opensm::SetOptions;
 // (sm names it through this module)

@@ -408,7 +408,7 @@ fn write_dir<T: mad::Transport>(
     let dead: Vec<String> = live
         .mask()
         .dead_links()
-        .map(|l| routing::fault::sweep::link_name(f, l))
+        .map(|l| fabric::link_name(f, l))
         .collect();
     let summary = serde_json::json!({
         "command": "sm",

@@ -84,7 +84,7 @@ use crate::forward::{Hop, Plane};
 use crate::tables::{PathSl, Routing, NUM_SLS};
 use crate::turn::{AllTurns, Base, TurnRule, MAX_CLASSES};
 use crate::vl::{Layers, Need, SlColouring};
-use fabric::{ChannelId, Fabric, FaultMask, Lid, LinkId, NodeId, NodeKind, NO_PORT};
+use fabric::{ChannelId, Fabric, Fault, FaultMask, Lid, LinkId, NodeId, NodeKind, NO_PORT};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::sync::Arc;
@@ -164,13 +164,6 @@ pub enum RftrError {
         from: String,
         lid: Lid,
     },
-}
-
-/// A fault to apply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Fault {
-    Link(LinkId),
-    Switch(NodeId),
 }
 
 /// What one fault did.

@@ -4,12 +4,13 @@
 //! [`Session::start`].
 
 use super::reconf::{full_reconfiguration, Reconfig, ReconfigReport};
-use super::rftr::{Fault, FaultReport, Rftr, RftrConfig, RftrError};
+use super::rftr::{FaultReport, Rftr, RftrConfig, RftrError};
 use super::tracker::Tracker;
 use super::verify::{check_state, SelectedCheck, Snapshot};
 use crate::cdg;
 use crate::engines::{Engine, EngineError, RouteOptions};
 use crate::tables::Routing;
+use fabric::Fault;
 use fabric::{Fabric, FaultMask};
 use serde::Serialize;
 

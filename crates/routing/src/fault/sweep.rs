@@ -19,14 +19,16 @@
 //! produced in index order, identical whatever the thread count.
 
 use super::reconf::{full_reconfiguration, Reconfig};
-use super::rftr::{Fault, Rftr};
+use super::rftr::Rftr;
 use super::tracker::Tracker;
 use super::verify::{check_tables, Snapshot};
 use super::CheckMode;
 use crate::cdg;
 use crate::engines::{Engine, RouteOptions};
 use crate::tables::Routing;
+use fabric::link_name;
 use fabric::rng::Rng;
+use fabric::Fault;
 use fabric::{Fabric, FaultMask, LinkId};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -104,19 +106,6 @@ pub fn switch_links(f: &Fabric) -> Vec<LinkId> {
             a != b && f.is_switch(a) && f.is_switch(b)
         })
         .collect()
-}
-
-/// `name[port]-name[port]` for a link.
-pub fn link_name(f: &Fabric, l: LinkId) -> String {
-    let k = f.link(l);
-    let (a, b) = (f.port(k.a), f.port(k.b));
-    format!(
-        "{}/{}-{}/{}",
-        f.node(a.node).name,
-        a.num,
-        f.node(b.node).name,
-        b.num
-    )
 }
 
 /// Binomial coefficient, saturating at u64::MAX.

@@ -25,12 +25,13 @@
 //! whole union acyclic, so a refused edge is a defect, counted and reported with the cyclic
 //! components of the union.
 
-use super::rftr::{Fault, Rftr};
+use super::rftr::Rftr;
 use super::verify::{csr, port_free_vls, Gathered, SelectedCheck, Walker};
 use crate::cdg::cyclic_sccs;
 use crate::forward::{Plane, NONE};
 use crate::tables::{PathSl, Routing, NUM_SLS};
 use crate::vl::Layers;
+use fabric::Fault;
 use fabric::{Fabric, Lid, NodeKind, NO_PORT};
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;

@@ -5,7 +5,7 @@ use super::state::{ev, Ctrl, EV_CTRL, IN, OUT};
 use super::Sim;
 use crate::reconf::Scheme;
 use crate::report::DropReason;
-use routing::fault::Fault;
+use fabric::Fault;
 use routing::forward::NONE;
 use routing::tables::update;
 

@@ -6,7 +6,6 @@ use super::state::{
     EV_WATCH, EV_XBAR, EV_XL, KIND_SHIFT, PF,
 };
 use super::Sim;
-use crate::reconf;
 use crate::report::{self, Report, RunFacts};
 use crate::stats::BinAcc;
 use routing::forward::NONE;
@@ -181,7 +180,7 @@ impl Sim<'_> {
             if let Some((scheme, t_compute)) = repair {
                 self.log.scheme = Some(scheme);
                 self.log.t_compute = t_compute;
-                let mask = reconf::mask_after(self.f, fault);
+                let mask = fabric::FaultMask::of(self.f, &[fault]);
                 let r = &self
                     .fault
                     .as_ref()

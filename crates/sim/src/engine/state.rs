@@ -4,8 +4,8 @@
 use crate::net::FrontHdr;
 use crate::traffic::Dest;
 use fabric::rng::Rng;
+use fabric::Fault;
 use fabric::Lid;
-use routing::fault::Fault;
 use routing::forward::NONE;
 use std::collections::VecDeque;
 

@@ -201,11 +201,7 @@ pub(super) fn session_repairs(
             });
         }
         if want_full {
-            let mut mask = fabric::FaultMask::none(f);
-            match fault {
-                Fault::Link(l) => mask.fail_link(l),
-                Fault::Switch(n) => mask.fail_node(n),
-            }
+            let mask = fabric::FaultMask::of(f, &[fault]);
             // Timed: the engine routing the damaged fabric (what the SM computes). Routed
             // under this fault's mask, not the session's: without RFTR the session has not
             // seen the fault, and its full reconfiguration would be the base again.
