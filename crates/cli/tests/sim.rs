@@ -345,3 +345,57 @@ fn packets_mapped_to_vl15_are_dropped() {
     );
     assert!(v["vls"].as_u64().unwrap() <= 15);
 }
+
+/// Usage errors come before any routing: with an engine that cannot route the fabric, a bad
+/// setting still gets its own message and exit 2, not the engine's failure (exit 3).
+#[test]
+fn settings_are_checked_before_routing() {
+    let d = tmp("validate");
+    let t = gen(&d, &["torus", "4x4", "hcas=2"], "t.net");
+    let out = d.join("out");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["sim", &t, "-R", "ftree", "-q"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-o", out.to_str().unwrap()]);
+        let o = fr(&args);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(3), "ftree cannot route a torus: {err}");
+    for (extra, says) in [
+        (&["--speedup", "0"][..], "speed-up"),
+        (&["--pattern", "hotspot", "--hot", "99"][..], "hot host 99"),
+        (
+            &["--pattern", "hotspot", "--hot-fraction", "1.5"][..],
+            "fraction 1.5",
+        ),
+        (&["--size", "20000"][..], "buffers"),
+        (&["--warmup", "3ms", "--time", "2ms"][..], "--warmup"),
+        (
+            &[
+                "--fail",
+                "link:S_1_1/3",
+                "--fail-at",
+                "3ms",
+                "--time",
+                "2ms",
+            ][..],
+            "--fail-at",
+        ),
+        (
+            &["--fail", "link:S_1_1/3", "--repair", "rftr", "--hop-vls"][..],
+            "--hop-vls",
+        ),
+    ] {
+        let (code, err) = run(extra);
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+        assert!(
+            !err.contains("not a fat tree"),
+            "{extra:?} routed first: {err}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! setting (Montañana et al., ICPADS 2006): 1X SDR links, 58-byte packets, 1 KiB buffers per
 //! VL at inputs and outputs, 100 ns routing, virtual cut-through, uniform traffic.
 
+use fabric::Fabric;
 use serde::Serialize;
 
 /// Picoseconds per nanosecond.
@@ -281,5 +282,81 @@ impl Default for Config {
             reconf: ReconfTiming::default(),
             check_invariants: false,
         }
+    }
+}
+
+impl Traffic {
+    /// The smallest packet of the run (the size distribution's and the trace's; a trace
+    /// packet of 0 bytes counts as 1).
+    pub fn min_bytes(&self) -> u16 {
+        self.trace
+            .iter()
+            .map(|x| x.3.max(1))
+            .chain([self.size.min()])
+            .min()
+            .unwrap_or(1)
+    }
+
+    /// The largest packet of the run.
+    pub fn max_bytes(&self) -> u16 {
+        self.trace
+            .iter()
+            .map(|x| x.3)
+            .chain([self.size.max()])
+            .max()
+            .unwrap_or(1)
+    }
+}
+
+impl Config {
+    /// Whether a run of this configuration on `f` can start, as a reason when not. The
+    /// simulator checks it first; a caller can check it before routing.
+    pub fn check(&self, f: &Fabric) -> Result<(), String> {
+        let (m, tr) = (&self.model, &self.traffic);
+        if !(0.0..=1.0).contains(&tr.load) {
+            return Err(format!("offered load {} is outside 0..=1", tr.load));
+        }
+        if let Pattern::Hotspot { hot, fraction } = tr.pattern {
+            if !(0.0..=1.0).contains(&fraction) {
+                return Err(format!("hotspot fraction {fraction} is outside 0..=1"));
+            }
+            let hosts = f
+                .end_ports
+                .iter()
+                .filter(|&&p| f.attached_switch(p).is_some())
+                .count();
+            if let Some(h) = hot.filter(|&h| h as usize >= hosts) {
+                return Err(format!(
+                    "hot host {h}: the fabric has {hosts} hosts (0..={})",
+                    hosts.saturating_sub(1)
+                ));
+            }
+        }
+        if tr.min_bytes() == 0 {
+            return Err("packets must have at least 1 byte".into());
+        }
+        let max_bytes = tr.max_bytes();
+        let cr_max = (max_bytes as u32).div_ceil(64);
+        if m.in_buf_bytes / 64 < cr_max || m.out_buf_bytes / 64 < cr_max {
+            return Err(format!(
+                "buffers of {} / {} bytes cannot hold a {}-byte packet ({} credits of 64 bytes)",
+                m.in_buf_bytes, m.out_buf_bytes, max_bytes, cr_max
+            ));
+        }
+        for &(_, a, b, _) in &tr.trace {
+            if a as usize >= f.end_ports.len() || b as usize >= f.end_ports.len() {
+                return Err(format!(
+                    "trace packet {a} -> {b}: the fabric has {} end ports",
+                    f.end_ports.len()
+                ));
+            }
+        }
+        if cr_max > 255 {
+            return Err("packets above 16 KiB are not modelled".into());
+        }
+        if m.xbar_speedup == 0 || self.t_bin == 0 || self.t_watchdog == 0 {
+            return Err("speed-up, bin width and watchdog period must be positive".into());
+        }
+        Ok(())
     }
 }

@@ -213,11 +213,7 @@ fn a_cable_is_not_a_switch() {
             _ => None,
         })
         .collect();
-    assert_eq!(
-        faults,
-        vec![&vec![fabric::link_name(df, l)]],
-        "{events:?}"
-    );
+    assert_eq!(faults, vec![&vec![fabric::link_name(df, l)]], "{events:?}");
     assert_eq!(live.mask().dead_nodes().count(), 0);
 }
 
@@ -296,10 +292,8 @@ fn a_cable_put_back_is_taken_in() {
             };
             let mut tried = vec![l];
             tried.extend(&deferred);
-            let tried_names: Vec<String> = tried
-                .iter()
-                .map(|&x| fabric::link_name(df, x))
-                .collect();
+            let tried_names: Vec<String> =
+                tried.iter().map(|&x| fabric::link_name(df, x)).collect();
             assert_eq!(names, &tried_names);
             assert_eq!(*failed_smps, 0);
             assert!(*seconds > 0.0);

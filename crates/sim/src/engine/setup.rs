@@ -77,56 +77,10 @@ impl<'f> Sim<'f> {
         routing
             .validate(f)
             .map_err(|e| SimError::Tables(e.to_string()))?;
+        cfg.check(f).map_err(SimError::Config)?;
         let m = &cfg.model;
         let tr = &cfg.traffic;
-        if !(0.0..=1.0).contains(&tr.load) {
-            return Err(SimError::Config(format!(
-                "offered load {} is outside 0..=1",
-                tr.load
-            )));
-        }
-        let min_bytes = tr
-            .trace
-            .iter()
-            .map(|x| x.3.max(1))
-            .chain([tr.size.min()])
-            .min()
-            .unwrap_or(1);
-        let max_bytes = tr
-            .trace
-            .iter()
-            .map(|x| x.3)
-            .chain([tr.size.max()])
-            .max()
-            .unwrap_or(1);
-        if min_bytes == 0 {
-            return Err(SimError::Config("packets must have at least 1 byte".into()));
-        }
-        let cr_max = (max_bytes as u32).div_ceil(64);
-        if m.in_buf_bytes / 64 < cr_max || m.out_buf_bytes / 64 < cr_max {
-            return Err(SimError::Config(format!(
-                "buffers of {} / {} bytes cannot hold a {}-byte packet ({} credits of 64 bytes)",
-                m.in_buf_bytes, m.out_buf_bytes, max_bytes, cr_max
-            )));
-        }
-        for &(_, a, b, _) in &tr.trace {
-            if a as usize >= f.end_ports.len() || b as usize >= f.end_ports.len() {
-                return Err(SimError::Config(format!(
-                    "trace packet {a} -> {b}: the fabric has {} end ports",
-                    f.end_ports.len()
-                )));
-            }
-        }
-        if cr_max > 255 {
-            return Err(SimError::Config(
-                "packets above 16 KiB are not modelled".into(),
-            ));
-        }
-        if m.xbar_speedup == 0 || cfg.t_bin == 0 || cfg.t_watchdog == 0 {
-            return Err(SimError::Config(
-                "speed-up, bin width and watchdog period must be positive".into(),
-            ));
-        }
+        let (min_bytes, max_bytes) = (tr.min_bytes(), tr.max_bytes());
         let plane = Plane::new(f, None);
         let rate = m.link_rate;
         let t_byte = |c: ChannelId| -> u32 {

@@ -27,6 +27,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    // Everything is parsed and validated against the fabric before any routing.
     let loads = parse_loads(&a.load)?;
     let want = schemes(&a.repair)?;
     let repairing = want.iter().any(|s| s.is_some());
@@ -34,20 +35,36 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "measured" => None,
         t => Some(parse_time(t)?),
     };
-    let out = OutputDir::prepare(&a.output)?;
-    // Fabric and tables.
-    let sc = Scenario::load(&a, &want, repairing)?;
-    let f = &sc.f;
-    // The fault and its repairs.
-    let fault = a.fail.as_deref().map(|s| parse_fault(f, s)).transpose()?;
     let fail_at = parse_time(&a.fail_at)?;
+    let read = Scenario::read(&a, &want, repairing)?;
+    let fault = a
+        .fail
+        .as_deref()
+        .map(|s| parse_fault(&read.f, s))
+        .transpose()?;
+    let repaired = fault.is_some() && repairing;
+    if repaired && a.engine.as_deref().unwrap_or("").contains(',') {
+        crate::usage_bail!("--repair needs one engine, not a chain");
+    }
+    if (a.dateline || a.hop_vls) && repaired {
+        crate::usage_bail!("--dateline and --hop-vls apply to fault-free tables only");
+    }
+    let base_cfg = args::config(&a, &read.f, fault.is_some(), fail_at)?;
+    for &load in &loads {
+        let mut c = base_cfg.clone();
+        c.traffic.load = load;
+        if let Err(e) = c.check(&read.f) {
+            crate::usage_bail!("{e}");
+        }
+    }
+    let out = OutputDir::prepare(&a.output)?;
+    // Tables, then the fault's repairs.
+    let sc = Scenario::build(&a, read)?;
+    let f = &sc.f;
     let mut notes = Vec::new();
     let repairs = match (fault, repairing) {
         (Some(fl), true) => {
             let engine = a.engine.as_deref().unwrap_or("");
-            if engine.contains(',') {
-                crate::usage_bail!("--repair needs one engine, not a chain");
-            }
             let opts = scenario::route_opts(&a, f)?;
             let r = session_repairs(&a, f, engine, &opts, fl, &want, t_compute)?;
             notes.extend(r.notes.iter().cloned());
@@ -55,11 +72,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         _ => None,
     };
-    if (a.dateline || a.hop_vls) && repairs.is_some() {
-        crate::usage_bail!("--dateline and --hop-vls apply to fault-free tables only");
-    }
-    // The configuration.
-    let base_cfg = args::config(&a, f, fault.is_some(), fail_at)?;
     let jobs = scenario::jobs(&loads, &want, fault, fail_at, &repairs, &sc.tables);
     let results = simulate(f, &jobs, &base_cfg)?;
     // Outputs.

@@ -17,6 +17,12 @@ use sim::{FaultEvent, Repair, Scheme};
 use std::time::Instant;
 
 /// The fabric and the tables to simulate, with the static check of those tables.
+/// The fabric as read, and the tables when they come from files.
+pub(super) struct Read {
+    pub f: Fabric,
+    pub tables: Option<(Routing, String)>,
+}
+
 pub(super) struct Scenario {
     pub f: Fabric,
     pub tables: Routing,
@@ -28,10 +34,10 @@ pub(super) struct Scenario {
 }
 
 impl Scenario {
-    /// Loads or routes the tables, applies `--dateline` or `--hop-vls`, checks them and warns
-    /// of undelivered pairs and credit loops.
-    pub fn load(a: &Args, want: &[Option<Scheme>], repairing: bool) -> Result<Scenario> {
-        let (f, tables, source) = if let Some(lfts) = &a.lfts {
+    /// Reads the fabric (with its LIDs at the LMC the run needs), and the tables with it when
+    /// they come from files: everything `sim` reads before it validates and routes.
+    pub fn read(a: &Args, want: &[Option<Scheme>], repairing: bool) -> Result<Read> {
+        if let Some(lfts) = &a.lfts {
             if repairing {
                 crate::usage_bail!(
                     "--repair needs an engine (-R): tables from files cannot be recomputed"
@@ -45,16 +51,29 @@ impl Scenario {
                 lmc: a.lmc,
                 strict: false,
             })?;
-            (f, r, lfts.display().to_string())
+            return Ok(Read {
+                f,
+                tables: Some((r, lfts.display().to_string())),
+            });
+        }
+        let lmc = a.lmc.or(want.contains(&Some(Scheme::Rftr)).then_some(2));
+        let mut f = load_fabric_for_lmc(&a.fabric, lmc)?.fabric;
+        if let Some(l) = lmc {
+            f = f
+                .with_lmc(l)
+                .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {l}: {e}"))?;
+        }
+        Ok(Read { f, tables: None })
+    }
+
+    /// Routes the tables (unless read), applies `--dateline` or `--hop-vls`, checks them and
+    /// warns of undelivered pairs and credit loops.
+    pub fn build(a: &Args, read: Read) -> Result<Scenario> {
+        let Read { f, tables } = read;
+        let (tables, source) = if let Some(t) = tables {
+            t
         } else {
             let engine = a.engine.clone().expect("clap requires -R or --lfts");
-            let lmc = a.lmc.or(want.contains(&Some(Scheme::Rftr)).then_some(2));
-            let mut f = load_fabric_for_lmc(&a.fabric, lmc)?.fabric;
-            if let Some(l) = lmc {
-                f = f
-                    .with_lmc(l)
-                    .map_err(|e| anyhow::anyhow!("cannot assign LIDs with LMC {l}: {e}"))?;
-            }
             let opts = route_opts(a, &f)?;
             let names: Vec<&str> = engine.split([',', ' ']).filter(|s| !s.is_empty()).collect();
             crate::names::check_chain(&names)?;
@@ -63,7 +82,7 @@ impl Scenario {
             for (n, e) in &chain.attempts {
                 crate::warn!("{n} failed: {e}; trying the next engine");
             }
-            (f, chain.routing, format!("-R {}", chain.engine_used))
+            (chain.routing, format!("-R {}", chain.engine_used))
         };
         let tables = if a.dateline {
             let d = sim::dateline::dateline(&f, &tables).map_err(anyhow::Error::msg)?;
