@@ -185,29 +185,11 @@ pub fn read_guid_file(
     list: GuidList,
 ) -> Result<Vec<u64>> {
     let bytes = read_input(path)?;
-    let text = String::from_utf8_lossy(&bytes);
-    let mut v = Vec::new();
-    let mut lines = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let tok = t.split_whitespace().next().unwrap_or("");
-        let g = tok
-            .strip_prefix("0x")
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .with_context(|| {
-                format!(
-                    "{}:{}: expected a GUID like 0x0002c90300a1b2c4, found {tok:?}",
-                    input_name(path),
-                    i + 1
-                )
-            })?;
-        v.push(g);
-        lines.push(i + 1);
-    }
     let shown = input_name(path);
+    let (v, lines): (Vec<u64>, Vec<usize>) = fabric::io::guids::parse_guid_list(&bytes, &shown)
+        .map_err(anyhow::Error::msg)?
+        .into_iter()
+        .unzip();
     if v.is_empty() {
         anyhow::bail!("{shown}: no GUID in the file (expected one 0x<GUID> per line)");
     }

@@ -7,6 +7,7 @@ use crate::model::Fabric;
 use std::fmt;
 
 pub(crate) mod diag;
+pub mod guids;
 pub mod iblinkinfo;
 pub mod ibnetdiscover;
 pub mod ibsim;
