@@ -128,28 +128,32 @@ fn fault_run_overlays_the_schemes() {
     let d = tmp("fault");
     let t = gen(&d, &["torus", "4x4", "hcas=2"], "t.net");
     let out = d.join("out");
-    let o = fr(&[
-        "sim",
-        &t,
-        "-R",
-        "updn",
-        "--load",
-        "0.04",
-        "--time",
-        "1ms",
-        "--warmup",
-        "0.2ms",
-        "--fail",
-        "link:S_1_1/3",
-        "--fail-at",
-        "0.4ms",
-        "--repair",
-        "none,rftr,full-static,full-dynamic",
-        "--t-compute",
-        "20us",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    // A link fails at 0.4 ms of 1 ms, repaired by `repair`.
+    let fault_run = |repair: &str, out: &Path| {
+        fr(&[
+            "sim",
+            &t,
+            "-R",
+            "updn",
+            "--load",
+            "0.04",
+            "--time",
+            "1ms",
+            "--warmup",
+            "0.2ms",
+            "--fail",
+            "link:S_1_1/3",
+            "--fail-at",
+            "0.4ms",
+            "--repair",
+            repair,
+            "--t-compute",
+            "20us",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    };
+    let o = fault_run("none,rftr,full-static,full-dynamic", &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = json(&out.join("summary.json"));
     let runs = v["runs"].as_array().unwrap();
@@ -182,28 +186,7 @@ fn fault_run_overlays_the_schemes() {
     // Full reconfiguration alone (no RFTR session beside it; LMC 0 then, the fabric's) routes
     // the damaged fabric too: blocks go out and the reconfiguration ends.
     let alone = d.join("alone");
-    let o = fr(&[
-        "sim",
-        &t,
-        "-R",
-        "updn",
-        "--load",
-        "0.04",
-        "--time",
-        "1ms",
-        "--warmup",
-        "0.2ms",
-        "--fail",
-        "link:S_1_1/3",
-        "--fail-at",
-        "0.4ms",
-        "--repair",
-        "full-static",
-        "--t-compute",
-        "20us",
-        "-o",
-        alone.to_str().unwrap(),
-    ]);
+    let o = fault_run("full-static", &alone);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // One run: the summary is that run.
     let r = &json(&alone.join("summary.json"));

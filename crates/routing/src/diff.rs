@@ -192,25 +192,8 @@ fn path_sl_changes(f: &Fabric, old: &PathSl, new: &PathSl) -> Vec<PathSlChange> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fabric::{FabricBuilder, NodeKind, Speed, Width};
 
-    /// Two switches s0 - s1, one host on each, LIDs up to 130 (host h1 gets LID 128 with
-    /// LMC 1 so that its entries fall in block 2).
-    fn two() -> Fabric {
-        let mut b = FabricBuilder::new();
-        let s0 = b.add_node(NodeKind::Switch, 4, 0x100, "s0", "").unwrap();
-        let s1 = b.add_node(NodeKind::Switch, 4, 0x101, "s1", "").unwrap();
-        let h0 = b.add_node(NodeKind::Ca, 1, 0x200, "h0", "").unwrap();
-        let h1 = b.add_node(NodeKind::Ca, 1, 0x210, "h1", "").unwrap();
-        for (x, px, y, py) in [(s0, 1, s1, 1), (h0, 1, s0, 4), (h1, 1, s1, 4)] {
-            b.connect(x, px, y, py, Width::X4, Speed::Sdr).unwrap();
-        }
-        b.set_lid(s0, 0, 1, 0).unwrap();
-        b.set_lid(s1, 0, 2, 0).unwrap();
-        b.set_lid(h0, 1, 4, 1).unwrap();
-        b.set_lid(h1, 1, 128, 1).unwrap();
-        b.build().unwrap()
-    }
+    use crate::tables::two_switches as two;
 
     #[test]
     fn lft_entries_blocks_and_switches() {

@@ -236,7 +236,7 @@ impl FakeFabric {
 
     /// The ports switch `sw` forwards multicast LID `mlid` to (its MFT row, as port numbers).
     pub fn mft_ports(&self, sw: NodeId, mlid: u16) -> Vec<u8> {
-        if mlid < 0xC000 {
+        if mlid < routing::mcast::MLID_FIRST {
             return Vec::new();
         }
         let block = mft_block(mlid);

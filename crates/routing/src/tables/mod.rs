@@ -410,3 +410,24 @@ pub fn end_port_switch(f: &Fabric, p: PortId) -> Option<(usize, u8)> {
 pub fn is_end_node(f: &Fabric, n: NodeId) -> bool {
     f.node(n).kind != NodeKind::Switch
 }
+
+/// Two switches s0 - s1 (port 1 each), host h0 on s0 and h1 on s1 (port 4), switch LIDs 1
+/// and 2, h0 LID 4 and h1 LID 128 with LMC 1: LIDs up to 129, so that entries fall in three
+/// LFT blocks. The table tests' fabric.
+#[cfg(test)]
+pub(crate) fn two_switches() -> Fabric {
+    use fabric::{FabricBuilder, Speed, Width};
+    let mut b = FabricBuilder::new();
+    let s0 = b.add_node(NodeKind::Switch, 4, 0x100, "s0", "").unwrap();
+    let s1 = b.add_node(NodeKind::Switch, 4, 0x101, "s1", "").unwrap();
+    let h0 = b.add_node(NodeKind::Ca, 1, 0x200, "h0", "").unwrap();
+    let h1 = b.add_node(NodeKind::Ca, 1, 0x210, "h1", "").unwrap();
+    for (x, px, y, py) in [(s0, 1, s1, 1), (h0, 1, s0, 4), (h1, 1, s1, 4)] {
+        b.connect(x, px, y, py, Width::X4, Speed::Sdr).unwrap();
+    }
+    b.set_lid(s0, 0, 1, 0).unwrap();
+    b.set_lid(s1, 0, 2, 0).unwrap();
+    b.set_lid(h0, 1, 4, 1).unwrap();
+    b.set_lid(h1, 1, 128, 1).unwrap();
+    b.build().unwrap()
+}

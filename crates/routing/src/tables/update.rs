@@ -178,24 +178,8 @@ pub fn apply(cur: &mut Routing, new: &Routing, u: Update) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fabric::{FabricBuilder, Speed, Width};
 
-    /// Two switches and a host on each; LIDs up to 130 so that three LFT blocks exist.
-    fn two() -> Fabric {
-        let mut b = FabricBuilder::new();
-        let s0 = b.add_node(NodeKind::Switch, 4, 0x100, "s0", "").unwrap();
-        let s1 = b.add_node(NodeKind::Switch, 4, 0x101, "s1", "").unwrap();
-        let h0 = b.add_node(NodeKind::Ca, 1, 0x200, "h0", "").unwrap();
-        let h1 = b.add_node(NodeKind::Ca, 1, 0x210, "h1", "").unwrap();
-        for (x, px, y, py) in [(s0, 1, s1, 1), (h0, 1, s0, 4), (h1, 1, s1, 4)] {
-            b.connect(x, px, y, py, Width::X4, Speed::Sdr).unwrap();
-        }
-        b.set_lid(s0, 0, 1, 0).unwrap();
-        b.set_lid(s1, 0, 2, 0).unwrap();
-        b.set_lid(h0, 1, 4, 0).unwrap();
-        b.set_lid(h1, 1, 130, 0).unwrap();
-        b.build().unwrap()
-    }
+    use crate::tables::two_switches as two;
 
     #[test]
     fn block_arithmetic() {
@@ -237,7 +221,7 @@ mod tests {
         let old = Routing::empty(&f);
         let mut new = old.clone();
         new.lft_of_mut(0)[4] = 4;
-        new.lft_of_mut(0)[130] = 1;
+        new.lft_of_mut(0)[129] = 1;
         new.lft_of_mut(1)[2] = 0;
         let (s1, h1) = (f.node_by_name("s1").unwrap(), f.node_by_name("h1").unwrap());
         new.sl2vl.set(s1, 1, 4, 3, 7);
