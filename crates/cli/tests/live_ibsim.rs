@@ -180,7 +180,7 @@ fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
 
 /// After `k` unlinks: reads the tables back through a second client, compares them with
 /// what the SM wrote, checks them, and walks host pairs with `ibtracert`.
-fn verify(dir: &Path, sock: &str, net: &Net, k: usize, name: &str) {
+fn verify(dir: &Path, sock: &str, net: &IbsimNet, k: usize, name: &str) {
     // Read the tables back through a second client and check them independently.
     let dump = dir.join(format!("readback{k}.dump"));
     let o = sim_client("dump_lfts", dir, sock, &net.hcas[1])

@@ -117,7 +117,7 @@ fn read_back(
 /// --mcast ipoib` up on its first HCA.
 struct Live {
     dir: std::path::PathBuf,
-    net: Net,
+    net: IbsimNet,
     sock: String,
     ibsim: Proc,
     _sm: Proc,

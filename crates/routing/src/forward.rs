@@ -8,7 +8,7 @@
 //!   so RFTR keeps one plane across a fault sequence.
 //! - [`Forward`] adds the tables: the LFT entry, next hop and VL of a packet at
 //!   (switch, input port, DLID, SL) ([`Forward::step`]), and [`Forward::walk_from`], which
-//!   follows a packet hop by hop and hands each [`Step`] to a visitor that may stop it. Every
+//!   follows a packet hop by hop and hands each [`WalkStep`] to a visitor that may stop it. Every
 //!   walk of the tables in this crate — the path walker ([`crate::walk`]), the memoised
 //!   per-destination resolutions (walker, full-reconfiguration accounting, RFTR's suffix
 //!   tables), RFTR's verifier and RFTR itself, the EBB flows — goes through it; the CDG
@@ -339,7 +339,7 @@ impl Column for LidColumn<'_> {
 /// One hop of a walk: at switch index `sw`, entered on port `inp`, the entry `out` sends the
 /// packet over `ch` to `to` (a switch or an end port).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Step {
+pub struct WalkStep {
     pub sw: u32,
     pub inp: u8,
     pub out: u8,
@@ -347,7 +347,7 @@ pub struct Step {
     pub to: Hop,
 }
 
-impl Step {
+impl WalkStep {
     /// The next switch and its input port, when the hop leads to a switch.
     #[inline]
     pub fn next_switch(&self) -> Option<(u32, u8)> {
@@ -443,7 +443,7 @@ impl<'a> Forward<'a> {
         mut sw: u32,
         mut inp: u8,
         target: PortId,
-        mut visit: impl FnMut(&Step) -> Control,
+        mut visit: impl FnMut(&WalkStep) -> Control,
     ) -> WalkEnd {
         let ns = self.plane.num_switches() as u32;
         let mut sw_hops = 0u32;
@@ -476,7 +476,7 @@ impl<'a> Forward<'a> {
                     })
                 }
             };
-            let step = Step {
+            let step = WalkStep {
                 sw,
                 inp,
                 out,
@@ -517,7 +517,7 @@ impl<'a> Forward<'a> {
         src_ep: u32,
         dlid: Lid,
         target: PortId,
-        visit: impl FnMut(&Step) -> Control,
+        visit: impl FnMut(&WalkStep) -> Control,
     ) -> WalkEnd {
         let a = self.plane.attach(src_ep);
         if !a.live {

@@ -22,7 +22,7 @@
 use crate::cdg;
 use crate::forward::{Control, WalkEnd};
 use crate::tables::Routing;
-use crate::walk::{self, Failure, Net, WalkOptions, WalkReport, NONE};
+use crate::walk::{self, Failure, WalkContext, WalkOptions, WalkReport, NONE};
 use fabric::rng::Rng;
 use fabric::{Fabric, FaultMask, Lid};
 use rayon::prelude::*;
@@ -379,7 +379,12 @@ pub struct EbbReport {
 pub type Flow = (u32, u32);
 
 /// Appends the route's channel indices; destination = the base LID of `dst`.
-fn route_into(net: &Net<'_>, src: u32, dst: u32, buf: &mut Vec<u32>) -> Result<(), Failure> {
+fn route_into(
+    net: &WalkContext<'_>,
+    src: u32,
+    dst: u32,
+    buf: &mut Vec<u32>,
+) -> Result<(), Failure> {
     let f = net.f;
     let dp = f.end_ports[dst as usize];
     if !net.ep_live(src) || !net.ep_live(dst) {
@@ -415,7 +420,7 @@ impl RunScratch {
 
 /// One run: per-flow max congestion, returns (value, histogram of w).
 fn run_value(
-    net: &Net<'_>,
+    net: &WalkContext<'_>,
     flows: &[Flow],
     sc: &mut RunScratch,
 ) -> Result<(f64, Vec<(u32, u64)>), MetricsError> {
@@ -512,7 +517,7 @@ pub fn bisect_flows(hosts: &[u32], rng: &mut Rng, pattern: EbbPattern) -> Vec<Fl
     flows
 }
 
-fn hosts_of(net: &Net<'_>) -> Vec<u32> {
+fn hosts_of(net: &WalkContext<'_>) -> Vec<u32> {
     (0..net.f.end_ports.len() as u32)
         .filter(|&e| net.ep_live(e))
         .collect()
@@ -525,7 +530,7 @@ pub fn ebb(
     mask: Option<&FaultMask>,
     opts: EbbOptions,
 ) -> Result<EbbReport, MetricsError> {
-    let net = Net::new(f, r, mask);
+    let net = WalkContext::new(f, r, mask);
     let hosts = hosts_of(&net);
     if hosts.len() < 2 {
         return Err(MetricsError::TooFewHosts);
@@ -552,7 +557,7 @@ pub fn ebb_flows(
     mask: Option<&FaultMask>,
     runs: &[Vec<Flow>],
 ) -> Result<EbbReport, MetricsError> {
-    let net = Net::new(f, r, mask);
+    let net = WalkContext::new(f, r, mask);
     let hosts = hosts_of(&net).len();
     let res: Result<Vec<_>, _> = runs
         .par_iter()

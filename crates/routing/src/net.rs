@@ -18,7 +18,7 @@ pub(crate) struct Dest {
 /// Per-call precomputation shared by the walker, the CDG builder and the metrics: the
 /// forwarding plane plus who sends and who receives.
 #[derive(Debug)]
-pub(crate) struct Net<'a> {
+pub(crate) struct WalkContext<'a> {
     pub f: &'a Fabric,
     pub r: &'a Routing,
     pub plane: Plane,
@@ -35,8 +35,8 @@ pub(crate) struct Net<'a> {
     pub all_ep_lids: u64,
 }
 
-impl<'a> Net<'a> {
-    pub fn new(f: &'a Fabric, r: &'a Routing, mask: Option<&FaultMask>) -> Net<'a> {
+impl<'a> WalkContext<'a> {
+    pub fn new(f: &'a Fabric, r: &'a Routing, mask: Option<&FaultMask>) -> WalkContext<'a> {
         let ns = f.num_switches();
         let plane = Plane::new(f, mask);
         let ne = f.end_ports.len();
@@ -87,7 +87,7 @@ impl<'a> Net<'a> {
                 });
             }
         }
-        Net {
+        WalkContext {
             f,
             r,
             plane,

@@ -27,7 +27,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 pub use crate::forward::{Failure, FailureClass, NONE};
-pub(crate) use crate::net::{Dest, Net};
+pub(crate) use crate::net::{Dest, WalkContext};
 
 /// Status codes of the per-destination resolution.
 pub(crate) const ST_UNKNOWN: u32 = u32::MAX;
@@ -48,7 +48,7 @@ fn st_fail(k: Failure) -> u32 {
 /// Memoised: each switch is walked through once (the walk stops at the first switch already
 /// known, or on the current walk: a loop).
 pub(crate) fn resolve(
-    net: &Net<'_>,
+    net: &WalkContext<'_>,
     outp: &[u8],
     dest: PortId,
     st: &mut [u32],
@@ -339,7 +339,7 @@ fn merge_hist(a: &mut Vec<u64>, b: &[u64]) {
 }
 
 impl Acc {
-    fn new(net: &Net<'_>, opts: &WalkOptions) -> Acc {
+    fn new(net: &WalkContext<'_>, opts: &WalkOptions) -> Acc {
         let ns = net.num_switches();
         Acc {
             fails: [0; 7],
@@ -407,7 +407,7 @@ impl Acc {
     }
 
     /// Charges one resolved destination.
-    fn account(&mut self, net: &Net<'_>, d: &Dest, outp: &[u8], opts: &WalkOptions) {
+    fn account(&mut self, net: &WalkContext<'_>, d: &Dest, outp: &[u8], opts: &WalkOptions) {
         let dport = net.dest_port(d);
         let sd = net.ep_sw(d.ep);
         for &s in &net.src_switches {
@@ -467,7 +467,7 @@ impl Acc {
     }
 
     /// Sums flows down the destination tree, farthest switches first.
-    fn charge_loads(&mut self, net: &Net<'_>, d: &Dest, outp: &[u8]) {
+    fn charge_loads(&mut self, net: &WalkContext<'_>, d: &Dest, outp: &[u8]) {
         let ns = net.num_switches();
         let sd = net.ep_sw(d.ep);
         let mut maxh = 0usize;
@@ -529,11 +529,11 @@ pub fn walk_all_with(
     mask: Option<&FaultMask>,
     opts: WalkOptions,
 ) -> WalkReport {
-    let net = Net::new(f, r, mask);
+    let net = WalkContext::new(f, r, mask);
     walk_net(&net, opts)
 }
 
-pub(crate) fn walk_net(net: &Net<'_>, opts: WalkOptions) -> WalkReport {
+pub(crate) fn walk_net(net: &WalkContext<'_>, opts: WalkOptions) -> WalkReport {
     let f = net.f;
     let ns = net.num_switches();
     let max_ex = opts.max_examples;
@@ -623,7 +623,7 @@ fn guid_str(g: u64) -> String {
     format!("{g:#018x}")
 }
 
-fn describe_issue(net: &Net<'_>, src_ep: u32, lid: Lid) -> PairIssue {
+fn describe_issue(net: &WalkContext<'_>, src_ep: u32, lid: Lid) -> PairIssue {
     let f = net.f;
     let sp = f.end_ports[src_ep as usize];
     // Re-walk with the same hop table (the mask is folded into it).

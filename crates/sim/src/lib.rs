@@ -62,6 +62,6 @@ pub use config::{
     US,
 };
 pub use engine::{simulate, Sim, SimError};
-pub use reconf::{FaultEvent, Repair, Scheme};
+pub use reconf::{FaultEvent, RepairTables, Scheme};
 pub use report::{series_csv, BufferRef, DropReason, FaultSummary, Report};
 pub use stats::{Bin, Latency};

@@ -158,7 +158,7 @@ pub(crate) struct Chan {
 
 /// The static structure the simulator runs on.
 #[derive(Clone, Debug)]
-pub(crate) struct Net {
+pub(crate) struct SimNet {
     pub chans: Vec<Chan>,
     /// Per switch: offset of its port 0 in `in_ch`; one extra entry at the end.
     pub sw_base: Vec<u32>,
@@ -172,8 +172,8 @@ pub(crate) struct Net {
     pub ep_host: Vec<u32>,
 }
 
-impl Net {
-    pub fn new(f: &Fabric, plane: &Plane, t_byte: &dyn Fn(ChannelId) -> u32) -> Net {
+impl SimNet {
+    pub fn new(f: &Fabric, plane: &Plane, t_byte: &dyn Fn(ChannelId) -> u32) -> SimNet {
         let nch = f.links.len() * 2;
         let mut ep_host = vec![NONE; f.end_ports.len()];
         let mut host_ep = Vec::new();
@@ -224,7 +224,7 @@ impl Net {
             }
         }
         sw_base.push(in_ch.len() as u32);
-        Net {
+        SimNet {
             chans,
             sw_base,
             in_ch,

@@ -38,7 +38,7 @@ impl Scheme {
 
 /// The tables a repair installs and when the SM has them.
 #[derive(Clone, Debug)]
-pub struct Repair {
+pub struct RepairTables {
     pub scheme: Scheme,
     /// The complete tables after the repair (same LID space as the base tables).
     pub tables: Routing,
@@ -55,5 +55,5 @@ pub struct Repair {
 pub struct FaultEvent {
     pub at: u64,
     pub fault: Fault,
-    pub repair: Option<Repair>,
+    pub repair: Option<RepairTables>,
 }

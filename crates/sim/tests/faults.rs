@@ -83,7 +83,7 @@ fn run(s: &Setup, scheme: Option<Scheme>, load: f64, t_compute: u64) -> Report {
             Scheme::Rftr => (s.rftr.clone(), s.sources.clone()),
             _ => (s.full.clone(), Default::default()),
         };
-        Repair {
+        RepairTables {
             scheme,
             tables,
             sources,
@@ -286,7 +286,7 @@ fn full_dynamic_can_deadlock_where_neither_table_does() {
         let fe = FaultEvent {
             at: MS,
             fault: Fault::Link(l),
-            repair: Some(Repair {
+            repair: Some(RepairTables {
                 scheme,
                 tables: tables.clone(),
                 sources,

@@ -38,7 +38,7 @@ pub mod standby;
 mod takeover;
 
 pub use discover::{discover, discover_with, Discovery, Lids};
-pub use live::{Event, Live, Repair, SmConfig};
+pub use live::{Event, Live, RepairMode, SmConfig};
 pub use pipe::{Incoming, Pipe, PipeConfig, PipeStats, Req, ReqError};
 pub use repair::fault_name;
 pub use sa::{Sa, SaStats};

@@ -23,7 +23,7 @@ use std::time::Duration;
 /// How a failure is repaired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Repair {
+pub enum RepairMode {
     /// RFTR: new paths for the affected pairs only, from the engine's base tables.
     Rftr,
     /// The engine run again on the fabric without the failed links (the baseline).
@@ -33,7 +33,7 @@ pub enum Repair {
 /// The SM's settings.
 #[derive(Clone, Debug)]
 pub struct SmConfig {
-    pub repair: Repair,
+    pub repair: RepairMode,
     /// RFTR's settings (VLs in all, SLs, tie-break). `keep_sl2vl` is set by the SM itself:
     /// the switches' identity SL2VL stays.
     pub rftr: RftrConfig,
@@ -149,7 +149,7 @@ pub enum Event {
     /// the tables returned to what they are without these faults, only changed blocks
     /// pushed and confirmed.
     LinkRestored {
-        repair: Repair,
+        repair: RepairMode,
         links: Vec<String>,
         /// Over RFTR: false when the union of the dependencies before and after the return
         /// had a cycle; nothing was pushed and the cables stay failed in the SM's model.
@@ -187,7 +187,7 @@ pub enum Event {
     },
     /// Failed links repaired and the changed tables confirmed by every switch.
     Repaired {
-        repair: Repair,
+        repair: RepairMode,
         faults: Vec<String>,
         /// Trap received (or sweep started) → last changed block confirmed.
         seconds: f64,
@@ -231,7 +231,7 @@ pub enum Event {
     McastLeave(McastChange),
 }
 
-pub(crate) enum Rep<'f> {
+pub(crate) enum RepairState<'f> {
     Rftr(Box<Session<'f>>),
     Full(Box<FullState<'f>>),
 }
@@ -258,7 +258,7 @@ pub struct Live<'f, T: Transport> {
     pub(crate) plane: Plane,
     /// Directed routes to every node over live links, kept with `mask`.
     pub(crate) routes: Vec<Option<Vec<u8>>>,
-    pub(crate) rep: Rep<'f>,
+    pub(crate) rep: RepairState<'f>,
     /// What the switches hold now (complete tables, LMC LIDs included).
     pub(crate) current: Routing,
     /// Over RFTR, a copy of `current` (when set), refreshed after each repair outside the
@@ -362,7 +362,7 @@ impl<'f, T: Transport> Live<'f, T> {
         let t_up = self.pipe.now();
         self.current = tables;
         let report = cdg::check(self.f, &self.current, Some(&self.mask));
-        if let Rep::Rftr(s) = &self.rep {
+        if let RepairState::Rftr(s) = &self.rep {
             self.snapshot = Some(Snapshot::of(s.rftr()));
             self.spare = Some(self.current.clone());
         }
@@ -408,20 +408,20 @@ impl<'f, T: Transport> Live<'f, T> {
         f: &'f Fabric,
         engine: &'f dyn Engine,
         cfg: &SmConfig,
-    ) -> Result<Rep<'f>, SmError> {
+    ) -> Result<RepairState<'f>, SmError> {
         Ok(match cfg.repair {
-            Repair::Rftr => {
+            RepairMode::Rftr => {
                 // The switches come up with the identity SL2VL, which the SM does not write:
                 // RFTR keeps it (SL 0 on VL 0 as the base has it) and sets only the entries
                 // its new paths need, instead of an SL2VL row for every port pair at subnet up.
                 let s = Session::start(f, engine, &cfg.opts, rftr_config(cfg))
                     .map_err(|e| SmError::Routing(e.reason()))?;
-                Rep::Rftr(Box::new(s))
+                RepairState::Rftr(Box::new(s))
             }
-            Repair::Full => {
+            RepairMode::Full => {
                 let (opts, routing) = Session::route_base(f, engine, &cfg.opts)
                     .map_err(|e| SmError::Routing(e.reason()))?;
-                Rep::Full(Box::new(FullState {
+                RepairState::Full(Box::new(FullState {
                     engine,
                     opts,
                     routing,
@@ -436,7 +436,7 @@ impl<'f, T: Transport> Live<'f, T> {
         d: &'f Discovery,
         pipe: Pipe<T>,
         cfg: SmConfig,
-        rep: Rep<'f>,
+        rep: RepairState<'f>,
         current: Routing,
     ) -> Self {
         let f = &d.fabric;
@@ -512,8 +512,8 @@ impl<'f, T: Transport> Live<'f, T> {
                 switch_info: &self.switch_info,
                 mask: &self.mask,
                 rftr: match &self.rep {
-                    Rep::Rftr(s) => Some(s.rftr()),
-                    Rep::Full(_) => None,
+                    RepairState::Rftr(s) => Some(s.rftr()),
+                    RepairState::Full(_) => None,
                 },
             };
             let a = self.sa.answer(&view, self.mcast.as_mut(), &r.mad, r.from);
@@ -528,8 +528,8 @@ impl<'f, T: Transport> Live<'f, T> {
     /// The RFTR session (with `Repair::Rftr`): delta, per-source (DLID, SL) updates.
     pub fn session(&self) -> Option<&Session<'f>> {
         match &self.rep {
-            Rep::Rftr(s) => Some(s),
-            Rep::Full(_) => None,
+            RepairState::Rftr(s) => Some(s),
+            RepairState::Full(_) => None,
         }
     }
 
@@ -540,13 +540,13 @@ impl<'f, T: Transport> Live<'f, T> {
     /// pairs no source uses, left without a route; the checker counts them as undelivered).
     pub(crate) fn complete(&self) -> (Routing, u64) {
         match &self.rep {
-            Rep::Rftr(s) => {
+            RepairState::Rftr(s) => {
                 // what `fabroute fault` writes, so no route added while pairs a live path
                 // joins are left unrepaired
                 let p = s.rftr().programmed(true);
                 (p.tables, p.completion.uncovered)
             }
-            Rep::Full(st) => {
+            RepairState::Full(st) => {
                 let mut t = st.routing.clone();
                 t.mirror_unrouted_lmc_lids(self.f);
                 (t, 0)

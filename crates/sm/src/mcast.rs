@@ -426,8 +426,8 @@ impl<T: Transport> Live<'_, T> {
             return;
         }
         let (engine, opts) = match &self.rep {
-            crate::live::Rep::Rftr(s) => (s.engine(), s.options().clone()),
-            crate::live::Rep::Full(st) => (st.engine, st.opts.clone()),
+            crate::live::RepairState::Rftr(s) => (s.engine(), s.options().clone()),
+            crate::live::RepairState::Full(st) => (st.engine, st.opts.clone()),
         };
         self.mcast = McastState::start(
             self.f,

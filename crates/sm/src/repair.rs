@@ -2,7 +2,7 @@
 //! (a switch whose every cable went down is one [`Fault::Switch`]), their repair, and links
 //! that come back taken in again.
 
-use crate::live::{node_routes, Event, Live, Rep};
+use crate::live::{node_routes, Event, Live, RepairState};
 use crate::pipe::Req;
 use crate::program::{Pushed, Scope};
 use crate::SmError;
@@ -308,7 +308,7 @@ impl<'f, T: Transport> Live<'f, T> {
     /// Over RFTR, makes `spare` a copy of `current` again, in the storage of `old` (tables
     /// of the same shape that `current` replaced): no fresh pages. Outside timed parts.
     fn refresh_spare(&mut self, mut old: Routing) {
-        if let Rep::Rftr(_) = self.rep {
+        if let RepairState::Rftr(_) = self.rep {
             old.clone_from(&self.current);
             self.spare = Some(old);
         }
@@ -339,7 +339,7 @@ impl<'f, T: Transport> Live<'f, T> {
         // Over RFTR: the LFT blocks and SL2VL tables its entries touch.
         let (mut touched, mut touched_nodes) = (Vec::new(), Vec::new());
         let mut first = match &mut self.rep {
-            Rep::Rftr(s) => {
+            RepairState::Rftr(s) => {
                 before = Some(
                     self.snapshot
                         .take()
@@ -378,7 +378,7 @@ impl<'f, T: Transport> Live<'f, T> {
                 }
                 t
             }
-            Rep::Full(st) => {
+            RepairState::Full(st) => {
                 st.routing = st
                     .engine
                     .route(f, &self.mask, &st.opts)
@@ -388,8 +388,8 @@ impl<'f, T: Transport> Live<'f, T> {
         };
         let compute = self.pipe.now() - t_compute;
         let scope = match self.rep {
-            Rep::Rftr(_) => Scope::Only(&touched, &touched_nodes),
-            Rep::Full(_) => Scope::All,
+            RepairState::Rftr(_) => Scope::Only(&touched, &touched_nodes),
+            RepairState::Full(_) => Scope::All,
         };
         let pushed = self.push(&mut first, scope)?;
         let old = std::mem::replace(&mut self.current, first);
@@ -407,7 +407,7 @@ impl<'f, T: Transport> Live<'f, T> {
         let t_completion = self.pipe.now();
         let mut completion = Pushed::default();
         let mut uncovered = 0;
-        if let Rep::Rftr(_) = self.rep {
+        if let RepairState::Rftr(_) = self.rep {
             let (mut full, u) = self.complete();
             uncovered = u;
             completion = self.push(&mut full, Scope::All)?;
@@ -420,18 +420,18 @@ impl<'f, T: Transport> Live<'f, T> {
         // walked and checked, and over RFTR the union of the old walks' surviving prefixes
         // and the new ones (what packets in flight during the migration can meet).
         let report = cdg::check(f, &self.current, Some(&self.mask));
-        if let (Rep::Rftr(s), Some(b)) = (&self.rep, &before) {
+        if let (RepairState::Rftr(s), Some(b)) = (&self.rep, &before) {
             union_ok = check_state(s.rftr(), Some(b)).deadlock_free;
             // What is in use now, for the next fault's check (taken here, outside the timed
             // repair).
             self.snapshot = Some(Snapshot::of(s.rftr()));
         }
-        if let Rep::Full(_) = &self.rep {
+        if let RepairState::Full(_) = &self.rep {
             unsupported = report.unreachable_pairs.count;
         }
         let source_updates = match &self.rep {
-            Rep::Rftr(s) => s.rftr().delta.sources.len(),
-            Rep::Full(_) => 0,
+            RepairState::Rftr(s) => s.rftr().delta.sources.len(),
+            RepairState::Full(_) => 0,
         };
         Ok(Event::Repaired {
             repair: self.cfg.repair,
@@ -554,7 +554,7 @@ impl<'f, T: Transport> Live<'f, T> {
         let mut union_ok = true;
         let mut before = None;
         match &mut self.rep {
-            Rep::Rftr(s) => {
+            RepairState::Rftr(s) => {
                 let b = self
                     .snapshot
                     .take()
@@ -577,7 +577,7 @@ impl<'f, T: Transport> Live<'f, T> {
                 }
                 before = Some(b);
             }
-            Rep::Full(st) => {
+            RepairState::Full(st) => {
                 st.routing = st
                     .engine
                     .route(f, &self.mask, &st.opts)
@@ -601,7 +601,7 @@ impl<'f, T: Transport> Live<'f, T> {
         let report = cdg::check(f, &self.current, Some(&self.mask));
         let (mut returned, mut off_base) = (0, 0);
         let mut moved_back: Vec<(u32, u32)> = Vec::new();
-        if let (Rep::Rftr(s), Some(b)) = (&self.rep, &before) {
+        if let (RepairState::Rftr(s), Some(b)) = (&self.rep, &before) {
             let r = s.rftr();
             let sl = |t: &Routing, src: u32, dlid: Lid| t.path_sl.get(src as usize, dlid);
             let was: HashMap<(u32, u32), (Lid, u8)> = b

@@ -687,7 +687,7 @@ fn walk(
     };
     see(src);
     if src != dst {
-        let mut visit = |st: &routing::forward::Step| {
+        let mut visit = |st: &routing::forward::WalkStep| {
             see(f.channel_src(st.ch));
             see(f.channel_dst(st.ch));
             Control::Continue

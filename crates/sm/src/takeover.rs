@@ -4,7 +4,9 @@
 //! them otherwise.
 
 use crate::discover::Discovery;
-use crate::live::{node_routes, port_route, Event, FullState, Live, Rep, Repair, SmConfig};
+use crate::live::{
+    node_routes, port_route, Event, FullState, Live, RepairMode, RepairState, SmConfig,
+};
 use crate::pipe::{Pipe, Req};
 use crate::program::Scope;
 use crate::standby::{MasterLost, OtherSm};
@@ -111,18 +113,18 @@ fn adopt<'f>(
     engine: &'f dyn Engine,
     cfg: &SmConfig,
     held: &Routing,
-) -> Result<Rep<'f>, String> {
+) -> Result<RepairState<'f>, String> {
     let opts = engine
         .pin_choices(f, &cfg.opts)
         .map_err(|e| format!("{}: {e}", engine.name()))?;
     Ok(match cfg.repair {
-        Repair::Rftr => {
+        RepairMode::Rftr => {
             let rftr = crate::live::rftr_config(cfg);
             let s = Session::from_base(f, engine, opts, held.clone(), rftr)
                 .map_err(|e| format!("RFTR cannot start from them: {}", e.reason()))?;
-            Rep::Rftr(Box::new(s))
+            RepairState::Rftr(Box::new(s))
         }
-        Repair::Full => Rep::Full(Box::new(FullState {
+        RepairMode::Full => RepairState::Full(Box::new(FullState {
             engine,
             opts,
             routing: held.clone(),

@@ -11,7 +11,7 @@ use routing::engines::{by_name, RouteOptions};
 use routing::fault::{RftrConfig, Session};
 use routing::{cdg, Routing};
 use sm::fake::FakeFabric;
-use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
+use sm::{discover, Event, Live, Pipe, PipeConfig, RepairMode, SmConfig};
 use std::time::Duration;
 
 /// The tables the fake's switches hold, as a `Routing` of the discovered fabric, with the
@@ -44,7 +44,7 @@ fn same_link(phys: &Fabric, d: &Fabric, l: LinkId) -> LinkId {
     d.port(end(link.a)).link.unwrap()
 }
 
-fn config(engine: &dyn routing::engines::Engine, f: &Fabric, repair: Repair) -> SmConfig {
+fn config(engine: &dyn routing::engines::Engine, f: &Fabric, repair: RepairMode) -> SmConfig {
     let mut opts = RouteOptions::default();
     let fresh = matches!(
         engine.rftr_base(f, &opts),
@@ -70,11 +70,11 @@ fn config(engine: &dyn routing::engines::Engine, f: &Fabric, repair: Repair) -> 
     }
 }
 
-fn run(spec: &str, engine: &str, repair: Repair, cuts: &[usize]) {
+fn run(spec: &str, engine: &str, repair: RepairMode, cuts: &[usize]) {
     run_with(spec, engine, repair, cuts, None)
 }
 
-fn run_with(spec: &str, engine: &str, repair: Repair, cuts: &[usize], sweep: Option<Duration>) {
+fn run_with(spec: &str, engine: &str, repair: RepairMode, cuts: &[usize], sweep: Option<Duration>) {
     let phys = fabric(spec);
     let sm_port = phys.end_ports[0];
     let fake = FakeFabric::new(&phys, sm_port);
@@ -114,14 +114,14 @@ fn run_with(spec: &str, engine: &str, repair: Repair, cuts: &[usize], sweep: Opt
     // What the switches hold is what the engine routes on the discovered fabric (with
     // every LMC LID programmed, as `fabroute fault` writes it).
     let expected = match repair {
-        Repair::Rftr => {
+        RepairMode::Rftr => {
             let s = Session::start(df, e.as_ref(), &cfg.opts, cfg.rftr).unwrap();
             let mut t = s.rftr().routing.clone();
             t.mirror_unrouted_lmc_lids(df);
             s.rftr().complete_for_checkers(&mut t);
             t
         }
-        Repair::Full => {
+        RepairMode::Full => {
             let mut t = e.route(df, &FaultMask::none(df), &cfg.opts).unwrap();
             t.mirror_unrouted_lmc_lids(df);
             t
@@ -231,7 +231,7 @@ fn run_with(spec: &str, engine: &str, repair: Repair, cuts: &[usize], sweep: Opt
         // RFTR keeps every base deadlock-free; a full reconfiguration is as deadlock-free
         // as its engine is on a faulty fabric (DOR is not), and the event says which.
         assert!(
-            chk.deadlock_free || repair == Repair::Full,
+            chk.deadlock_free || repair == RepairMode::Full,
             "{spec} {engine}: credit loop after {pl:?}"
         );
         assert_eq!(deadlock_free, chk.deadlock_free);
@@ -257,20 +257,20 @@ fn run_with(spec: &str, engine: &str, repair: Repair, cuts: &[usize], sweep: Opt
 
 #[test]
 fn torus_updn_rftr_over_three_cuts() {
-    run("torus 4x4 hcas=1", "updn", Repair::Rftr, &[0, 7, 19]);
+    run("torus 4x4 hcas=1", "updn", RepairMode::Rftr, &[0, 7, 19]);
 }
 
 #[test]
 fn fat_tree_ftree_rftr_and_full() {
-    run("ktree 4 3", "ftree", Repair::Rftr, &[40, 45, 60]);
-    run("ktree 4 3", "ftree", Repair::Full, &[40, 45]);
+    run("ktree 4 3", "ftree", RepairMode::Rftr, &[40, 45, 60]);
+    run("ktree 4 3", "ftree", RepairMode::Full, &[40, 45]);
 }
 
 #[test]
 fn dragonfly_and_vl_bases() {
-    run("dragonfly 4 2 2", "updn", Repair::Rftr, &[30, 31, 50]);
-    run("torus 4x4 hcas=1", "dfsssp", Repair::Rftr, &[3, 11]);
-    run("torus 4x4x4 hcas=1", "dor", Repair::Full, &[100, 150]);
+    run("dragonfly 4 2 2", "updn", RepairMode::Rftr, &[30, 31, 50]);
+    run("torus 4x4 hcas=1", "dfsssp", RepairMode::Rftr, &[3, 11]);
+    run("torus 4x4x4 hcas=1", "dor", RepairMode::Full, &[100, 150]);
 }
 
 /// One SMP in seven lost on the way: the pipeline resends them, discovery finds the whole
@@ -296,7 +296,7 @@ fn lost_smps_are_sent_again() {
         &d,
         pipe,
         e.as_ref(),
-        config(e.as_ref(), &d.fabric, Repair::Rftr),
+        config(e.as_ref(), &d.fabric, RepairMode::Rftr),
     )
     .unwrap();
     let Event::SubnetUp {
@@ -341,7 +341,7 @@ fn a_lost_trap_is_caught_by_the_light_sweep() {
     let mut pipe = Pipe::new(fake, PipeConfig::default());
     let d = discover(&mut pipe, 1).unwrap();
     let e = by_name("updn").unwrap();
-    let mut cfg = config(e.as_ref(), &d.fabric, Repair::Rftr);
+    let mut cfg = config(e.as_ref(), &d.fabric, RepairMode::Rftr);
     cfg.sweep_interval = Some(Duration::from_millis(50));
     let (mut live, _) = Live::bring_up(&d, pipe, e.as_ref(), cfg).unwrap();
     // Pull a cable and throw both traps away, as ibsim does when the route is broken.
@@ -409,7 +409,7 @@ proptest::proptest! {
             4 => (format!("hyperx {a}x{b} hcas=1"), "updn"),
             _ => (format!("randreg {} 4 hcas=1 seed={}", 2 * a + 4, a * b), "updn"),
         };
-        let repair = if full { Repair::Full } else { Repair::Rftr };
+        let repair = if full { RepairMode::Full } else { RepairMode::Rftr };
         run_with(&spec, engine, repair, &cuts, Some(Duration::from_millis(20)));
     }
 }

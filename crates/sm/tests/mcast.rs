@@ -10,7 +10,7 @@ use routing::engines::{by_name, RouteOptions};
 use routing::fault::RftrConfig;
 use routing::mcast::{check_mcast, ipoib_group, Mfts};
 use sm::fake::FakeFabric;
-use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
+use sm::{discover, Event, Live, Pipe, PipeConfig, RepairMode, SmConfig};
 use std::time::Duration;
 
 /// The switches' MFT rows for every MLID of `model` equal the model's masks.
@@ -42,7 +42,7 @@ fn the_broadcast_tree_is_programmed_and_mended() {
     let e = by_name("updn").unwrap();
     let groups = vec![ipoib_group(f)];
     let cfg = SmConfig {
-        repair: Repair::Rftr,
+        repair: RepairMode::Rftr,
         rftr: RftrConfig {
             vls: 2,
             ..RftrConfig::default()

@@ -13,7 +13,7 @@ use mad::{Address, MAD_SIZE};
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::RftrConfig;
 use sm::fake::FakeFabric;
-use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
+use sm::{discover, Event, Live, Pipe, PipeConfig, RepairMode, SmConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -55,7 +55,7 @@ fn subscribed_sources_are_told_of_their_new_paths() {
     let f = &d.fabric;
     let e = by_name("updn").unwrap();
     let cfg = SmConfig {
-        repair: Repair::Rftr,
+        repair: RepairMode::Rftr,
         // New paths on virtual LIDs, so that repairs move sources.
         rftr: RftrConfig {
             reuse_dead_base: false,

@@ -12,10 +12,10 @@ use routing::fault::verify::check_tables;
 use routing::fault::{Fault, RftrConfig, Session};
 use routing::{cdg, Routing};
 use sm::fake::FakeFabric;
-use sm::{discover, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
+use sm::{discover, Event, Live, Pipe, PipeConfig, RepairMode, SmConfig};
 use std::time::Duration;
 
-fn config(engine: &dyn Engine, f: &Fabric, repair: Repair) -> SmConfig {
+fn config(engine: &dyn Engine, f: &Fabric, repair: RepairMode) -> SmConfig {
     let mut opts = RouteOptions::default();
     let fresh = matches!(
         engine.rftr_base(f, &opts),
@@ -88,10 +88,10 @@ fn steps(live: &mut Live<'_, FakeFabric>, n: usize) -> Vec<Event> {
 #[test]
 fn a_dead_switch_is_one_fault() {
     for (spec, engine, repair) in [
-        ("torus 4x4 hcas=1", "updn", Repair::Rftr),
-        ("torus 4x4 hcas=2", "dfsssp", Repair::Rftr),
-        ("ktree 4 3", "ftree", Repair::Rftr),
-        ("torus 4x4 hcas=1", "updn", Repair::Full),
+        ("torus 4x4 hcas=1", "updn", RepairMode::Rftr),
+        ("torus 4x4 hcas=2", "dfsssp", RepairMode::Rftr),
+        ("ktree 4 3", "ftree", RepairMode::Rftr),
+        ("torus 4x4 hcas=1", "updn", RepairMode::Full),
     ] {
         let phys = fabric(spec);
         let fake = FakeFabric::new(&phys, phys.end_ports[0]);
@@ -152,7 +152,7 @@ fn a_dead_switch_is_one_fault() {
             "{spec} {engine}"
         );
         match repair {
-            Repair::Rftr => {
+            RepairMode::Rftr => {
                 let mut s = Session::start(df, e.as_ref(), &cfg.opts, cfg.rftr).unwrap();
                 let step = s.apply(Fault::Switch(dead)).clone();
                 assert_eq!(*unsupported_pairs, step.repair.unsupported_pairs);
@@ -167,7 +167,7 @@ fn a_dead_switch_is_one_fault() {
                     "{spec} {engine}: tables"
                 );
             }
-            Repair::Full => {
+            RepairMode::Full => {
                 let mut mask = FaultMask::none(df);
                 mask.fail_node(dead);
                 for p in df.node_ports(dead) {
@@ -201,8 +201,13 @@ fn a_cable_is_not_a_switch() {
     let d = discover(&mut pipe, 2).unwrap();
     let df = &d.fabric;
     let e = by_name("updn").unwrap();
-    let (mut live, _) =
-        Live::bring_up(&d, pipe, e.as_ref(), config(e.as_ref(), df, Repair::Rftr)).unwrap();
+    let (mut live, _) = Live::bring_up(
+        &d,
+        pipe,
+        e.as_ref(),
+        config(e.as_ref(), df, RepairMode::Rftr),
+    )
+    .unwrap();
     let l = routing::fault::sweep::switch_links(df)[7];
     live.pipe.transport_mut().unlink(phys_link(&phys, df, l));
     let events = steps(&mut live, 4);
@@ -224,10 +229,10 @@ fn a_cable_is_not_a_switch() {
 #[test]
 fn a_cable_put_back_is_taken_in() {
     for (spec, engine, repair) in [
-        ("torus 4x4 hcas=1", "updn", Repair::Rftr),
-        ("torus 4x4 hcas=2", "dfsssp", Repair::Rftr),
-        ("ktree 4 3", "ftree", Repair::Rftr),
-        ("torus 4x4 hcas=1", "updn", Repair::Full),
+        ("torus 4x4 hcas=1", "updn", RepairMode::Rftr),
+        ("torus 4x4 hcas=2", "dfsssp", RepairMode::Rftr),
+        ("ktree 4 3", "ftree", RepairMode::Rftr),
+        ("torus 4x4 hcas=1", "updn", RepairMode::Full),
     ] {
         let phys = fabric(spec);
         let fake = FakeFabric::new(&phys, phys.end_ports[0]);
@@ -307,7 +312,7 @@ fn a_cable_put_back_is_taken_in() {
             }
             // The tables to return to: the base, or a session that saw only what is left.
             let target = |left: &[LinkId]| match repair {
-                Repair::Rftr => {
+                RepairMode::Rftr => {
                     let mut s = Session::start(df, e.as_ref(), &cfg.opts, cfg.rftr).unwrap();
                     for &x in left {
                         s.apply_unchecked(Fault::Link(x));
@@ -315,7 +320,7 @@ fn a_cable_put_back_is_taken_in() {
                     let pairs = s.rftr().selected_pairs();
                     (s.rftr().programmed(true).tables, pairs)
                 }
-                Repair::Full => {
+                RepairMode::Full => {
                     let mut mask = FaultMask::none(df);
                     for &x in left {
                         mask.fail_link(x);
@@ -330,7 +335,7 @@ fn a_cable_put_back_is_taken_in() {
             if !*taken_in {
                 // Refused: the union of the walks in use and those of the return has a
                 // cycle (checked here on its own), and nothing was pushed.
-                assert_eq!(repair, Repair::Rftr);
+                assert_eq!(repair, RepairMode::Rftr);
                 assert!(!*union_deadlock_free);
                 let mut mask = FaultMask::none(df);
                 for &x in &left {
@@ -400,7 +405,7 @@ fn a_cable_put_back_is_taken_in() {
                 }
             }
             let chk = cdg::check(df, live.tables(), Some(live.mask()));
-            assert!(chk.deadlock_free || repair == Repair::Full);
+            assert!(chk.deadlock_free || repair == RepairMode::Full);
         }
         // The last cable back always returns to the base.
         assert!(deferred.is_empty(), "{spec} {engine}");
@@ -430,8 +435,13 @@ fn a_dead_switch_cable_back_is_reported_and_left_failed() {
     let d = discover(&mut pipe, 2).unwrap();
     let df = &d.fabric;
     let e = by_name("updn").unwrap();
-    let (mut live, _) =
-        Live::bring_up(&d, pipe, e.as_ref(), config(e.as_ref(), df, Repair::Rftr)).unwrap();
+    let (mut live, _) = Live::bring_up(
+        &d,
+        pipe,
+        e.as_ref(),
+        config(e.as_ref(), df, RepairMode::Rftr),
+    )
+    .unwrap();
     let dead = *df.switches.last().unwrap();
     live.pipe
         .transport_mut()

@@ -14,7 +14,7 @@ use mad::{status, Address, MAD_SIZE};
 use routing::engines::{by_name, Engine, RouteOptions};
 use routing::fault::RftrConfig;
 use sm::fake::FakeFabric;
-use sm::{discover, Discovery, Live, Pipe, PipeConfig, Repair, SmConfig};
+use sm::{discover, Discovery, Live, Pipe, PipeConfig, RepairMode, SmConfig};
 use std::time::Duration;
 
 fn setup(phys: &Fabric) -> Discovery {
@@ -29,7 +29,7 @@ fn bring_up<'f>(d: &'f Discovery, e: &'f dyn Engine, phys: &Fabric) -> Live<'f, 
     // Discovery again on this fake, so that its ports hold the LIDs the SM assigns.
     let _ = discover(&mut pipe, 2).unwrap();
     let cfg = SmConfig {
-        repair: Repair::Rftr,
+        repair: RepairMode::Rftr,
         // Every new path on a virtual LID, as in the RFTR paper, so that repairs move
         // sources.
         rftr: RftrConfig {
@@ -414,7 +414,7 @@ fn sm_info_says_who_the_master_is() {
     let mut pipe = Pipe::new(fake, PipeConfig::default());
     let _ = discover(&mut pipe, 2).unwrap();
     let cfg = SmConfig {
-        repair: Repair::Full,
+        repair: RepairMode::Full,
         rftr: RftrConfig::default(),
         opts: RouteOptions::default(),
         sweep_interval: None,

@@ -20,7 +20,7 @@ use sm::fake::FakeFabric;
 use sm::mcast::McastState;
 use sm::mlid::MlidPool;
 use sm::sa_mcast::{CREATE_MASK, JOIN_MASK};
-use sm::{discover, Discovery, Event, Live, Pipe, PipeConfig, Repair, SmConfig};
+use sm::{discover, Discovery, Event, Live, Pipe, PipeConfig, RepairMode, SmConfig};
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,7 @@ fn bring_up<'f>(
     );
     let _ = discover(&mut pipe, 0).unwrap();
     let cfg = SmConfig {
-        repair: Repair::Rftr,
+        repair: RepairMode::Rftr,
         rftr: RftrConfig {
             vls: 2,
             ..RftrConfig::default()

@@ -14,11 +14,11 @@ use routing::fault::RftrConfig;
 use sm::fake::{FakeFabric, FakeSm};
 use sm::{
     discover, discover_with, find_sms, master_to_follow, Event, Lids, Live, MasterLost, Pipe,
-    PipeConfig, Repair, SmConfig, Standby,
+    PipeConfig, RepairMode, SmConfig, Standby,
 };
 use std::time::Duration;
 
-fn config(repair: Repair, priority: u8) -> SmConfig {
+fn config(repair: RepairMode, priority: u8) -> SmConfig {
     SmConfig {
         repair,
         rftr: RftrConfig {
@@ -38,7 +38,7 @@ fn after_master(
     phys: &Fabric,
     a: PortId,
     engine: &dyn Engine,
-    repair: Repair,
+    repair: RepairMode,
     lmc: u8,
     mcast: bool,
 ) -> (FakeFabric, Vec<(u64, u16)>) {
@@ -149,11 +149,11 @@ fn stand_by(
 #[test]
 fn a_standby_takes_a_clean_fabric_over_without_writing_a_table_entry() {
     for (spec, engine, repair, lmc) in [
-        ("torus 4x4 hcas=2", "updn", Repair::Rftr, 0),
-        ("torus 4x4 hcas=2", "updn", Repair::Rftr, 1),
-        ("ktree 4 3", "ftree", Repair::Rftr, 0),
-        ("ktree 4 3", "updn", Repair::Full, 2),
-        ("mesh 3x3 hcas=1", "dor", Repair::Full, 0),
+        ("torus 4x4 hcas=2", "updn", RepairMode::Rftr, 0),
+        ("torus 4x4 hcas=2", "updn", RepairMode::Rftr, 1),
+        ("ktree 4 3", "ftree", RepairMode::Rftr, 0),
+        ("ktree 4 3", "updn", RepairMode::Full, 2),
+        ("mesh 3x3 hcas=1", "dor", RepairMode::Full, 0),
     ] {
         let phys = fabric(spec);
         let e = by_name(engine).unwrap();
@@ -260,7 +260,7 @@ fn a_wrong_table_is_found_and_rewritten_where_it_differs() {
     let phys = fabric("ktree 4 3");
     let e = by_name("ftree").unwrap();
     let (a, b) = (phys.end_ports[0], *phys.end_ports.last().unwrap());
-    let (mut fake, _) = after_master(&phys, a, e.as_ref(), Repair::Rftr, 0, false);
+    let (mut fake, _) = after_master(&phys, a, e.as_ref(), RepairMode::Rftr, 0, false);
     // One entry of one leaf switch drops a destination it used to reach (the LID the
     // master gave the last end port, as the fake holds it).
     let leaf = phys.port(phys.remote(phys.end_ports[5]).unwrap()).node;
@@ -274,7 +274,7 @@ fn a_wrong_table_is_found_and_rewritten_where_it_differs() {
         &d,
         pipe,
         e.as_ref(),
-        config(Repair::Rftr, 1),
+        config(RepairMode::Rftr, 1),
         &master,
         &lost,
         silent,
@@ -329,12 +329,12 @@ fn a_take_over_keeps_the_multicast_trees_the_switches_hold() {
     let phys = fabric("torus 4x4 hcas=2");
     let e = by_name("updn").unwrap();
     let (a, b) = (phys.end_ports[0], *phys.end_ports.last().unwrap());
-    let (fake, _) = after_master(&phys, a, e.as_ref(), Repair::Rftr, 0, true);
+    let (fake, _) = after_master(&phys, a, e.as_ref(), RepairMode::Rftr, 0, true);
     let mft0 = fake.stats.mft_sets;
     assert!(mft0 > 0, "the master programmed the tree");
     let (mut pipe, master, lost, silent) = stand_by(fake, b, 0);
     let d = discover_with(&mut pipe, Lids::Keep).unwrap();
-    let mut cfg = config(Repair::Rftr, 1);
+    let mut cfg = config(RepairMode::Rftr, 1);
     cfg.mcast = vec![routing::mcast::ipoib_group(&d.fabric)];
     let (live, ev) = Live::take_over(&d, pipe, e.as_ref(), cfg, &master, &lost, silent).unwrap();
     let Event::TakeOver {

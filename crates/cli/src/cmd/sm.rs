@@ -10,7 +10,7 @@ use routing::engines::RouteOptions;
 use routing::opensm::SetOptions;
 use sm::{
     discover, discover_with, find_sms, master_to_follow, Event, Lids, Live, Pipe, PipeConfig,
-    Repair, SmConfig, Standby,
+    RepairMode, SmConfig, Standby,
 };
 use std::io::Write;
 use std::path::PathBuf;
@@ -292,7 +292,7 @@ fn describe(e: &Event) -> String {
             if *mft_blocks > 0 {
                 t += &format!("; multicast trees mended: {mft_blocks} MFT blocks");
             }
-            if *repair == sm::Repair::Rftr {
+            if *repair == sm::RepairMode::Rftr {
                 t += &format!(
                     "; then completed for checkers in {:.3} ms ({completion_lft_blocks} blocks, {completion_sl2vl_entries} SL2VL rows)",
                     completion_seconds * 1e3
@@ -525,8 +525,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let (vls, opts) = a.rftr.plan(f, engine.as_ref(), &opts, a.sls)?;
         Ok(SmConfig {
             repair: match a.repair {
-                RepairKind::Rftr => Repair::Rftr,
-                RepairKind::Full => Repair::Full,
+                RepairKind::Rftr => RepairMode::Rftr,
+                RepairKind::Full => RepairMode::Full,
             },
             rftr: a.rftr.config(vls, a.sls),
             opts,

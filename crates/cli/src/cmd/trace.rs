@@ -413,7 +413,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // The switch the packet enters next (and on which port), after the last step.
     let mut next: Option<(u32, u8)> = None;
     let mut switch_hops = 0u32;
-    let mut visit = |st: &routing::forward::Step| {
+    let mut visit = |st: &routing::forward::WalkStep| {
         if seen[st.sw as usize] {
             looped = Some((st.sw, st.inp));
             return Control::Stop;

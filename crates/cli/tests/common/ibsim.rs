@@ -79,7 +79,7 @@ pub fn run(cmd: &mut Command) -> (bool, String) {
 
 /// Switch names and switch-to-switch cables (name, port) of an ibsim net file written by
 /// `fabroute gen` or `convert`, and the HCA names.
-pub struct Net {
+pub struct IbsimNet {
     pub sizes: Vec<String>,
     pub cables: Vec<(String, u8)>,
     pub hcas: Vec<String>,
@@ -88,7 +88,7 @@ pub struct Net {
     pub desc: std::collections::BTreeMap<String, String>,
 }
 
-pub fn parse_net(text: &str) -> Net {
+pub fn parse_net(text: &str) -> IbsimNet {
     let quoted = |s: &str| s.split('"').nth(1).unwrap_or("").to_string();
     let mut switches = BTreeSet::new();
     let mut hcas = Vec::new();
@@ -132,7 +132,7 @@ pub fn parse_net(text: &str) -> Net {
             }
         }
     }
-    Net {
+    IbsimNet {
         sizes,
         cables,
         hcas,
@@ -169,7 +169,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 /// Starts ibsim on net file `netf` (described by `net`) in `dir`, on socket `sock`, and
 /// waits until it is ready; its stdin is the console.
-pub fn start_ibsim(dir: &Path, netf: &Path, net: &Net, sock: &str) -> Proc {
+pub fn start_ibsim(dir: &Path, netf: &Path, net: &IbsimNet, sock: &str) -> Proc {
     let sim_log = dir.join("ibsim.log");
     let p = Proc(
         Command::new("ibsim")
@@ -195,7 +195,7 @@ pub fn start_ibsim(dir: &Path, netf: &Path, net: &Net, sock: &str) -> Proc {
 pub fn generated_net(
     name: &str,
     gen: &[&str],
-) -> (std::path::PathBuf, std::path::PathBuf, Net, String) {
+) -> (std::path::PathBuf, std::path::PathBuf, IbsimNet, String) {
     let dir = std::env::temp_dir().join(format!("fabroute-live-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

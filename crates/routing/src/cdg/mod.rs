@@ -36,7 +36,7 @@ pub use witness::{find_cycles, CycleReport, EdgeExample, WitnessHop};
 
 use crate::forward::{Hop, NONE};
 use crate::tables::{PathSl, Routing, NUM_SLS};
-use crate::walk::{self, Dest, IssueCount, Net, WalkOptions, WalkReport, BLOCK};
+use crate::walk::{self, Dest, IssueCount, WalkContext, WalkOptions, WalkReport, BLOCK};
 use fabric::{ChannelId, Fabric, FaultMask};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -137,7 +137,7 @@ fn bits(mask: u16) -> Vec<u8> {
 }
 
 /// SLs any walked pair might carry (a superset for per-pair SLs).
-fn possible_sls(net: &Net<'_>) -> u16 {
+fn possible_sls(net: &WalkContext<'_>) -> u16 {
     match &net.r.path_sl {
         PathSl::Uniform(s) => 1u16 << (s & 15),
         PathSl::PerDest(_) => net
@@ -192,7 +192,7 @@ struct CaPorts {
 }
 
 impl CaPorts {
-    fn new(net: &Net<'_>) -> Self {
+    fn new(net: &WalkContext<'_>) -> Self {
         let f = net.f;
         let ns = net.num_switches();
         let mut uniform = vec![true; ns];
@@ -224,7 +224,7 @@ impl CaPorts {
 }
 
 struct Ctx<'n, 'a> {
-    net: &'n Net<'a>,
+    net: &'n WalkContext<'a>,
     sw: SwChannels,
     ca: CaPorts,
     nvl: usize,
@@ -417,11 +417,11 @@ impl Ctx<'_, '_> {
 
 /// Builds the CDG of the tables (see the module documentation).
 pub fn build_cdg(f: &Fabric, r: &Routing, mask: Option<&FaultMask>) -> Cdg {
-    let net = Net::new(f, r, mask);
+    let net = WalkContext::new(f, r, mask);
     build_cdg_net(&net)
 }
 
-fn make_ctx<'n, 'a>(net: &'n Net<'a>) -> Ctx<'n, 'a> {
+fn make_ctx<'n, 'a>(net: &'n WalkContext<'a>) -> Ctx<'n, 'a> {
     let sls = possible_sls(net);
     let nvl = max_vl(net.f, net.r, sls) as usize + 1;
     Ctx {
@@ -432,7 +432,7 @@ fn make_ctx<'n, 'a>(net: &'n Net<'a>) -> Ctx<'n, 'a> {
     }
 }
 
-fn build_cdg_net(net: &Net<'_>) -> Cdg {
+fn build_cdg_net(net: &WalkContext<'_>) -> Cdg {
     let ctx = make_ctx(net);
     build_with_ctx(&ctx)
 }
@@ -630,7 +630,7 @@ pub struct Checked {
 
 /// [`check`], keeping its walk (with per-channel route counts when `loads`) and its CDG.
 pub fn check_keeping(f: &Fabric, r: &Routing, mask: Option<&FaultMask>, loads: bool) -> Checked {
-    let net = Net::new(f, r, mask);
+    let net = WalkContext::new(f, r, mask);
     let walk: WalkReport = walk::walk_net(
         &net,
         WalkOptions {

@@ -3,7 +3,7 @@
 
 use crate::forward::Hop;
 use crate::tables::DROP_VL;
-use crate::walk::{Dest, Net, BLOCK};
+use crate::walk::{Dest, WalkContext, BLOCK};
 use fabric::{Lid, NodeId};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -31,7 +31,7 @@ type DropAt = (Lid, u32, u32, u8, u8, u8);
 /// output port and SL), walked pair by pair along the LFTs with each pair's path SL; only
 /// called when some SL2VL entry is VL 15. Routes the LFTs do not deliver are left to the
 /// path walk. Returns the count and the first [`VL15_EXAMPLES`] (in destination order).
-pub(super) fn vl15_drops(net: &Net<'_>) -> (u64, Vec<Vl15Drop>) {
+pub(super) fn vl15_drops(net: &WalkContext<'_>) -> (u64, Vec<Vl15Drop>) {
     let f = net.f;
     let ns = net.num_switches();
     let (sl2vl, path_sl) = (&net.r.sl2vl, &net.r.path_sl);

@@ -43,18 +43,18 @@ impl SessionError {
 /// What one fault did: RFTR's repair and the independent check of the state after it (the
 /// new walks together with the surviving old ones).
 #[derive(Clone, Debug, Serialize)]
-pub struct Step {
+pub struct FaultStep {
     pub fault: Fault,
     pub repair: FaultReport,
     pub check: SelectedCheck,
 }
 
-impl Step {
+impl FaultStep {
     /// Every remaining pair repaired, every selected pair delivered, the union CDG acyclic.
     pub fn ok(&self) -> bool {
         self.ok_but_cut() && self.repair.unsupported_pairs == 0
     }
-    /// [`Step::ok`], except for pairs the faults cut off (no live path joins them).
+    /// [`FaultStep::ok`], except for pairs the faults cut off (no live path joins them).
     pub fn ok_but_cut(&self) -> bool {
         self.checked() && self.repair.unsupported_pairs == self.repair.disconnected_pairs
     }
@@ -106,7 +106,7 @@ pub struct Session<'f> {
     base: Routing,
     cfg: RftrConfig,
     rftr: Rftr<'f>,
-    steps: Vec<Step>,
+    steps: Vec<FaultStep>,
     mode: CheckMode,
     tracker: Option<Tracker<'f>>,
 }
@@ -184,7 +184,7 @@ impl<'f> Session<'f> {
     }
 
     /// Repairs one more fault and checks the result.
-    pub fn apply(&mut self, fault: Fault) -> &Step {
+    pub fn apply(&mut self, fault: Fault) -> &FaultStep {
         self.apply_then(fault, |_| {})
     }
 
@@ -192,7 +192,7 @@ impl<'f> Session<'f> {
     /// and its check apart with it: what the check prepares before the repair — the full
     /// check's snapshot, the incremental check's first whole walk — comes before
     /// [`Phase::Repairing`]).
-    pub fn apply_then(&mut self, fault: Fault, mut at: impl FnMut(Phase)) -> &Step {
+    pub fn apply_then(&mut self, fault: Fault, mut at: impl FnMut(Phase)) -> &FaultStep {
         let (repair, check) = match self.mode {
             CheckMode::Full => {
                 let before = Snapshot::of(&self.rftr);
@@ -212,7 +212,7 @@ impl<'f> Session<'f> {
                 (repair, t.step(&self.rftr, fault))
             }
         };
-        self.steps.push(Step {
+        self.steps.push(FaultStep {
             fault,
             repair,
             check,
@@ -267,17 +267,17 @@ impl<'f> Session<'f> {
 
     /// Every fault so far repaired and verified.
     pub fn ok(&self) -> bool {
-        self.steps.iter().all(Step::ok)
+        self.steps.iter().all(FaultStep::ok)
     }
 
     /// Every fault so far repaired and verified for every pair that a live path still joins.
     pub fn ok_but_cut(&self) -> bool {
-        self.steps.iter().all(Step::ok_but_cut)
+        self.steps.iter().all(FaultStep::ok_but_cut)
     }
 
-    /// Every step's independent check passed ([`Step::checked`]).
+    /// Every step's independent check passed ([`FaultStep::checked`]).
     pub fn checked(&self) -> bool {
-        self.steps.iter().all(Step::checked)
+        self.steps.iter().all(FaultStep::checked)
     }
 
     pub fn fabric(&self) -> &'f Fabric {
@@ -298,7 +298,7 @@ impl<'f> Session<'f> {
     pub fn rftr(&self) -> &Rftr<'f> {
         &self.rftr
     }
-    pub fn steps(&self) -> &[Step] {
+    pub fn steps(&self) -> &[FaultStep] {
         &self.steps
     }
 }

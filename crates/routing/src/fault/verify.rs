@@ -11,7 +11,7 @@
 
 use super::rftr::Rftr;
 use crate::cdg::cyclic_sccs;
-use crate::forward::{Control, Forward, Hop, Plane, Step, WalkEnd, NONE};
+use crate::forward::{Control, Forward, Hop, Plane, WalkEnd, WalkStep, NONE};
 use crate::tables::{Routing, NUM_SLS};
 use fabric::{Fabric, FaultMask, Lid};
 use serde::Serialize;
@@ -270,7 +270,7 @@ impl<'a> Walker<'a> {
             let mut prev = u32::MAX;
             let mut known = FAILS;
             stack.clear();
-            let visit = |step: &Step| {
+            let visit = |step: &WalkStep| {
                 if !matches!(step.to, Hop::Switch { .. }) {
                     return Control::Continue;
                 }

@@ -12,7 +12,7 @@
 
 use crate::forward::{Control, Hop, WalkEnd};
 use crate::tables::Routing;
-use crate::walk::Net;
+use crate::walk::WalkContext;
 use fabric::{ChannelId, Fabric, FaultMask, Lid};
 
 /// Every (source switch, destination LID) path of a routing. See the module documentation.
@@ -35,7 +35,7 @@ pub struct Paths {
 impl Paths {
     /// Walks every path of `r` on `f` under `mask`.
     pub fn of(f: &Fabric, r: &Routing, mask: Option<&FaultMask>) -> Paths {
-        let net = Net::new(f, r, mask);
+        let net = WalkContext::new(f, r, mask);
         let fw = net.forward();
         let mut p = Paths {
             start: vec![0],

@@ -15,7 +15,7 @@ mod state;
 mod switch;
 
 use crate::config::Config;
-use crate::net::{FrontRings, Net};
+use crate::net::{FrontRings, SimNet};
 use crate::queue::EventQueue;
 use crate::reconf::FaultEvent;
 use crate::report::{BufferRef, DropReason, FaultLog, Report};
@@ -25,7 +25,7 @@ use routing::forward::Plane;
 use routing::tables::Update;
 use routing::Routing;
 use rustc_hash::FxHashMap;
-use state::{Cs, Ctrl, Host, Packet, Vs};
+use state::{ChanState, Ctrl, Host, Packet, VlState};
 
 /// Why a run cannot start.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -43,7 +43,7 @@ pub enum SimError {
 pub struct Sim<'f> {
     f: &'f Fabric,
     cfg: Config,
-    net: Net,
+    net: SimNet,
     plane: Plane,
     routing: Routing,
     nvl: usize,
@@ -51,21 +51,21 @@ pub struct Sim<'f> {
     now: u64,
     end: u64,
 
-    /// Per channel: its state, in one cache line (see [`Cs`]).
-    cs: Vec<Cs>,
+    /// Per channel: its state, in one cache line (see [`ChanState`]).
+    cs: Vec<ChanState>,
     // Crossbar, per output channel: the request bits: bit `port * nvl + vl` is set exactly
     // when the head of input buffer (port, vl) of the switch is routed to this output.
-    // `rw` words per output; when that is one word, it is `Cs::req` and this is empty.
+    // `rw` words per output; when that is one word, it is `ChanState::req` and this is empty.
     req: Vec<u64>,
     rw: usize,
     /// While [`Sim::grant`] calls `try_link`: the crossbar event it holds back (input
     /// channel or `NONE`, packet, end time).
     xbar_pending: (u32, u32, u64),
     max_ports: usize,
-    /// Per (channel, VL), at `channel * nvl + vl`: its state, see [`Vs`].
-    vs: Vec<Vs>,
+    /// Per (channel, VL), at `channel * nvl + vl`: its state, see [`VlState`].
+    vs: Vec<VlState>,
     /// Per (channel, VL): the packets of its input and output buffers ([`IN`](state::IN), [`OUT`](state::OUT)) behind
-    /// their front ones (`Vs::q`).
+    /// their front ones (`VlState::q`).
     bufs: [FrontRings; 2],
     /// Per (channel, VL): credits on their way back upstream (only with a propagation or
     /// flow-control delay).

@@ -1,10 +1,10 @@
 //! Building a run: checking the configuration, sizing the state and the event queue, and
 //! adding the fault and its repair.
 
-use super::state::{Cs, Host, Vs};
+use super::state::{ChanState, Host, VlState};
 use super::{Sim, SimError};
 use crate::config::{Config, LinkRate};
-use crate::net::{FrontRings, Net};
+use crate::net::{FrontRings, SimNet};
 use crate::queue::EventQueue;
 use crate::reconf::FaultEvent;
 use crate::report::{DropReason, FaultLog};
@@ -93,8 +93,8 @@ impl<'f> Sim<'f> {
                 }
             }
         };
-        let net = Net::new(f, &plane, &t_byte);
-        let cs: Vec<Cs> = net.chans.iter().map(Cs::new).collect();
+        let net = SimNet::new(f, &plane, &t_byte);
+        let cs: Vec<ChanState> = net.chans.iter().map(ChanState::new).collect();
         let host_lid: Vec<Lid> = net
             .host_ep
             .iter()
@@ -265,7 +265,7 @@ impl<'f> Sim<'f> {
             vec![0; nch * self.rw]
         };
         self.cs.iter_mut().for_each(|c| c.req = 0);
-        self.vs = vec![Vs::new(self.in_cap, self.out_cap); nch * nvl];
+        self.vs = vec![VlState::new(self.in_cap, self.out_cap); nch * nvl];
         self.bufs = [
             FrontRings::new(nch * nvl, self.in_cap as usize / min_cr),
             FrontRings::new(nch * nvl, self.out_cap as usize / min_cr),

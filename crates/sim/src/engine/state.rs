@@ -88,7 +88,7 @@ impl Head {
 /// arrays indexed `channel * nvl + vl`.
 #[derive(Clone, Copy, Debug)]
 #[repr(align(64))]
-pub(super) struct Cs {
+pub(super) struct ChanState {
     pub(super) src_sw: u32,
     pub(super) dst_sw: u32,
     pub(super) src_host: u32,
@@ -126,9 +126,9 @@ pub(super) struct Cs {
     pub(super) xin_cr: u8,
 }
 
-impl Cs {
-    pub(super) fn new(ch: &crate::net::Chan) -> Cs {
-        Cs {
+impl ChanState {
+    pub(super) fn new(ch: &crate::net::Chan) -> ChanState {
+        ChanState {
             src_sw: ch.src_sw,
             dst_sw: ch.dst_sw,
             src_host: ch.src_host,
@@ -159,7 +159,7 @@ impl Cs {
 /// its two rings start.
 #[derive(Clone, Copy, Debug)]
 #[repr(align(32))]
-pub(super) struct Vs {
+pub(super) struct VlState {
     /// Credits the sender holds for the receiver's input buffer (those on their way back
     /// are `Sim::cred_fly`).
     pub(super) credits: u32,
@@ -179,12 +179,12 @@ pub(super) const OUT: usize = 1;
 
 // The layouts the hot path is built around: one cache line per channel, two (channel, VL)
 // records per line.
-const _: () = assert!(std::mem::size_of::<Cs>() == 64);
-const _: () = assert!(std::mem::size_of::<Vs>() == 32);
+const _: () = assert!(std::mem::size_of::<ChanState>() == 64);
+const _: () = assert!(std::mem::size_of::<VlState>() == 32);
 
-impl Vs {
-    pub(super) fn new(in_cap: u32, out_cap: u32) -> Vs {
-        Vs {
+impl VlState {
+    pub(super) fn new(in_cap: u32, out_cap: u32) -> VlState {
+        VlState {
             credits: in_cap,
             out_space: out_cap,
             hd: Head::EMPTY,

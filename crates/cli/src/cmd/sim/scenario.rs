@@ -13,7 +13,7 @@ use routing::cdg::CheckReport;
 use routing::engines::{engine_names, route_chain, RouteOptions};
 use routing::fault::{Fault, Session};
 use routing::Routing;
-use sim::{FaultEvent, Repair, Scheme};
+use sim::{FaultEvent, RepairTables, Scheme};
 use std::time::Instant;
 
 /// The fabric and the tables to simulate, with the static check of those tables.
@@ -151,7 +151,7 @@ pub(super) struct Repairs {
     pub base: Routing,
     /// RFTR's fault-free tables (the engine's with RFTR's virtual LIDs cleared).
     pub base_rftr: Option<Routing>,
-    pub rftr: Option<Repair>,
+    pub rftr: Option<RepairTables>,
     pub full: Option<(Routing, u64)>,
     pub notes: Vec<String>,
 }
@@ -212,7 +212,7 @@ pub(super) fn session_repairs(
                     }
                 ));
             }
-            rftr = Some(Repair {
+            rftr = Some(RepairTables {
                 scheme: Scheme::Rftr,
                 tables: s.rftr().routing.clone(),
                 sources: s.rftr().delta.sources.clone(),
@@ -264,7 +264,7 @@ pub(super) fn jobs(
                     let (t, tc) = r.full.clone().expect("routed");
                     (
                         r.base.clone(),
-                        Some(Repair {
+                        Some(RepairTables {
                             scheme: s,
                             tables: t,
                             sources: Default::default(),

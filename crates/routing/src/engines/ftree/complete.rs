@@ -20,7 +20,7 @@ pub(super) struct CompScratch {
 /// yet; `col[d]` set) with up*/down*-consistent entries, using the final link loads for
 /// tie-breaking. Returns (fell back to the up*/down* BFS, entries left unreachable).
 pub(super) fn complete_column(
-    ft: &Ft,
+    ft: &FtreeState,
     rk: &UpDownRanking,
     codes_row: &[u16],
     d: usize,

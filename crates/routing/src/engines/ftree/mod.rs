@@ -210,7 +210,7 @@ impl Engine for FatTree {
         let stride = r.stride();
         let mut cols = vec![NO_PORT; stride * n];
         let mut lid_dest = vec![u32::MAX; stride];
-        let mut ft = Ft::new(t, &rk, has_cn);
+        let mut ft = FtreeState::new(t, &rk, has_cn);
         let max_off = t.ends.iter().map(|e| e.nlids).max().unwrap_or(1) as usize;
         // End-port LIDs are completed right after their fat-tree pass, and the entries the
         // completion adds count in the link loads, so later completions spread over the links
@@ -219,7 +219,7 @@ impl Engine for FatTree {
         let mut done = vec![false; stride];
         let mut sc = CompScratch::default();
         let (mut fallbacks, mut unreached) = (0usize, 0usize);
-        let mut route_one = |ft: &mut Ft, sw: usize, port: u8, lid: Option<usize>| {
+        let mut route_one = |ft: &mut FtreeState, sw: usize, port: u8, lid: Option<usize>| {
             ft.begin();
             ft.set(sw, port, u32::MAX, 0, true);
             ft.go_up(sw, usize::MAX, true, true);

@@ -7,7 +7,7 @@ use super::*;
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Group {
     pub(super) remote: u32,
-    /// Range into `Ft::gch`.
+    /// Range into `FtreeState::gch`.
     pub(super) start: u32,
     pub(super) end: u32,
     /// The group of the remote switch pointing back.
@@ -22,7 +22,7 @@ pub(super) struct GLink {
     pub(super) rport: u8,
 }
 
-pub(super) struct Ft<'a> {
+pub(super) struct FtreeState<'a> {
     pub(super) t: &'a Topo<'a>,
     pub(super) groups: Vec<Group>,
     pub(super) gch: Vec<GLink>,
@@ -57,7 +57,7 @@ pub(super) struct Ft<'a> {
     pub(super) pp_ch: Vec<u32>,
 }
 
-impl<'a> Ft<'a> {
+impl<'a> FtreeState<'a> {
     pub(super) fn new(t: &'a Topo<'a>, rk: &UpDownRanking, has_cn: Vec<bool>) -> Self {
         let n = t.n;
         let mut groups = Vec::new();
@@ -140,7 +140,7 @@ impl<'a> Ft<'a> {
                 pp_ch[i] = a.ch;
             }
         }
-        Ft {
+        FtreeState {
             t,
             groups,
             gch,

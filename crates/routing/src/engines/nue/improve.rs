@@ -4,7 +4,7 @@
 use super::*;
 
 /// The switch-to-switch channel out of switch `s` at `port` (`NONE` for any other port).
-pub(super) fn channel_at(net: &Net, s: usize, port: u8) -> u32 {
+pub(super) fn channel_at(net: &LiveGraph, s: usize, port: u8) -> u32 {
     let p = port as usize;
     if p < net.ports {
         net.port_ch[s * net.ports + p]
@@ -18,7 +18,7 @@ pub(super) fn channel_at(net: &Net, s: usize, port: u8) -> u32 {
 /// the way from a switch gains or loses its end ports.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn shift(
-    net: &Net,
+    net: &LiveGraph,
     members: &[u32],
     ds: usize,
     out: &[u32],
@@ -69,7 +69,12 @@ pub(super) fn objective(pair_load: &[u64]) -> (u64, usize, u64) {
 /// again with a hop costing [`SHORTEN`] times more, kept when the routes over all channels
 /// drop and the busiest channel does not rise. LIDs that follow an escape tree are never
 /// moved (they hold tree dependencies the graph does not count). Returns (moved, tried).
-pub(super) fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> (usize, usize) {
+pub(super) fn improve(
+    net: &LiveGraph,
+    c: &Common,
+    a: &mut Attempt,
+    budget: usize,
+) -> (usize, usize) {
     if budget == 0 {
         return (0, 0);
     }
@@ -156,7 +161,7 @@ pub(super) fn improve(net: &Net, c: &Common, a: &mut Attempt, budget: usize) -> 
 /// summed over its sources. `len` (one entry per switch) and `chain` are scratch: each
 /// switch's path length is found once, from the next switch's, so a LID costs O(switches).
 pub(super) fn extra_hops(
-    net: &Net,
+    net: &LiveGraph,
     cols: &[u8],
     dist: &[u32],
     (ds, lid): (usize, usize),
@@ -206,7 +211,7 @@ pub(super) fn extra_hops(
 /// [`extra_hops`] of every LID of `dests` (by LID, `stride` entries), with one breadth-first
 /// search per destination switch.
 pub(super) fn extra_hops_per_lid(
-    net: &Net,
+    net: &LiveGraph,
     cols: &[u8],
     dests: &[Dest],
     stride: usize,
@@ -261,7 +266,7 @@ impl Mover {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn try_move(
         &mut self,
-        net: &Net,
+        net: &LiveGraph,
         a: &mut Attempt,
         l: usize,
         ds: usize,

@@ -9,7 +9,7 @@ use super::*;
 /// destination LIDs, and the rest; each part is split again for its share of the `k` layers.
 /// Balls keep a layer's destinations together, so their routes agree on directions (a band
 /// of breadth-first levels would wrap around a torus).
-pub(super) fn partition(net: &Net, k: usize, weight: &[u64]) -> Vec<u8> {
+pub(super) fn partition(net: &LiveGraph, k: usize, weight: &[u64]) -> Vec<u8> {
     let t = net.t;
     let mut layer = vec![0u8; t.n];
     let all: Vec<u32> = (0..t.n as u32).filter(|&s| t.alive[s as usize]).collect();
@@ -87,7 +87,7 @@ pub(super) struct Tree {
 /// The layer's central switch per component: least eccentricity toward the layer's
 /// destination switches, then least total distance, then index; components without a
 /// destination of the layer get their first switch.
-pub(super) fn centres(net: &Net, dests: &[usize]) -> Vec<usize> {
+pub(super) fn centres(net: &LiveGraph, dests: &[usize]) -> Vec<usize> {
     let t = net.t;
     let n = t.n;
     let (ecc, sum) = dests
@@ -130,7 +130,7 @@ pub(super) fn centres(net: &Net, dests: &[usize]) -> Vec<usize> {
 /// for the orders from [`ROOTED`] on: for those, a destination switch of the layer drawn
 /// per component with the order's seed (on symmetric fabrics every switch is as central as
 /// any other, and which one roots the tree changes the routes as much as the order does).
-pub(super) fn roots_for(net: &Net, plan: &Layer, o: usize, l: usize) -> Vec<usize> {
+pub(super) fn roots_for(net: &LiveGraph, plan: &Layer, o: usize, l: usize) -> Vec<usize> {
     if o < ROOTED {
         return plan.roots.clone();
     }
@@ -156,7 +156,7 @@ pub(super) fn roots_for(net: &Net, plan: &Layer, o: usize, l: usize) -> Vec<usiz
 
 /// Breadth-first spanning forest from `roots`; each switch's parent is the neighbour one level
 /// up whose channel toward it carries the least load (then the lower channel).
-pub(super) fn escape_tree(net: &Net, roots: &[usize], load: &[u64]) -> Tree {
+pub(super) fn escape_tree(net: &LiveGraph, roots: &[usize], load: &[u64]) -> Tree {
     let t = net.t;
     let lv = crate::engines::ranking::bfs_levels(t, roots);
     let mut up = vec![NONE; t.n];

@@ -132,7 +132,7 @@ impl Engine for Nue {
 }
 
 /// Static facts of the live switch graph the routing reads in its inner loops.
-struct Net<'t> {
+struct LiveGraph<'t> {
     t: &'t Topo<'t>,
     /// Per channel: the output port at its source switch, and the switch it leads to.
     ch_port: Vec<u8>,
@@ -152,7 +152,7 @@ struct Net<'t> {
     ports: usize,
 }
 
-impl<'t> Net<'t> {
+impl<'t> LiveGraph<'t> {
     fn new(t: &'t Topo<'t>) -> Self {
         let f = t.f;
         let mut ch_port = vec![NO_PORT; f.links.len() * 2];
@@ -190,7 +190,7 @@ impl<'t> Net<'t> {
             m.sort_unstable();
             members.push(m);
         }
-        Net {
+        LiveGraph {
             t,
             ch_port,
             ch_dst,
@@ -264,7 +264,7 @@ const IMPROVE_PER_DEST: u64 = 8;
 /// put in; routed early, the LIDs that suffered them take shorter paths. Measured on the
 /// shared fabrics (docs/vl-engines.md, seventh session).
 const HARDEST_ROUNDS: usize = 2;
-/// While [`improve`] shortens paths, a hop costs this many times [`Net::hop`].
+/// While [`improve`] shortens paths, a hop costs this many times [`LiveGraph::hop`].
 const SHORTEN: u64 = 8;
 
 /// Puts a layer's destinations (in the fabric's order: end-port LIDs, then switch LIDs) in
@@ -330,7 +330,7 @@ struct Attempt {
 /// destinations can cost more than the cycles they avoid, and more VLs should never route
 /// worse than one.
 fn route(t: &Topo, k: usize, start_vl: u8, effort: u64) -> Routed {
-    let net = Net::new(t);
+    let net = LiveGraph::new(t);
     let dests = Dests::new(t);
     let (layered, score, small) = route_layers(&net, &dests, k, start_vl, effort);
     if k == 1 || !small {
@@ -415,7 +415,7 @@ impl Dests {
 /// Routes with `k` layers. Returns the tables, their score (end-port routes on the busiest
 /// channel, over all channels) and whether the fabric is small (tries random orders).
 fn route_layers(
-    net: &Net,
+    net: &LiveGraph,
     d: &Dests,
     k: usize,
     start_vl: u8,
@@ -600,7 +600,7 @@ struct Common<'a> {
 /// channel passes `bound` (the busiest of a finished order), which it lowers to its own
 /// when it finishes.
 fn route_order(
-    net: &Net,
+    net: &LiveGraph,
     c: &Common,
     o: usize,
     first: Option<&[u64]>,

@@ -6,7 +6,7 @@ use super::*;
 
 /// Reusable per-destination state.
 pub(super) struct Work {
-    /// The cost of one hop in route counts (`Net::hop`, more when [`improve`] shortens).
+    /// The cost of one hop in route counts (`LiveGraph::hop`, more when [`improve`] shortens).
     pub(super) hop: u64,
     /// Per switch: the channel it forwards on (`NONE` = unreached or the destination).
     pub(super) out: Vec<u32>,
@@ -54,7 +54,7 @@ impl Work {
 /// (`w.out[s] → w.dep[s]`); true when every switch of the component is reached.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn route_one(
-    net: &Net,
+    net: &LiveGraph,
     layers: &mut Layers,
     l: usize,
     tree: Option<&Tree>,
@@ -183,7 +183,7 @@ pub(super) fn relax(t: &Topo, hop: u64, w: &mut Work, load: &[u64], v: usize, d:
 /// graph; then `a` is moved there (its old dependencies leave the graph) and `x` hangs off
 /// `a`. Returns `x`, or `None` when no move helps.
 pub(super) fn backtrack(
-    net: &Net,
+    net: &LiveGraph,
     layers: &mut Layers,
     l: usize,
     ds: usize,
@@ -308,7 +308,7 @@ pub(super) fn rebuild_order(t: &Topo, ds: usize, w: &mut Work) {
 /// Work list: a switch joining `E` re-examines itself and the switches handing over to it.
 /// Returns how many switches follow the tree.
 pub(super) fn escape(
-    net: &Net,
+    net: &LiveGraph,
     layers: &mut Layers,
     l: usize,
     tree: &Tree,

@@ -34,7 +34,7 @@ fn random_root_orders_root_their_trees_at_a_destination_switch_of_the_layer() {
         }
     }
     let t = Topo::new(&f, &mask);
-    let net = Net::new(&t);
+    let net = LiveGraph::new(&t);
     assert_eq!(net.members.len(), 2);
     // a layer holding the even switches of both components
     let switches: Vec<usize> = (0..t.n).filter(|s| s % 2 == 0).collect();
@@ -101,7 +101,7 @@ fn extra_hops_per_lid_matches_a_walk_of_the_tables() {
     let f = generated("torus 8x8 hcas=1");
     let mask = FaultMask::none(&f);
     let t = Topo::new(&f, &mask);
-    let net = Net::new(&t);
+    let net = LiveGraph::new(&t);
     let d = Dests::new(&t);
     let r = route(&t, 1, 0, 1).routing;
     let (n, stride) = (t.n, r.stride());
