@@ -1,0 +1,112 @@
+//! Helpers shared by the CLI test binaries.
+#![allow(dead_code)]
+
+pub mod ibsim;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs the fabroute binary with `args`.
+pub fn fr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fabroute"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A shipped example fabric (`examples/NAME`), as a path string.
+pub fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A fresh, empty directory for one test (named after the calling test file, the process
+/// and `name`: the suite is one process, so two files may use the same `name`).
+#[track_caller]
+pub fn tmp(name: &str) -> PathBuf {
+    let file = Path::new(std::panic::Location::caller().file());
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("test");
+    let d = std::env::temp_dir().join(format!("fabroute-{stem}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Well-formed XML (balanced tags, quoted attributes, known entities), and rendered by
+/// rsvg-convert when it is installed (`scripts/install-test-deps.sh`; CI has it).
+pub fn check_svg(p: &Path) {
+    let text = std::fs::read_to_string(p).unwrap();
+    assert!(text.starts_with("<?xml"), "{}", p.display());
+    let mut depth = 0i32;
+    let mut rest = text.split_once("?>").unwrap().1;
+    while let Some(i) = rest.find('<') {
+        let end = rest[i..].find('>').unwrap() + i;
+        let tag = &rest[i + 1..end];
+        if tag.starts_with('/') {
+            depth -= 1;
+        } else if !tag.ends_with('/') {
+            depth += 1;
+        }
+        assert!(depth >= 0, "{}: unbalanced at {tag}", p.display());
+        assert_eq!(tag.matches('"').count() % 2, 0, "{}: {tag}", p.display());
+        rest = &rest[end + 1..];
+    }
+    assert_eq!(depth, 0, "{}", p.display());
+    for (i, _) in text.match_indices('&') {
+        let ent = &text[i..i + text[i..].find(';').unwrap() + 1];
+        assert!(
+            ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&ent),
+            "{ent}"
+        );
+    }
+    if Command::new("rsvg-convert")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let png = p.with_extension("png");
+        let o = Command::new("rsvg-convert")
+            .arg(p)
+            .arg("-o")
+            .arg(&png)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            p.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let bytes = std::fs::read(&png).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 1000);
+    } else if std::env::var_os("FABROUTE_NO_EXTERNAL_TOOLS").is_some() {
+        eprintln!(
+            "SKIPPED (FABROUTE_NO_EXTERNAL_TOOLS) rendering {} with rsvg-convert",
+            p.display()
+        );
+    } else {
+        panic!("rsvg-convert is not installed: run scripts/install-test-deps.sh (or set FABROUTE_NO_EXTERNAL_TOOLS=1 to skip rendering)");
+    }
+}
+
+/// `fabroute check` on a table set written into `dir` (its subnet file, LFTs, SL2VL and path
+/// SLs), with `extra` arguments.
+pub fn check_set_with(dir: &Path, extra: &[&str]) -> Output {
+    let p = |n: &str| dir.join(n).display().to_string();
+    let (lst, lfts, sl2vl, psl) = (
+        p("opensm-subnet.lst"),
+        p("opensm-lfts.dump"),
+        p("opensm-sl2vl.dump"),
+        p("opensm-path-sl.psl"),
+    );
+    let mut args = vec!["check", &lst, "--lfts", &lfts, "--sl2vl", &sl2vl];
+    // (a set whose pairs all use SL 0 has no path-SL file)
+    if dir.join("opensm-path-sl.psl").exists() {
+        args.extend(["--psl", &psl]);
+    }
+    args.extend_from_slice(extra);
+    fr(&args)
+}

@@ -1,0 +1,104 @@
+//! Multicast on the fake fabric: the IPoIB broadcast group's tree is in the switches' MFTs
+//! after subnet up, and after a cable of the tree between two switches is pulled the
+//! mended tree is there, with only the changed blocks written; both deliver every packet
+//! to every member once from every sender (`routing::mcast::check_mcast`).
+
+use crate::common;
+use common::fabric;
+use fabric::{Fabric, LinkId};
+use routing::engines::{by_name, RouteOptions};
+use routing::fault::RftrConfig;
+use routing::mcast::{check_mcast, ipoib_group, Mfts};
+use sm::fake::FakeFabric;
+use sm::{discover, Event, Live, Pipe, PipeConfig, RepairMode, SmConfig};
+use std::time::Duration;
+
+/// The switches' MFT rows for every MLID of `model` equal the model's masks.
+fn assert_held(fake: &FakeFabric, d: &Fabric, model: &Mfts, what: &str) {
+    let phys = fake.fabric();
+    for g in &model.groups {
+        for (s, &n) in d.switches.iter().enumerate() {
+            let pn = phys.node_by_guid(d.node(n).guid).unwrap();
+            let want: Vec<u8> = g.mask(s as u32).ports().collect();
+            assert_eq!(
+                fake.mft_ports(pn, g.mlid),
+                want,
+                "{what}: switch {}",
+                d.node(n).name
+            );
+        }
+    }
+}
+
+#[test]
+fn the_broadcast_tree_is_programmed_and_mended() {
+    let phys = fabric("torus 4x4 hcas=2");
+    let mut pipe = Pipe::new(
+        FakeFabric::new(&phys, phys.end_ports[0]),
+        PipeConfig::default(),
+    );
+    let d = discover(&mut pipe, 0).unwrap();
+    let f = &d.fabric;
+    let e = by_name("updn").unwrap();
+    let groups = vec![ipoib_group(f)];
+    let cfg = SmConfig {
+        repair: RepairMode::Rftr,
+        rftr: RftrConfig {
+            vls: 2,
+            ..RftrConfig::default()
+        },
+        opts: RouteOptions::default(),
+        sweep_interval: None,
+        priority: 0,
+        mcast: groups.clone(),
+    };
+    let (mut live, up) = Live::bring_up(&d, pipe, e.as_ref(), cfg).unwrap();
+    let Event::SubnetUp { mft_blocks, .. } = up else {
+        panic!("{up:?}")
+    };
+    let model = live.mfts();
+    assert_eq!(mft_blocks as usize, model.blocks(f.num_switches()));
+    assert_eq!(live.pipe.transport().stats.mft_sets, mft_blocks);
+    assert_held(live.pipe.transport(), f, &model, "subnet up");
+    let c = check_mcast(f, None, &model, Some(&groups), Some(live.tables()));
+    assert!(c.ok(), "subnet up: {c:?}");
+
+    // A cable between two switches that the tree uses.
+    let g = &model.groups[0];
+    let pl = (0..phys.links.len() as u32)
+        .map(LinkId)
+        .find(|&l| {
+            let k = phys.link(l);
+            let (a, b) = (phys.port(k.a), phys.port(k.b));
+            let on_tree = |p: &fabric::Port| {
+                let n = f.node_by_guid(phys.node(p.node).guid).unwrap();
+                g.mask(f.switch_index[n.idx()] as u32).has(p.num)
+            };
+            phys.is_switch(a.node) && phys.is_switch(b.node) && on_tree(a) && on_tree(b)
+        })
+        .expect("a tree cable between switches");
+    let sets0 = live.pipe.transport().stats.mft_sets;
+    live.pipe.transport_mut().unlink(pl);
+    let mut rep = None;
+    for _ in 0..6 {
+        for ev in live.step(Duration::from_millis(5)).unwrap() {
+            if let Event::Repaired { mft_blocks, .. } = ev {
+                rep = Some(mft_blocks);
+            }
+        }
+    }
+    let blocks = rep.expect("a repair");
+    assert!(blocks > 0, "the cut tree was mended");
+    assert_eq!(live.pipe.transport().stats.mft_sets - sets0, blocks);
+    let mended = live.mfts();
+    assert_ne!(mended, model);
+    assert_held(live.pipe.transport(), f, &mended, "after the cut");
+    let c = check_mcast(
+        f,
+        Some(live.mask()),
+        &mended,
+        Some(&groups),
+        Some(live.tables()),
+    );
+    assert!(c.ok(), "after the cut: {c:?}");
+}
