@@ -17,6 +17,7 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+mod args;
 mod cmd;
 mod mcast;
 mod names;

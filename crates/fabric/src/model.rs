@@ -1,4 +1,4 @@
-//! The immutable fabric model: nodes, ports, links (each a pair of directed channels) and LIDs.
+//! The fabric model: nodes, ports, links (each a pair of directed channels) and LIDs.
 //!
 //! Everything is addressed by dense `u32` ids into flat arrays:
 //! - `NodeId` indexes [`Fabric::nodes`];
@@ -8,8 +8,9 @@
 //!   `ChannelId(2l)` (from `links[l].a` to `links[l].b`) and `ChannelId(2l + 1)` (back).
 //!   So `c ^ 1` is the reverse channel of `c`.
 //!
-//! A `Fabric` is built once by [`crate::FabricBuilder`] and never mutated; a fault scenario is a
-//! [`crate::FaultMask`] over it.
+//! Library code builds a `Fabric` once through [`crate::FabricBuilder`] and never changes one in
+//! place (`with_lmc` and `with_end_lmc` return copies; the fields are public for readers); a
+//! fault scenario is a [`crate::FaultMask`] over it.
 
 use serde::{Deserialize, Serialize};
 

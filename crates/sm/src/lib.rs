@@ -7,7 +7,7 @@
 //! 2. [`Live::bring_up`]: route it with any engine (through an RFTR [`Session`] when the
 //!    repair is RFTR), program port LIDs and the SM LID, LFT blocks, SL2VL tables, ports
 //!    ARMED then ACTIVE, and LinearFDBTop.
-//! 3. `Live::serve`: wait for trap 128 (and read SwitchInfo.PortStateChange of every
+//! 3. [`Live::step`]: wait for trap 128 (and read SwitchInfo.PortStateChange of every
 //!    switch on a light sweep, since a trap is lost when its route to the SM crosses the dead
 //!    link); re-read only the reporting switch's ports; apply the failed links; repair with
 //!    RFTR (or a full reconfiguration); push only the LFT blocks and SL2VL rows that differ
@@ -43,6 +43,10 @@ pub use pipe::{Incoming, Pipe, PipeConfig, PipeStats, Req, ReqError};
 pub use repair::fault_name;
 pub use sa::{Sa, SaStats};
 pub use standby::{find_sms, master_to_follow, MasterLost, OtherSm, Standby};
+
+// The wire's block sizes (mad) are the table model's (routing): the SM moves blocks between
+// the two unchanged.
+const _: () = assert!(mad::attr::MFT_MLIDS == routing::tables::update::MFT_BLOCK);
 
 use routing::fault::Session;
 

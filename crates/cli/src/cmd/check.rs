@@ -1,6 +1,7 @@
 //! `fabroute check` (path walk + credit-loop check of given tables) and `fabroute stats`
 //! (route metrics of given tables).
 
+use crate::args::Tables;
 use crate::util::{input_name, is_stdin, load_fabric_bytes, read_input, spinner, write_atomic};
 use anyhow::{Context, Result};
 use fabric::{BuildOptions, Fabric};
@@ -9,37 +10,6 @@ use routing::opensm::{read_fdbs, read_lfts, read_psl, read_sl2vl};
 use routing::Routing;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// Where the tables come from.
-#[derive(clap::Args, Debug, Clone)]
-pub struct Tables {
-    /// Fabric (use OpenSM's opensm-subnet.lst to check OpenSM's tables: it carries its LIDs),
-    /// or a table set's directory (`route -o`, `fault -o`, `sm -o`, OpenSM's dump directory):
-    /// its opensm-subnet.lst, opensm-lfts.dump, opensm-sl2vl.dump and opensm-path-sl.psl.
-    pub fabric: PathBuf,
-    /// LFTs: opensm-lfts.dump / -U file / ibroute output, or opensm.fdbs. Default: the set
-    /// directory's opensm-lfts.dump.
-    #[arg(long)]
-    pub lfts: Option<PathBuf>,
-    /// SL2VL tables (opensm-sl2vl.dump). Default: the set's, when the LFTs belong to one
-    /// (a directory given as FABRIC, or a summary.json beside the LFTs that lists it), else
-    /// identity.
-    #[arg(long)]
-    pub sl2vl: Option<PathBuf>,
-    /// Path SLs in ibdmchk's PSL format. Default: the set's (as for --sl2vl), else SL 0
-    /// everywhere.
-    #[arg(long)]
-    pub psl: Option<PathBuf>,
-    /// LMC of the end ports (opensm-subnet.lst lists base LIDs only). Default: the LMC that
-    /// the summary.json beside the LFT file records, else 0.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
-    pub lmc: Option<u8>,
-    /// Refuse table files that leave part of the fabric out: a path-SL file without some
-    /// (source, DLID) pairs, an SL2VL dump without some switches' or ports' tables (by
-    /// default a warning says how many, and they are taken as SL 0 / identity).
-    #[arg(long)]
-    pub strict: bool,
-}
 
 /// What a `summary.json` beside the tables says about the set they belong to.
 #[derive(Debug, Default)]

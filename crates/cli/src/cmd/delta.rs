@@ -3,6 +3,7 @@
 
 use fabric::Fabric;
 use routing::fault::Rftr;
+use routing::tables::update::lft_block;
 use serde_json::json;
 
 pub(crate) fn delta_listing(f: &Fabric, r: &Rftr<'_>) -> serde_json::Value {
@@ -15,7 +16,7 @@ pub(crate) fn delta_listing(f: &Fabric, r: &Rftr<'_>) -> serde_json::Value {
         if old != new {
             lft.entry(s)
                 .or_default()
-                .push(json!({"lid": lid, "block": lid / 64, "old": old, "new": new}));
+                .push(json!({"lid": lid, "block": lft_block(lid), "old": old, "new": new}));
         }
     }
     let lft: Vec<_> = lft
@@ -57,15 +58,15 @@ pub(crate) fn delta_text(f: &Fabric, r: &Rftr<'_>) -> String {
             continue;
         }
         let n = f.switches[s as usize];
-        if (s, lid / 64) != last {
+        if (s, lft_block(lid)) != last {
             let _ = writeln!(
                 out,
                 "switch {} guid {:#018x} block {}",
                 f.node(n).name,
                 f.node(n).guid,
-                lid / 64
+                lft_block(lid)
             );
-            last = (s, lid / 64);
+            last = (s, lft_block(lid));
         }
         let show = |p: u8| {
             if p == fabric::NO_PORT {

@@ -1,10 +1,10 @@
 //! `fabroute route FABRIC --engine NAME[,NAME...] [options] -o DIR`: route, verify, measure,
 //! and write OpenSM's file set plus `summary.json`.
 
+use crate::args::{torus_config, BudgetArgs};
 use crate::cmd::check::print_report;
 use crate::util::{
-    load_fabric_for_lmc, read_guid_file, spinner, torus_config, write_tables, BudgetArgs, GuidList,
-    OutputDir,
+    load_fabric_for_lmc, read_guid_file, spinner, write_tables, GuidList, OutputDir,
 };
 use anyhow::Result;
 use routing::engines::{engine_names, route_chain, RouteOptions};
@@ -76,14 +76,33 @@ fn engine_help() -> String {
     )
 }
 
+/// What `route` runs, every input read and checked: the engine chain, the fabric with its
+/// LIDs, the options, the multicast groups and the prepared output directory.
+struct Plan {
+    a: Args,
+    names: Vec<String>,
+    out: OutputDir,
+    f: fabric::Fabric,
+    groups: Option<Vec<routing::mcast::Group>>,
+    opts: RouteOptions,
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
+    execute(plan(a)?)
+}
+
+/// Checks the arguments (usage errors before any file is read), then reads and checks every
+/// input: nothing is routed before all of it holds.
+fn plan(a: Args) -> Result<Plan> {
     // Every engine name of the chain first: a typo is a usage error, not a skipped engine.
-    let names: Vec<&str> = a
+    let names: Vec<String> = a
         .engine
         .split([',', ' '])
         .filter(|s| !s.is_empty())
+        .map(String::from)
         .collect();
-    crate::names::check_chain(&names)?;
+    crate::names::check_chain(&names.iter().map(String::as_str).collect::<Vec<_>>())?;
+    let budget_opts = a.budget.route_options()?;
     // The output directory next: a bad -o is found before any work.
     let out = OutputDir::prepare(&a.output)?;
     // with --lmc every LID is assigned afresh, so the file's own (absent, clashing) do not count
@@ -107,7 +126,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut opts = RouteOptions {
         port_shifting: a.port_shifting,
         scatter_ports: a.scatter_ports,
-        ..a.budget.route_options()?
+        ..budget_opts
     };
     if let Some(p) = &a.roots {
         opts.root_guids = read_guid_file(p, &f, GuidList::Roots)?;
@@ -123,6 +142,27 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(p) = &a.guid_routing_order {
         opts.guid_routing_order = read_guid_file(p, &f, GuidList::AnyNode)?;
     }
+    Ok(Plan {
+        a,
+        names,
+        out,
+        f,
+        groups,
+        opts,
+    })
+}
+
+/// Routes, checks and measures, writes the set and says how it went.
+fn execute(p: Plan) -> Result<ExitCode> {
+    let Plan {
+        a,
+        names,
+        out,
+        f,
+        groups,
+        opts,
+    } = p;
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mask = fabric::FaultMask::none(&f);
     let sp = spinner(&format!("routing with {}", a.engine));
     let t0 = Instant::now();

@@ -44,7 +44,7 @@ pub struct Args {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u8).range(1..=16))]
     pub sls: u8,
     #[command(flatten)]
-    pub rftr: crate::cmd::fault::RepairArgs,
+    pub rftr: crate::args::RepairArgs,
     /// How a failure is repaired.
     #[arg(long, value_enum, default_value_t = RepairKind::Rftr)]
     pub repair: RepairKind,

@@ -2,7 +2,8 @@
 //! and per link class, the busiest links, effective bisection bandwidth — as text, CSV and
 //! SVG pictures.
 
-use crate::cmd::check::{load_tables, tables_name, Tables};
+use crate::args::Tables;
+use crate::cmd::check::{load_tables, tables_name};
 use crate::util::{spinner, write_atomic, OutputDir};
 use anyhow::{Context, Result};
 use fabric::Fabric;

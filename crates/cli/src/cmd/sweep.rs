@@ -1,6 +1,7 @@
 //! `fabroute sweep` (fault scenarios, sharded) and `fabroute merge` (join shard outputs).
 
-use crate::cmd::fault::{load_base, session_error, RepairArgs};
+use crate::args::RepairArgs;
+use crate::cmd::fault::{load_base, session_error};
 use crate::util::{progress_bar, write_atomic};
 use anyhow::{bail, Context, Result};
 use routing::fault::sweep::{

@@ -14,7 +14,8 @@
 //! port 0 and LID. Every reading of the text is tried; more than one port, or none, is an
 //! error listing the candidates.
 
-use crate::cmd::check::{load_tables, Tables};
+use crate::args::Tables;
+use crate::cmd::check::load_tables;
 use anyhow::{bail, Result};
 use fabric::{Fabric, Lid, NodeId, NodeKind, PortId};
 use routing::forward::{Control, Failure, Forward, Hop, Plane, WalkEnd, NONE};

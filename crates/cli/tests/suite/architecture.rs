@@ -235,6 +235,8 @@ fn table_blocks_are_one_files_job() {
             "/ MFT_BLOCK",
             "/ MFT_MLIDS",
             "* MFT_MLIDS",
+            "lid / 64",
+            "lid % 64",
         ],
     );
     assert!(

@@ -1,8 +1,8 @@
 //! `fabroute sim`'s arguments, their parsers (times, loads, sizes, repair schemes) and the
 //! simulator configuration they give.
 
-use crate::cmd::fault::RepairArgs;
-use crate::util::BudgetArgs;
+use crate::args::BudgetArgs;
+use crate::args::RepairArgs;
 use anyhow::{Context, Result};
 use fabric::Fabric;
 use sim::{Arrival, Config, LinkRate, Pattern, Scheme, SizeDist, Unroutable};

@@ -3,7 +3,8 @@
 //! scheme.
 
 use super::args::Args;
-use crate::cmd::check::{load_tables, Tables};
+use crate::args::Tables;
+use crate::cmd::check::load_tables;
 use crate::cmd::fault::session_error;
 use crate::out;
 use crate::util::{load_fabric_for_lmc, read_guid_file, GuidList};
@@ -161,7 +162,7 @@ pub(super) fn route_opts(a: &Args, f: &fabric::Fabric) -> Result<RouteOptions> {
     if let Some(p) = &a.roots {
         opts.root_guids = read_guid_file(p, f, GuidList::Roots)?;
     }
-    opts.engine.torus.config = crate::util::torus_config(
+    opts.engine.torus.config = crate::args::torus_config(
         &a.fabric,
         a.budget.torus_config.as_deref(),
         a.engine.as_deref().unwrap_or(""),
