@@ -160,6 +160,9 @@ pub mod cap {
     pub const IS_SM: u32 = 0x0000_0002;
     /// IsClientReregistrationSupported: the port acts on PortInfo.ClientReregister.
     pub const IS_CLIENT_REREG: u32 = 0x0200_0000;
+    /// IsMulticastFDBTopSupported (a switch's port 0): the switch honours
+    /// SwitchInfo.MulticastFDBTop and ignores MFT entries above it.
+    pub const HAS_MCAST_FDB_TOP: u32 = 0x4000_0000;
 }
 
 impl PortInfo {
@@ -230,6 +233,7 @@ impl SwitchInfo {
     field!(life_time, set_life_time, 88, 5, u8);
     field!(port_state_change, set_port_state_change, 93, 1, u8);
     field!(enhanced_port0, set_enhanced_port0, 132, 1, u8);
+    field!(mcast_fdb_top, set_mcast_fdb_top, 144, 16, u16);
 }
 
 /// SLtoVLMappingTable (attribute 0x17): the VL of each of the 16 SLs, two per byte, SL 0 in

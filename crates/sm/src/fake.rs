@@ -1,7 +1,8 @@
 //! An in-process fabric that answers SMPs the way ibsim does, built from a fabroute
 //! [`Fabric`]: directed routes over physically up links, NodeInfo / NodeDescription /
 //! PortInfo (with ibsim's port state machine: INIT → ARMED → ACTIVE one step at a time,
-//! the peer within one step) / SwitchInfo (LinearFDBTop, PortStateChange) /
+//! the peer within one step) / SwitchInfo (LinearFDBTop, PortStateChange, and
+//! MulticastFDBTop when [`FakeFabric::honour_mcast_top`] asks) /
 //! LinearForwardingTable / SLtoVLMappingTable, and trap 128 on [`FakeFabric::unlink`],
 //! LID-routed to the SM through the programmed tables, and lost when that route is broken,
 //! as in ibsim. Another SM ([`FakeSm`]) can stand on a second port and answer SMInfo. Its clock is virtual: each answered SMP takes `smp_time`, a `recv` that
@@ -234,9 +235,39 @@ impl FakeFabric {
         r
     }
 
-    /// The ports switch `sw` forwards multicast LID `mlid` to (its MFT row, as port numbers).
+    /// Makes every switch honour SwitchInfo.MulticastFDBTop, as many switches do and ibsim's
+    /// do not: port 0 advertises it, the top starts at 0xBFFF (no MLID forwarded) and MFT
+    /// entries above the top forward nowhere, so multicast works only once the SM sets it.
+    pub fn honour_mcast_top(&mut self) {
+        for &n in &self.f.switches {
+            let p0 = self.f.port_id(n, 0);
+            let pi = &mut self.port[p0.idx()];
+            pi.set_cap_mask(pi.cap_mask() | cap::HAS_MCAST_FDB_TOP);
+            if let Some(s) = self.sw[n.idx()].as_mut() {
+                s.info.set_mcast_fdb_top(routing::mcast::MLID_FIRST - 1);
+            }
+        }
+    }
+
+    /// Whether switch `n` honours MulticastFDBTop ([`FakeFabric::honour_mcast_top`]).
+    fn honours_top(&self, n: NodeId) -> bool {
+        self.port[self.f.port_id(n, 0).idx()].cap_mask() & cap::HAS_MCAST_FDB_TOP != 0
+    }
+
+    /// A switch's MulticastFDBTop.
+    pub fn mcast_top(&self, sw: NodeId) -> u16 {
+        self.sw[sw.idx()]
+            .as_ref()
+            .map_or(0, |s| s.info.mcast_fdb_top())
+    }
+
+    /// The ports switch `sw` forwards multicast LID `mlid` to (its MFT row, as port numbers;
+    /// none above its MulticastFDBTop when it honours one).
     pub fn mft_ports(&self, sw: NodeId, mlid: u16) -> Vec<u8> {
         if mlid < routing::mcast::MLID_FIRST {
+            return Vec::new();
+        }
+        if self.honours_top(sw) && mlid > self.mcast_top(sw) {
             return Vec::new();
         }
         let block = mft_block(mlid);
@@ -526,11 +557,16 @@ impl FakeFabric {
                 (0, self.port[p.idx()].0)
             }
             attr_id::SWITCH_INFO => {
+                let top =
+                    self.port[self.f.port_id(n, 0).idx()].cap_mask() & cap::HAS_MCAST_FDB_TOP != 0;
                 let Some(sw) = self.sw[n.idx()].as_mut() else {
                     return (status::ATTR_UNSUPPORTED, s.data);
                 };
                 if set {
                     let req = SwitchInfo(s.data);
+                    if top {
+                        sw.info.set_mcast_fdb_top(req.mcast_fdb_top());
+                    }
                     if req.port_state_change() == 1 {
                         sw.info.set_port_state_change(0);
                     }

@@ -17,7 +17,7 @@ use crate::pipe::Req;
 use crate::sa_mcast::{McAnswer, McGroups, McastChange, Plan};
 use crate::SmError;
 use fabric::{Fabric, FaultMask, PortId};
-use mad::attr::{self, PortInfo, MFT_MLIDS};
+use mad::attr::{self, PortInfo, SwitchInfo, MFT_MLIDS};
 use mad::sa::{method, sa_status, SaRequest};
 use mad::{attr_id, Route, Transport};
 use routing::engines::{Engine, RouteOptions};
@@ -298,14 +298,61 @@ impl<T: Transport> Live<'_, T> {
             ));
         }
         let got = self.pipe.run(&reqs)?;
-        let failed = got.iter().filter(|g| g.is_err()).count() as u64;
+        let mut failed = got.iter().filter(|g| g.is_err()).count() as u64;
         if let Some(mc) = self.mcast.as_mut() {
             mc.held = mc.routing.mfts.clone();
         }
+        failed += self.set_mft_tops(&by_switch)?;
         Ok(MftPush {
             blocks: reqs.len() as u64,
             failed,
         })
+    }
+
+    /// SwitchInfo.MulticastFDBTop on every switch that honours it (its port 0 says so):
+    /// the last MLID of the highest MFT block the switch has a port in, or 0xBFFF (below
+    /// the multicast range: nothing forwarded) when it is in no tree, as OpenSM's
+    /// `use_mfttop` does. Sent only where it differs from what the switch holds; after the
+    /// blocks, so that no switch drops a group whose entries are on their way. Returns the
+    /// Sets that failed.
+    fn set_mft_tops(&mut self, by_switch: &[Vec<(u16, PortMask)>]) -> Result<u64, SmError> {
+        let f = self.f;
+        let mut reqs = Vec::new();
+        let mut who = Vec::new();
+        for (sw, held) in by_switch.iter().enumerate() {
+            let n = f.switches[sw];
+            let p0 = f.port_id(n, 0);
+            if self.port_info[p0.idx()].cap_mask() & attr::cap::HAS_MCAST_FDB_TOP == 0 {
+                continue;
+            }
+            let Some(r) = self.routes[n.idx()].clone() else {
+                continue;
+            };
+            let top = held
+                .iter()
+                .filter(|(_, m)| !m.is_empty())
+                .map(|&(mlid, _)| mft_block_mlids(mft_block(mlid) as usize).end - 1)
+                .max()
+                .map_or(routing::mcast::MLID_FIRST - 1, |t| t as u16);
+            let mut si = self.switch_info[n.idx()];
+            if si.mcast_fdb_top() == top {
+                continue;
+            }
+            si.set_mcast_fdb_top(top);
+            // write-1-to-clear: a change the light sweep has yet to see stays pending
+            si.set_port_state_change(0);
+            reqs.push(Req::set(Route::Direct(r), attr_id::SWITCH_INFO, 0, si.0));
+            who.push(n);
+        }
+        let got = self.pipe.run(&reqs)?;
+        let mut failed = 0;
+        for (n, g) in who.into_iter().zip(got) {
+            match g {
+                Ok(s) => self.switch_info[n.idx()] = SwitchInfo(s.data),
+                Err(_) => failed += 1,
+            }
+        }
+        Ok(failed)
     }
 
     /// Reads back the MFT blocks the groups' MLIDs live in from every switch (a take-over),

@@ -102,3 +102,96 @@ fn the_broadcast_tree_is_programmed_and_mended() {
     );
     assert!(c.ok(), "after the cut: {c:?}");
 }
+
+/// Every switch's MulticastFDBTop: the last MLID of the highest block it has a port in, or
+/// 0xBFFF when it is in no tree (computed here from the model, not from the SM's code).
+fn assert_tops(fake: &FakeFabric, d: &Fabric, model: &Mfts, what: &str) {
+    let phys = fake.fabric();
+    for (s, &n) in d.switches.iter().enumerate() {
+        let want = model
+            .groups
+            .iter()
+            .filter(|g| !g.mask(s as u32).is_empty())
+            .map(|g| 0xC000 + (g.mlid - 0xC000) / 32 * 32 + 31)
+            .max()
+            .unwrap_or(0xBFFF);
+        let pn = phys.node_by_guid(d.node(n).guid).unwrap();
+        assert_eq!(
+            fake.mcast_top(pn),
+            want,
+            "{what}: switch {}",
+            d.node(n).name
+        );
+    }
+}
+
+/// On switches that honour MulticastFDBTop (entries above it forward nowhere, and it starts
+/// below the multicast range) the SM sets it after the blocks: every group is delivered at
+/// subnet up and after a cut, and each switch's top follows the trees it is in.
+#[test]
+fn switches_that_honour_the_mft_top_get_it() {
+    let phys = fabric("torus 4x4 hcas=2");
+    let mut fake = FakeFabric::new(&phys, phys.end_ports[0]);
+    fake.honour_mcast_top();
+    let mut pipe = Pipe::new(fake, PipeConfig::default());
+    let d = discover(&mut pipe, 0).unwrap();
+    let f = &d.fabric;
+    let e = by_name("updn").unwrap();
+    // The broadcast group in block 0 and a group of four hosts in block 2.
+    let all = ipoib_group(f);
+    let mut few = all.clone();
+    few.mlid = 0xC041;
+    few.mgid = None;
+    few.members.truncate(4);
+    let groups = vec![all, few];
+    let cfg = SmConfig {
+        repair: RepairMode::Rftr,
+        rftr: RftrConfig {
+            vls: 2,
+            ..RftrConfig::default()
+        },
+        opts: RouteOptions::default(),
+        sweep_interval: None,
+        priority: 0,
+        mcast: groups.clone(),
+    };
+    let (mut live, _) = Live::bring_up(&d, pipe, e.as_ref(), cfg).unwrap();
+    let model = live.mfts();
+    assert!(
+        model.groups[1].switches.len() < f.num_switches(),
+        "some switches are in the broadcast tree only"
+    );
+    assert_held(live.pipe.transport(), f, &model, "subnet up");
+    assert_tops(live.pipe.transport(), f, &model, "subnet up");
+
+    // Cut a cable of the small group's tree between two switches; the mended trees are
+    // held and delivered, and the tops follow them.
+    let g = &model.groups[1];
+    let pl = (0..phys.links.len() as u32)
+        .map(LinkId)
+        .find(|&l| {
+            let k = phys.link(l);
+            let (a, b) = (phys.port(k.a), phys.port(k.b));
+            let on_tree = |p: &fabric::Port| {
+                let n = f.node_by_guid(phys.node(p.node).guid).unwrap();
+                g.mask(f.switch_index[n.idx()] as u32).has(p.num)
+            };
+            phys.is_switch(a.node) && phys.is_switch(b.node) && on_tree(a) && on_tree(b)
+        })
+        .expect("a tree cable between switches");
+    live.pipe.transport_mut().unlink(pl);
+    for _ in 0..6 {
+        live.step(Duration::from_millis(5)).unwrap();
+    }
+    let mended = live.mfts();
+    assert_held(live.pipe.transport(), f, &mended, "after the cut");
+    assert_tops(live.pipe.transport(), f, &mended, "after the cut");
+    let c = check_mcast(
+        f,
+        Some(live.mask()),
+        &mended,
+        Some(&groups),
+        Some(live.tables()),
+    );
+    assert!(c.ok(), "after the cut: {c:?}");
+}
