@@ -280,6 +280,11 @@ pub struct Rftr<'f> {
     // scratch
     stamp: Vec<u32>,
     stamp_gen: u32,
+    /// A candidate's hops and per-hop VLs while it is tried, and the (switch, output port)
+    /// entries it needs: reused from pair to pair (a repair allocates nothing per pair).
+    cand_hops: Vec<ChannelId>,
+    cand_vls: Vec<u8>,
+    cand_req: Vec<(u32, u8)>,
     /// Per switch: `group` when a new path of this repair uses its base-LID entry toward the
     /// destination being repaired (`claimed`), or when that entry was rewritten
     /// (`rewritten`).

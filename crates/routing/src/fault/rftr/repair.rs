@@ -44,10 +44,24 @@ impl<'f> Rftr<'f> {
     }
 
     pub(super) fn repair(&mut self, slot: u32, e: u32) -> Option<u8> {
+        let mut hops = std::mem::take(&mut self.cand_hops);
+        let mut vls = std::mem::take(&mut self.cand_vls);
+        let r = self.repair_with(slot, e, &mut hops, &mut vls);
+        self.cand_hops = hops;
+        self.cand_vls = vls;
+        r
+    }
+
+    /// [`Rftr::repair`] with the candidate buffers in hand.
+    fn repair_with(
+        &mut self,
+        slot: u32,
+        e: u32,
+        hops: &mut Vec<ChannelId>,
+        vls: &mut Vec<u8>,
+    ) -> Option<u8> {
         self.lid_short = false;
         let s = self.slot_switch[slot as usize];
-        let mut hops: Vec<ChannelId> = Vec::new();
-        let mut vls: Vec<u8> = Vec::new();
         // A pair whose base-LID walk is live again (through entries an earlier repair of
         // this destination rewrote), legal, and as short as the live fabric or the turn rule
         // allows keeps it: no transition-free candidate is shorter, and the walk is itself
@@ -61,9 +75,7 @@ impl<'f> Rftr<'f> {
                     || self.live_distances(t)[s as usize] == h
                 {
                     let keep = Cand::base_walk(s, h);
-                    if let Some(tr) =
-                        self.try_candidate(slot, s, e, &keep, false, &mut hops, &mut vls)
-                    {
+                    if let Some(tr) = self.try_candidate(slot, s, e, &keep, false, hops, vls) {
                         return Some(tr);
                     }
                 }
@@ -85,7 +97,7 @@ impl<'f> Rftr<'f> {
         if let (true, true, Some(d0)) = (self.cfg.reuse_dead_base, self.cfg.deviate_late, d0) {
             if !matches!(own0, Some((h, 0, _)) if h == d0) {
                 tried_late = Some(d0);
-                if let Some(tr) = self.late_deviation(slot, s, e, d0, &mut hops, &mut vls) {
+                if let Some(tr) = self.late_deviation(slot, s, e, d0, hops, vls) {
                     return Some(tr);
                 }
             }
@@ -107,24 +119,24 @@ impl<'f> Rftr<'f> {
             && !own_walk
             && tried_late != Some(best.hops)
         {
-            if let Some(tr) = self.late_deviation(slot, s, e, best.hops, &mut hops, &mut vls) {
+            if let Some(tr) = self.late_deviation(slot, s, e, best.hops, hops, vls) {
                 return Some(tr);
             }
         }
         if self.cfg.reuse_dead_base && self.cfg.prefer_base_lid && best.trans == 0 {
             if let Some(b) = self.base_lid_tie(s, e, &best) {
-                if let Some(tr) = self.try_candidate(slot, s, e, &b, false, &mut hops, &mut vls) {
+                if let Some(tr) = self.try_candidate(slot, s, e, &b, false, hops, vls) {
                     return Some(tr);
                 }
             }
         }
-        if let Some(tr) = self.try_candidate(slot, s, e, &best, false, &mut hops, &mut vls) {
+        if let Some(tr) = self.try_candidate(slot, s, e, &best, false, hops, vls) {
             return Some(tr);
         }
         // Otherwise every candidate in order.
         let mut cands = self.candidates(s, e);
         if self.lmc == 0 && self.fresh.is_none() {
-            return self.fallback_base_lid_only(slot, s, e, &mut cands, &mut hops, &mut vls);
+            return self.fallback_base_lid_only(slot, s, e, &mut cands, hops, vls);
         }
         Self::sort_candidates(&mut cands);
         // Pass 0: an SL already in use; pass 1: open a new SL.
@@ -133,9 +145,7 @@ impl<'f> Rftr<'f> {
                 if self.doomed(s, e, cand, pass == 1) {
                     continue;
                 }
-                if let Some(tr) =
-                    self.try_candidate(slot, s, e, cand, pass == 1, &mut hops, &mut vls)
-                {
+                if let Some(tr) = self.try_candidate(slot, s, e, cand, pass == 1, hops, vls) {
                     return Some(tr);
                 }
             }
@@ -206,8 +216,28 @@ impl<'f> Rftr<'f> {
             return None;
         }
         let trans = vls.last().copied().unwrap_or(0);
-        let req = self.required_ports(s, e, hops);
-        let Some(off) = self.free_offset(e, &req, trans) else {
+        let mut req = std::mem::take(&mut self.cand_req);
+        self.required_ports(s, e, hops, &mut req);
+        let r = self.place(slot, s, e, trans, new_sl, hops, vls, &req);
+        self.cand_req = req;
+        r
+    }
+
+    /// Finds a LID offset and an SL for a materialised candidate that needs entries `req`,
+    /// and commits it.
+    #[allow(clippy::too_many_arguments)]
+    fn place(
+        &mut self,
+        slot: u32,
+        s: u32,
+        e: u32,
+        trans: u8,
+        new_sl: bool,
+        hops: &mut Vec<ChannelId>,
+        vls: &mut Vec<u8>,
+        req: &[(u32, u8)],
+    ) -> Option<u8> {
+        let Some(off) = self.free_offset(e, req, trans) else {
             self.lid_short = true;
             return None;
         };
@@ -234,7 +264,7 @@ impl<'f> Rftr<'f> {
             (self.pick_sl(&cons, new_sl)?, cons)
         };
         let (h, v) = (std::mem::take(hops), std::mem::take(vls));
-        self.commit(slot, s, e, off, sl, &h, &v, &req, &cons);
+        self.commit(slot, s, e, off, sl, &h, &v, req, &cons);
         *hops = h;
         *vls = v;
         Some(trans)
@@ -282,17 +312,22 @@ impl<'f> Rftr<'f> {
         vl < self.cfg.vls
     }
 
-    /// The switches of a path with the output port each needs for the destination.
-    pub(super) fn required_ports(&self, s: u32, e: u32, hops: &[ChannelId]) -> Vec<(u32, u8)> {
+    /// The switches of a path with the output port each needs for the destination, into `v`.
+    pub(super) fn required_ports(
+        &self,
+        s: u32,
+        e: u32,
+        hops: &[ChannelId],
+        v: &mut Vec<(u32, u8)>,
+    ) {
         let f = self.f;
-        let mut v = Vec::with_capacity(hops.len() + 1);
+        v.clear();
         let mut cur = s;
         for &c in hops {
             v.push((cur, f.port(f.channel_src(c)).num));
             cur = self.ch_dst_sw[c.idx()];
         }
         v.push((cur, self.end_swport[e as usize]));
-        v
     }
 
     /// The LID offset for a new path: the base LID (0) when `reuse_dead_base` allows it (no
