@@ -4,6 +4,8 @@ use crate::args::RepairArgs;
 use crate::cmd::fault::{load_base, session_error};
 use crate::util::{progress_bar, write_atomic};
 use anyhow::{bail, Context, Result};
+use fabric::Fabric;
+use routing::engines::RouteOptions;
 use routing::fault::sweep::{
     self, ScenarioResult, Scenarios, SweepContext, SweepSpec, SweepSummary,
 };
@@ -94,7 +96,30 @@ fn parse_shard(s: &str) -> Result<(u64, u64)> {
     Ok((i, n))
 }
 
+/// What `sweep` runs, every argument and input checked: the fabric and base engine, RFTR's
+/// settings, the scenario space and the output file, opened.
+struct Plan {
+    a: Args,
+    f: Fabric,
+    engine: Box<dyn routing::engines::Engine>,
+    opts: RouteOptions,
+    cfg: RftrConfig,
+    vls: u8,
+    spec: SweepSpec,
+    shard: (u64, u64),
+    combos: u64,
+    tmp: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
+    execute(plan(a)?)
+}
+
+/// Checks the arguments, reads the fabric and the engine's inputs, and checks what depends
+/// on them (the fault count against the fabric's links) and that the output can be
+/// written: nothing is routed before all of it holds.
+fn plan(a: Args) -> Result<Plan> {
     let shard = parse_shard(&a.shard)?;
     let scenarios = match (a.exhaustive, a.samples) {
         (true, _) => Scenarios::Exhaustive,
@@ -114,7 +139,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let max_sls = RftrConfig::default().max_sls;
     let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts, max_sls)?;
     let cfg = a.repair.config(vls, max_sls);
-    let session = Session::start(&f, engine.as_ref(), &opts, cfg).map_err(session_error)?;
     let spec = SweepSpec {
         faults: a.faults,
         scenarios,
@@ -146,6 +170,42 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         _ => spec,
     };
+    let tmp = a.output.with_extension("jsonl.partial");
+    let out = std::io::BufWriter::new(
+        std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?,
+    );
+    Ok(Plan {
+        a,
+        f,
+        engine,
+        opts,
+        cfg,
+        vls,
+        spec,
+        shard,
+        combos,
+        tmp,
+        out,
+    })
+}
+
+/// Routes the base, runs the scenarios of the shard with their checks, and writes the
+/// results and their summary.
+fn execute(p: Plan) -> Result<ExitCode> {
+    let Plan {
+        a,
+        f,
+        engine,
+        opts,
+        cfg,
+        vls,
+        spec,
+        shard,
+        combos,
+        tmp,
+        mut out,
+    } = p;
+    let session = Session::start(&f, engine.as_ref(), &opts, cfg).map_err(session_error)?;
     let mode = match a.check {
         SweepCheck::Full => CheckMode::Full,
         SweepCheck::Incremental => CheckMode::Incremental,
@@ -157,10 +217,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     eprintln!(
         "{} scenarios in the space, shard {}/{}",
         space, shard.0, shard.1
-    );
-    let tmp = a.output.with_extension("jsonl.partial");
-    let mut out = std::io::BufWriter::new(
-        std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?,
     );
     let mut results: Vec<ScenarioResult> = Vec::new();
     let mut werr: Option<std::io::Error> = None;

@@ -2178,3 +2178,36 @@ fn pairs_cut_off_then_dropped_do_not_fail_fault() {
         assert_eq!(ccode, Some(code), "{faults:?}: {c}");
     }
 }
+
+/// `sweep` checks the fault count against the fabric and opens its output before it routes:
+/// with a base engine that cannot route the fabric (ftree on a torus, exit 3), a fault count
+/// above the fabric's links is still a usage error (exit 2), and an output in a missing
+/// directory is found before the engine's failure.
+#[test]
+fn sweep_checks_before_it_routes() {
+    let d = tmp("sweep-plan");
+    let t = example("torus2d_4x4_h2.net");
+    let out = d.join("s.jsonl");
+    let run = |args: &[&str]| {
+        let o = fr(args);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let base = ["sweep", &t, "-R", "ftree", "--samples", "3", "-q"];
+    let (code, err) = run(&[&base[..], &["--faults", "1", "-o", out.to_str().unwrap()]].concat());
+    assert_eq!(code, Some(3), "ftree cannot route a torus: {err}");
+    let (code, err) = run(&[&base[..], &["--faults", "99", "-o", out.to_str().unwrap()]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--faults must be 1..=32"), "{err}");
+    let missing = d.join("no/such/dir/s.jsonl");
+    let (code, err) = run(&[
+        &base[..],
+        &["--faults", "1", "-o", missing.to_str().unwrap()],
+    ]
+    .concat());
+    assert_ne!(code, Some(0));
+    assert!(err.contains("cannot create"), "{err}");
+    assert!(!err.contains("fat tree"), "routed first: {err}");
+}
