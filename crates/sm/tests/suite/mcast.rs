@@ -8,7 +8,7 @@ use common::fabric;
 use fabric::{Fabric, LinkId};
 use routing::engines::{by_name, RouteOptions};
 use routing::fault::RftrConfig;
-use routing::mcast::{check_mcast, ipoib_group, Mfts};
+use routing::mcast::{check_mcast, ipoib_group, Group, GroupMft, Mfts};
 use sm::fake::FakeFabric;
 use sm::{discover, Event, Live, Pipe, PipeConfig, RepairMode, SmConfig};
 use std::time::Duration;
@@ -30,6 +30,37 @@ fn assert_held(fake: &FakeFabric, d: &Fabric, model: &Mfts, what: &str) {
     }
 }
 
+/// The SM's settings: RFTR over two VLs, these groups.
+fn config(groups: Vec<Group>) -> SmConfig {
+    SmConfig {
+        repair: RepairMode::Rftr,
+        rftr: RftrConfig {
+            vls: 2,
+            ..RftrConfig::default()
+        },
+        opts: RouteOptions::default(),
+        sweep_interval: None,
+        priority: 0,
+        mcast: groups,
+    }
+}
+
+/// A cable of `phys` between two switches that tree `g` (over the discovered `f`) uses.
+fn tree_cable(phys: &Fabric, f: &Fabric, g: &GroupMft) -> LinkId {
+    (0..phys.links.len() as u32)
+        .map(LinkId)
+        .find(|&l| {
+            let k = phys.link(l);
+            let (a, b) = (phys.port(k.a), phys.port(k.b));
+            let on_tree = |p: &fabric::Port| {
+                let n = f.node_by_guid(phys.node(p.node).guid).unwrap();
+                g.mask(f.switch_index[n.idx()]).has(p.num)
+            };
+            phys.is_switch(a.node) && phys.is_switch(b.node) && on_tree(a) && on_tree(b)
+        })
+        .expect("a tree cable between switches")
+}
+
 #[test]
 fn the_broadcast_tree_is_programmed_and_mended() {
     let phys = fabric("torus 4x4 hcas=2");
@@ -41,17 +72,7 @@ fn the_broadcast_tree_is_programmed_and_mended() {
     let f = &d.fabric;
     let e = by_name("updn").unwrap();
     let groups = vec![ipoib_group(f)];
-    let cfg = SmConfig {
-        repair: RepairMode::Rftr,
-        rftr: RftrConfig {
-            vls: 2,
-            ..RftrConfig::default()
-        },
-        opts: RouteOptions::default(),
-        sweep_interval: None,
-        priority: 0,
-        mcast: groups.clone(),
-    };
+    let cfg = config(groups.clone());
     let (mut live, up) = Live::bring_up(&d, pipe, e.as_ref(), cfg).unwrap();
     let Event::SubnetUp { mft_blocks, .. } = up else {
         panic!("{up:?}")
@@ -64,19 +85,7 @@ fn the_broadcast_tree_is_programmed_and_mended() {
     assert!(c.ok(), "subnet up: {c:?}");
 
     // A cable between two switches that the tree uses.
-    let g = &model.groups[0];
-    let pl = (0..phys.links.len() as u32)
-        .map(LinkId)
-        .find(|&l| {
-            let k = phys.link(l);
-            let (a, b) = (phys.port(k.a), phys.port(k.b));
-            let on_tree = |p: &fabric::Port| {
-                let n = f.node_by_guid(phys.node(p.node).guid).unwrap();
-                g.mask(f.switch_index[n.idx()] as u32).has(p.num)
-            };
-            phys.is_switch(a.node) && phys.is_switch(b.node) && on_tree(a) && on_tree(b)
-        })
-        .expect("a tree cable between switches");
+    let pl = tree_cable(&phys, f, &model.groups[0]);
     let sets0 = live.pipe.transport().stats.mft_sets;
     live.pipe.transport_mut().unlink(pl);
     let mut rep = None;
@@ -144,17 +153,7 @@ fn switches_that_honour_the_mft_top_get_it() {
     few.mgid = None;
     few.members.truncate(4);
     let groups = vec![all, few];
-    let cfg = SmConfig {
-        repair: RepairMode::Rftr,
-        rftr: RftrConfig {
-            vls: 2,
-            ..RftrConfig::default()
-        },
-        opts: RouteOptions::default(),
-        sweep_interval: None,
-        priority: 0,
-        mcast: groups.clone(),
-    };
+    let cfg = config(groups.clone());
     let (mut live, _) = Live::bring_up(&d, pipe, e.as_ref(), cfg).unwrap();
     let model = live.mfts();
     assert!(
@@ -166,19 +165,7 @@ fn switches_that_honour_the_mft_top_get_it() {
 
     // Cut a cable of the small group's tree between two switches; the mended trees are
     // held and delivered, and the tops follow them.
-    let g = &model.groups[1];
-    let pl = (0..phys.links.len() as u32)
-        .map(LinkId)
-        .find(|&l| {
-            let k = phys.link(l);
-            let (a, b) = (phys.port(k.a), phys.port(k.b));
-            let on_tree = |p: &fabric::Port| {
-                let n = f.node_by_guid(phys.node(p.node).guid).unwrap();
-                g.mask(f.switch_index[n.idx()] as u32).has(p.num)
-            };
-            phys.is_switch(a.node) && phys.is_switch(b.node) && on_tree(a) && on_tree(b)
-        })
-        .expect("a tree cable between switches");
+    let pl = tree_cable(&phys, f, &model.groups[1]);
     live.pipe.transport_mut().unlink(pl);
     for _ in 0..6 {
         live.step(Duration::from_millis(5)).unwrap();
