@@ -49,23 +49,26 @@ impl Routed {
 /// unicast, multicast moves to an SL of its own, mapped to a free VL of the budget or to one
 /// whose unicast layer stays acyclic with the trees ([`routing::mcast::own_vl`]; `r`'s
 /// SL2VL tables change for that SL only).
+///
+/// `cdg` is the unicast channel dependency graph of `r` under `mask`, as the caller's check
+/// built it (an SL multicast moves to is one unicast does not use, so it stays valid).
 pub fn route_and_check(
     f: &Fabric,
     mask: &FaultMask,
     engine: &dyn Engine,
     opts: &RouteOptions,
     r: &mut Routing,
+    cdg: &routing::cdg::Cdg,
     groups: &[Group],
 ) -> Result<Routed> {
     let rule = routing::mcast::engine_up_down_rule(f, engine, opts);
     let tree_rule = TreeRule::of(rule.as_ref());
     let mut routing =
         route_groups(f, mask, groups, tree_rule).map_err(|e| anyhow::anyhow!("multicast: {e}"))?;
-    let cdg = routing::cdg::build_cdg(f, r, Some(mask));
     let mut check = check_mcast(f, Some(mask), &routing.mfts, Some(groups), Some(r));
-    let mut cycles = mcast_cycles(f, &cdg, &check);
+    let mut cycles = mcast_cycles(f, cdg, &check);
     let mut own = None;
-    if !cycles.is_empty() && routing::cdg::find_cycles(f, &cdg).is_empty() {
+    if !cycles.is_empty() && routing::cdg::find_cycles(f, cdg).is_empty() {
         // Multicast on an SL of its own, mapped to a free VL, else to a VL whose unicast
         // layer stays acyclic with the trees (`routing::mcast::own_vl`).
         let before = r.sl2vl.clone();
@@ -76,7 +79,7 @@ pub fn route_and_check(
             routing::mcast::map_sl(f, r, sl, vl);
             let moved: Vec<Group> = groups.iter().map(|g| Group { sl, ..g.clone() }).collect();
             let c = check_mcast(f, Some(mask), &routing.mfts, Some(&moved), Some(r));
-            let cy = mcast_cycles(f, &cdg, &c);
+            let cy = mcast_cycles(f, cdg, &c);
             if cy.is_empty() {
                 for g in &mut routing.mfts.groups {
                     g.sl = sl;

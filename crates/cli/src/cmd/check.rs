@@ -491,11 +491,13 @@ pub fn check(a: CheckArgs) -> Result<ExitCode> {
         );
     }
     let sp = spinner("walking all pairs and building the channel dependency graph");
-    let rep = cdg::check(&f, &r, None);
+    // The check's CDG serves the multicast check too (built once).
+    let checked = cdg::check_keeping(&f, &r, None, false);
+    let rep = checked.report;
+    drop(checked.walk);
     let mc = mfts.as_ref().map(|m| {
         let c = routing::mcast::check_mcast(&f, None, m, groups.as_deref(), Some(&r));
-        let cdg = cdg::build_cdg(&f, &r, None);
-        let cycles = routing::mcast::mcast_cycles(&f, &cdg, &c);
+        let cycles = routing::mcast::mcast_cycles(&f, &checked.cdg, &c);
         (c, cycles)
     });
     sp.finish_and_clear();

@@ -196,6 +196,7 @@ fn execute(p: Plan) -> Result<ExitCode> {
                 engine.as_ref(),
                 &opts,
                 &mut chain.routing,
+                &checked.cdg,
                 gs,
             )?;
             sp.finish_and_clear();
