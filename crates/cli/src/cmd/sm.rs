@@ -494,6 +494,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
         // A bad -o is found before the fabric is touched.
         drop(OutputDir::prepare(o)?);
     }
+    // The roots and group files name parts of the fabric and are resolved after discovery;
+    // one that cannot be read is found before the fabric is touched.
+    for p in [a.roots.as_deref(), a.mcast.as_deref()]
+        .into_iter()
+        .flatten()
+    {
+        let ipoib = p.as_os_str() == "ipoib" && !p.exists();
+        if !ipoib && !crate::util::is_stdin(p) {
+            std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()))?;
+        }
+    }
     let mut events_file = match &a.events {
         Some(p) => Some(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,

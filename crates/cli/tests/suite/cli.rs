@@ -2211,3 +2211,16 @@ fn sweep_checks_before_it_routes() {
     assert!(err.contains("cannot create"), "{err}");
     assert!(!err.contains("fat tree"), "routed first: {err}");
 }
+
+/// `sm` finds a roots or group file it cannot read before it attaches to the fabric (the
+/// names in them are resolved after discovery, which takes minutes on a large fabric).
+#[test]
+fn sm_checks_its_files_before_it_attaches() {
+    for opt in ["--roots", "--mcast"] {
+        let o = fr(&["sm", "-R", "updn", opt, "/no/such/file"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{opt}: {err}");
+        assert!(err.contains("cannot read /no/such/file"), "{opt}: {err}");
+        assert!(!err.contains("attach"), "{opt}: attached first: {err}");
+    }
+}
