@@ -17,7 +17,7 @@ use crate::pipe::Req;
 use crate::sa_mcast::{McAnswer, McGroups, McastChange, Plan};
 use crate::SmError;
 use fabric::{Fabric, FaultMask, PortId};
-use mad::attr::{self, PortInfo, SwitchInfo, MFT_MLIDS};
+use mad::attr::{self, PortInfo, MFT_MLIDS};
 use mad::sa::{method, sa_status, SaRequest};
 use mad::{attr_id, Route, Transport};
 use routing::engines::{Engine, RouteOptions};
@@ -317,17 +317,13 @@ impl<T: Transport> Live<'_, T> {
     /// Sets that failed.
     fn set_mft_tops(&mut self, by_switch: &[Vec<(u16, PortMask)>]) -> Result<u64, SmError> {
         let f = self.f;
-        let mut reqs = Vec::new();
-        let mut who = Vec::new();
+        let mut sets = Vec::new();
         for (sw, held) in by_switch.iter().enumerate() {
             let n = f.switches[sw];
             let p0 = f.port_id(n, 0);
             if self.port_info[p0.idx()].cap_mask() & attr::cap::HAS_MCAST_FDB_TOP == 0 {
                 continue;
             }
-            let Some(r) = self.routes[n.idx()].clone() else {
-                continue;
-            };
             let top = held
                 .iter()
                 .filter(|(_, m)| !m.is_empty())
@@ -341,18 +337,9 @@ impl<T: Transport> Live<'_, T> {
             si.set_mcast_fdb_top(top);
             // write-1-to-clear: a change the light sweep has yet to see stays pending
             si.set_port_state_change(0);
-            reqs.push(Req::set(Route::Direct(r), attr_id::SWITCH_INFO, 0, si.0));
-            who.push(n);
+            sets.push((n, si));
         }
-        let got = self.pipe.run(&reqs)?;
-        let mut failed = 0;
-        for (n, g) in who.into_iter().zip(got) {
-            match g {
-                Ok(s) => self.switch_info[n.idx()] = SwitchInfo(s.data),
-                Err(_) => failed += 1,
-            }
-        }
-        Ok(failed)
+        self.send_switch_info(sets)
     }
 
     /// Reads back the MFT blocks the groups' MLIDs live in from every switch (a take-over),

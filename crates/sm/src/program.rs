@@ -134,15 +134,31 @@ impl<T: Transport> Live<'_, T> {
     pub(crate) fn set_switch_info(&mut self, only: Option<&[NodeId]>) -> Result<u64, SmError> {
         let f = self.f;
         let list: Vec<NodeId> = only.map_or_else(|| f.switches.clone(), |s| s.to_vec());
-        let mut reqs = Vec::new();
-        let mut who = Vec::new();
-        for n in list {
+        let sets = list
+            .into_iter()
+            .map(|n| {
+                let mut si = self.switch_info[n.idx()];
+                si.set_linear_fdb_top(f.max_lid());
+                si.set_port_state_change(1);
+                (n, si)
+            })
+            .collect();
+        self.send_switch_info(sets)
+    }
+
+    /// Sends each SwitchInfo Set of `sets` to its switch (those without a directed route are
+    /// skipped), keeps what each switch answers as what it holds, and returns the Sets that
+    /// failed.
+    pub(crate) fn send_switch_info(
+        &mut self,
+        sets: Vec<(NodeId, SwitchInfo)>,
+    ) -> Result<u64, SmError> {
+        let mut reqs = Vec::with_capacity(sets.len());
+        let mut who = Vec::with_capacity(sets.len());
+        for (n, si) in sets {
             let Some(r) = self.routes[n.idx()].clone() else {
                 continue;
             };
-            let mut si = self.switch_info[n.idx()];
-            si.set_linear_fdb_top(f.max_lid());
-            si.set_port_state_change(1);
             reqs.push(Req::set(Route::Direct(r), attr_id::SWITCH_INFO, 0, si.0));
             who.push(n);
         }
