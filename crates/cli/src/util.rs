@@ -304,6 +304,55 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// One output file, checked before the work that fills it: not a directory, its directory
+/// exists and takes files (a probe file is created there and removed). Written atomically
+/// by [`OutputFile::write`].
+#[derive(Debug)]
+pub struct OutputFile {
+    path: PathBuf,
+}
+
+impl OutputFile {
+    pub fn prepare(path: &Path) -> Result<OutputFile> {
+        if path.is_dir() {
+            anyhow::bail!(
+                "{} is a directory: expected a file to write",
+                path.display()
+            );
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "cannot write {}: there is no directory {}",
+                path.display(),
+                dir.display()
+            );
+        }
+        let name = path
+            .file_name()
+            .with_context(|| format!("{} is not a file path", path.display()))?
+            .to_string_lossy()
+            .into_owned();
+        let probe = dir.join(format!(".{name}.probe.{}", std::process::id()));
+        fs::File::create(&probe).with_context(|| format!("cannot write {}", path.display()))?;
+        let _ = fs::remove_file(&probe);
+        Ok(OutputFile {
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn write(&self, contents: &[u8]) -> Result<()> {
+        write_atomic(&self.path, contents)
+    }
+}
+
 /// A progress bar on stderr (hidden when stderr is not a terminal).
 pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(len);

@@ -2,7 +2,7 @@
 //! (route metrics of given tables).
 
 use crate::args::Tables;
-use crate::util::{input_name, is_stdin, load_fabric_bytes, read_input, spinner, write_atomic};
+use crate::util::{input_name, is_stdin, load_fabric_bytes, read_input, spinner, OutputFile};
 use anyhow::{Context, Result};
 use fabric::{BuildOptions, Fabric};
 use routing::cdg::{self, CheckReport};
@@ -432,7 +432,26 @@ pub fn print_report(rep: &CheckReport) {
     }
 }
 
+/// What `check` runs, every input read and checked: the tables, the multicast tables and
+/// groups with their SL, and the prepared picture file.
+struct Plan {
+    f: Fabric,
+    r: Routing,
+    /// The multicast tables' file, when there is one.
+    mcfdbs: Option<PathBuf>,
+    mfts: Option<routing::mcast::Mfts>,
+    /// Members given with `--mcast` (else inferred from the masks).
+    groups: Option<Vec<routing::mcast::Group>>,
+    svg: Option<OutputFile>,
+    name: String,
+}
+
 pub fn check(a: CheckArgs) -> Result<ExitCode> {
+    execute(plan(a)?)
+}
+
+fn plan(a: CheckArgs) -> Result<Plan> {
+    let svg = a.svg.as_deref().map(OutputFile::prepare).transpose()?;
     let (f, r) = load_tables(&a.tables)?;
     // Multicast: the given file, else the set's own opensm.mcfdbs.
     let mcfdbs = match &a.mcfdbs {
@@ -490,6 +509,27 @@ pub fn check(a: CheckArgs) -> Result<ExitCode> {
             "--mcast gives members but there are no multicast tables: give --mcfdbs FILE (or a set with a non-empty opensm.mcfdbs)"
         );
     }
+    Ok(Plan {
+        f,
+        r,
+        mcfdbs,
+        mfts,
+        groups,
+        svg,
+        name: tables_name(&a.tables),
+    })
+}
+
+fn execute(p: Plan) -> Result<ExitCode> {
+    let Plan {
+        f,
+        r,
+        mcfdbs,
+        mfts,
+        groups,
+        svg,
+        name,
+    } = p;
     let sp = spinner("walking all pairs and building the channel dependency graph");
     // The check's CDG serves the multicast check too (built once).
     let checked = cdg::check_keeping(&f, &r, None, false);
@@ -501,18 +541,15 @@ pub fn check(a: CheckArgs) -> Result<ExitCode> {
         (c, cycles)
     });
     sp.finish_and_clear();
-    if let Some(p) = &a.svg {
+    if let Some(out) = &svg {
         if rep.cycles.is_empty() {
             crate::out::stderr_line(&format!(
                 "fabroute: no credit loops: {} not written",
-                p.display()
+                out.path().display()
             ));
         } else {
-            write_atomic(
-                p,
-                cycle_picture(&rep, &tables_name(&a.tables), 12).as_bytes(),
-            )?;
-            crate::out::stderr_line(&format!("wrote {}", p.display()));
+            out.write(cycle_picture(&rep, &name, 12).as_bytes())?;
+            crate::out::stderr_line(&format!("wrote {}", out.path().display()));
         }
     }
     let mc_ok = mc.as_ref().is_none_or(|(c, cy)| c.ok() && cy.is_empty());

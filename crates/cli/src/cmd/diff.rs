@@ -23,6 +23,7 @@ use anyhow::{bail, Result};
 use fabric::{BuildOptions, Fabric, Lid, NodeKind, PortId};
 use routing::diff::TableDiff;
 use routing::opensm::{LFTS_FILE, PSL_FILE, SL2VL_FILE, SUBNET_LST_FILE};
+use routing::Routing;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -316,7 +317,26 @@ fn reference(a: &Args, sa: &Side, sb: &Side, lmc: u8) -> Result<(Fabric, PathBuf
     }
 }
 
+/// What `diff` compares, every input read and checked: both sides' tables over the one
+/// fabric they are read against, their multicast tables, and the notes on what was missing.
+struct Plan {
+    a: Args,
+    f: Fabric,
+    fabric_path: PathBuf,
+    /// Both sides are sets (SL2VL tables, path SLs and multicast compared too).
+    full: bool,
+    notes: Vec<String>,
+    ra: Routing,
+    rb: Routing,
+    /// Both sides' multicast tables (sets only; an absent file has no entry).
+    mfts: Option<(routing::mcast::Mfts, routing::mcast::Mfts)>,
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
+    execute(plan(a)?)
+}
+
+fn plan(a: Args) -> Result<Plan> {
     let sa = Side::open("A", &a.a)?;
     let sb = Side::open("B", &a.b)?;
     let lmc_of = |s: &Side| a.lmc.or(s.set.as_ref().and_then(|i| i.lmc)).unwrap_or(0);
@@ -340,9 +360,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         )
     };
     let (ra, rb) = (read_side(&sa)?, read_side(&sb)?);
-    let d = TableDiff::between(&f, &ra, &rb);
-    // Multicast: both sets' opensm.mcfdbs (an absent one has no entry).
-    let mft = if full {
+    let mfts = if full {
         let read = |s: &Side| -> Result<routing::mcast::Mfts> {
             let dir = s.lfts.parent().unwrap_or(Path::new("."));
             Ok(
@@ -350,9 +368,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     .unwrap_or_default(),
             )
         };
-        read(&sa)?.diff(&read(&sb)?)
+        Some((read(&sa)?, read(&sb)?))
     } else {
-        Vec::new()
+        None
     };
     let mut notes: Vec<String> = lacks.into_iter().collect();
     if full {
@@ -370,6 +388,31 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         notes.push("an LFT file on one side: only the LFTs are compared".to_string());
     }
+    Ok(Plan {
+        a,
+        f,
+        fabric_path,
+        full,
+        notes,
+        ra,
+        rb,
+        mfts,
+    })
+}
+
+fn execute(p: Plan) -> Result<ExitCode> {
+    let Plan {
+        a,
+        f,
+        fabric_path,
+        full,
+        notes,
+        ra,
+        rb,
+        mfts,
+    } = p;
+    let d = TableDiff::between(&f, &ra, &rb);
+    let mft = mfts.map(|(x, y)| x.diff(&y)).unwrap_or_default();
     if crate::out::json() {
         let mut v = document(&f, &a, &fabric_path, full, &notes, &d);
         v["identical"] = json!(d.is_empty() && mft.is_empty());

@@ -4,7 +4,7 @@
 
 use crate::args::Tables;
 use crate::cmd::check::{load_tables, tables_name};
-use crate::util::{spinner, write_atomic, OutputDir};
+use crate::util::{spinner, OutputDir, OutputFile};
 use anyhow::{Context, Result};
 use fabric::Fabric;
 use routing::metrics::{self, EbbOptions, EbbPattern};
@@ -38,56 +38,109 @@ pub struct StatsArgs {
     pub svg: Option<PathBuf>,
 }
 
+/// Which effective bisection bandwidth `stats` measures.
+enum Ebb {
+    None,
+    /// The flows of a `--pattern` file, by run.
+    Flows(Vec<Vec<metrics::Flow>>),
+    Random(EbbOptions),
+}
+
+/// What `stats` runs, every input read and checked: the tables, the bandwidth pattern and
+/// the prepared outputs.
+struct Plan {
+    f: Fabric,
+    r: Routing,
+    ebb: Ebb,
+    csv: Option<OutputFile>,
+    /// The picture directory as given, and prepared.
+    svg: Option<(PathBuf, OutputDir)>,
+    name: String,
+}
+
 pub fn stats(a: StatsArgs) -> Result<ExitCode> {
-    let svg_out = a.svg.as_deref().map(OutputDir::prepare).transpose()?;
+    execute(plan(a)?)
+}
+
+fn plan(a: StatsArgs) -> Result<Plan> {
+    let pattern = match a.ebb_pattern.as_str() {
+        "bisect" => EbbPattern::Bisect,
+        "bisect_fb_sym" => EbbPattern::BisectFbSym,
+        o => crate::usage_bail!("--ebb-pattern {o:?}: expected bisect or bisect_fb_sym"),
+    };
+    let csv = a.csv.as_deref().map(OutputFile::prepare).transpose()?;
+    let svg = match &a.svg {
+        Some(d) => Some((d.clone(), OutputDir::prepare(d)?)),
+        None => None,
+    };
+    let text = a
+        .pattern
+        .as_deref()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read {}", p.display()))
+                .map(|t| (p, t))
+        })
+        .transpose()?;
     let (f, r) = load_tables(&a.tables)?;
+    let ebb = if let Some((p, text)) = text {
+        Ebb::Flows(
+            metrics::parse_pattern(&f, &text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
+        )
+    } else if a.ebb_runs > 0 && f.end_ports.len() >= 2 {
+        Ebb::Random(EbbOptions {
+            runs: a.ebb_runs,
+            seed: a.seed,
+            pattern,
+        })
+    } else {
+        Ebb::None
+    };
+    Ok(Plan {
+        f,
+        r,
+        ebb,
+        csv,
+        svg,
+        name: tables_name(&a.tables),
+    })
+}
+
+fn execute(p: Plan) -> Result<ExitCode> {
+    let Plan {
+        f,
+        r,
+        ebb,
+        csv,
+        svg,
+        name,
+    } = p;
     let sp = spinner("computing route metrics");
     let m = metrics::route_metrics(&f, &r, None);
     // EBB routes flows through the tables: with pairs they do not deliver it has no meaning
     let complete = m.pairs_ok == m.pairs;
-    let ebb = if !complete {
-        if a.pattern.is_some() || a.ebb_runs > 0 {
+    let ebb = match ebb {
+        Ebb::None => None,
+        _ if !complete => {
             crate::warn!(
                 "effective bisection bandwidth skipped: {} of {} pairs are not delivered (see `fabroute check`)",
                 m.pairs - m.pairs_ok,
                 m.pairs
             );
+            None
         }
-        None
-    } else if let Some(p) = &a.pattern {
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
-        let runs = metrics::parse_pattern(&f, &text)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-        Some(metrics::ebb_flows(&f, &r, None, &runs)?)
-    } else if a.ebb_runs > 0 && f.end_ports.len() >= 2 {
-        let pattern = match a.ebb_pattern.as_str() {
-            "bisect" => EbbPattern::Bisect,
-            "bisect_fb_sym" => EbbPattern::BisectFbSym,
-            o => crate::usage_bail!("--ebb-pattern {o:?}: expected bisect or bisect_fb_sym"),
-        };
-        Some(metrics::ebb(
-            &f,
-            &r,
-            None,
-            EbbOptions {
-                runs: a.ebb_runs,
-                seed: a.seed,
-                pattern,
-            },
-        )?)
-    } else {
-        None
+        Ebb::Flows(runs) => Some(metrics::ebb_flows(&f, &r, None, &runs)?),
+        Ebb::Random(o) => Some(metrics::ebb(&f, &r, None, o)?),
     };
     sp.finish_and_clear();
-    if a.csv.is_some() || a.svg.is_some() {
+    if csv.is_some() || svg.is_some() {
         let loads = link_loads(&f, &r);
-        if let Some(p) = &a.csv {
-            write_atomic(p, link_loads_csv(&f, &loads).as_bytes())?;
+        if let Some(out) = &csv {
+            out.write(link_loads_csv(&f, &loads).as_bytes())?;
         }
-        if let (Some(dir), Some(out)) = (&a.svg, svg_out) {
-            let title = tables_name(&a.tables);
-            let (dist, hot) = load_pictures(&f, &loads, &title);
+        if let Some((dir, out)) = svg {
+            let (dist, hot) = load_pictures(&f, &loads, &name);
             out.write("link-loads.svg", dist.as_bytes())?;
             out.write("hottest-links.svg", hot.as_bytes())?;
             out.commit()?;

@@ -383,7 +383,21 @@ fn reason(f: &Fabric, w: Why<'_>) -> String {
     }
 }
 
+/// What `trace` follows, every input read and checked: the tables, the two ports and the
+/// DLID.
+struct Plan {
+    f: Fabric,
+    r: Routing,
+    src: PortId,
+    dst: PortId,
+    dlid: Lid,
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
+    execute(plan(a)?)
+}
+
+fn plan(a: Args) -> Result<Plan> {
     let (f, r) = load_tables(&a.tables)?;
     let (src, _) = resolve(&f, "SRC", &a.src)?;
     let (dst, dst_lid) = resolve(&f, "DST", &a.dst)?;
@@ -397,6 +411,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if dlid == 0 {
         bail!("DST {} has no LID", port_name(&f, dst));
     }
+    Ok(Plan {
+        f,
+        r,
+        src,
+        dst,
+        dlid,
+    })
+}
+
+fn execute(p: Plan) -> Result<ExitCode> {
+    let Plan {
+        f,
+        r,
+        src,
+        dst,
+        dlid,
+    } = p;
     let plane = Plane::new(&f, None);
     let fw = Forward::new(&f, &plane, &r);
     let src_node = f.port(src).node;

@@ -99,6 +99,35 @@ fn every_command_ends_through_status() {
     );
 }
 
+/// The commands that route, walk or simulate check every argument and input and prepare
+/// their outputs in `plan`, then work in `execute`: their entry point is only the two.
+#[test]
+fn commands_that_work_plan_first() {
+    let mut wrong = Vec::new();
+    for cmd in [
+        "route.rs",
+        "fault.rs",
+        "sweep.rs",
+        "sim/mod.rs",
+        "check.rs",
+        "stats.rs",
+        "trace.rs",
+        "diff.rs",
+    ] {
+        let text = std::fs::read_to_string(crates().join("cli/src/cmd").join(cmd)).unwrap();
+        let planned = text.contains("fn plan(")
+            && text.contains("fn execute(p: Plan)")
+            && text.contains("    execute(plan(a)?)\n}");
+        if !planned {
+            wrong.push(cmd);
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "commands without plan(Args) then execute(Plan): {wrong:?}"
+    );
+}
+
 #[test]
 fn engines_are_named_through_the_registry() {
     let allowed = [

@@ -2224,3 +2224,55 @@ fn sm_checks_its_files_before_it_attaches() {
         assert!(!err.contains("attach"), "{opt}: attached first: {err}");
     }
 }
+
+/// `check` and `stats` read and check every argument and open their outputs before
+/// they walk the tables: an output that cannot be written or a bad option is reported first,
+/// and nothing of the work is printed.
+#[test]
+fn table_commands_check_before_they_walk() {
+    let d = tmp("tables-plan");
+    let set = d.join("r");
+    let set_s = set.to_str().unwrap();
+    let o = fr(&[
+        "route",
+        &example("torus2d_4x4_h2.net"),
+        "-R",
+        "updn",
+        "-o",
+        set_s,
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let missing = d.join("no/such/dir/out");
+    let missing_s = missing.to_str().unwrap();
+    // The tables have no credit loop, so the check used to walk, print its verdict and
+    // skip the picture, exit 0.
+    for args in [
+        vec!["check", set_s, "--svg", missing_s],
+        vec!["stats", set_s, "--csv", missing_s],
+    ] {
+        let o = fr(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_ne!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.contains("there is no directory"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?} walked first: {:?}", o.stdout);
+    }
+    // A bad option beats an unreadable table file (it used to be found after the metrics).
+    let o = fr(&[
+        "stats",
+        set_s,
+        "--lfts",
+        "/no/such/lfts",
+        "--ebb-pattern",
+        "halves",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--ebb-pattern \"halves\""), "{err}");
+    // A directory where a file is wanted.
+    let o = fr(&["stats", set_s, "--csv", set_s]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("is a directory"), "{err}");
+    assert!(o.stdout.is_empty());
+}

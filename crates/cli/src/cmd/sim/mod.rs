@@ -21,13 +21,33 @@ use args::{parse_loads, parse_time, schemes};
 use fabric::Fabric;
 use rayon::prelude::*;
 use report::Runs;
-use scenario::{session_repairs, Job, Scenario};
-use sim::{Config, Report};
+use routing::fault::Fault;
+use scenario::{session_repairs, Job, Read, Scenario};
+use sim::{Config, Report, Scheme};
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// What `sim` runs, every argument parsed and checked against the fabric and the output
+/// prepared: nothing is routed yet.
+struct Plan {
+    a: Args,
+    loads: Vec<f64>,
+    /// The repair schemes asked for (`None`: the tables as they are).
+    want: Vec<Option<Scheme>>,
+    repairing: bool,
+    t_compute: Option<u64>,
+    fail_at: u64,
+    read: Read,
+    fault: Option<Fault>,
+    base_cfg: Config,
+    out: OutputDir,
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
-    // Everything is parsed and validated against the fabric before any routing.
+    execute(plan(a)?)
+}
+
+fn plan(a: Args) -> Result<Plan> {
     let loads = parse_loads(&a.load)?;
     let want = schemes(&a.repair)?;
     let repairing = want.iter().any(|s| s.is_some());
@@ -55,6 +75,33 @@ pub fn run(a: Args) -> Result<ExitCode> {
         crate::usage_bail!("{e}");
     }
     let out = OutputDir::prepare(&a.output)?;
+    Ok(Plan {
+        a,
+        loads,
+        want,
+        repairing,
+        t_compute,
+        fail_at,
+        read,
+        fault,
+        base_cfg,
+        out,
+    })
+}
+
+fn execute(p: Plan) -> Result<ExitCode> {
+    let Plan {
+        a,
+        loads,
+        want,
+        repairing,
+        t_compute,
+        fail_at,
+        read,
+        fault,
+        base_cfg,
+        out,
+    } = p;
     // Tables, then the fault's repairs.
     let sc = Scenario::build(&a, read)?;
     let f = &sc.f;
