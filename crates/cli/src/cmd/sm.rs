@@ -353,6 +353,9 @@ fn clean(e: &Event) -> bool {
     }
 }
 
+/// How often `sm -o` rewrites `opensm.mcfdbs` at most while joins and leaves keep coming.
+const MCFDBS_EVERY: Duration = Duration::from_secs(1);
+
 /// Rewrites only `opensm.mcfdbs` of the directory `write_dir` wrote (and its digest in
 /// `summary.json`), each file replaced atomically: what a join or leave changes, without
 /// writing the unicast tables again (the whole set when the directory is not there yet).
@@ -641,21 +644,43 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let mut stop = emit(&up, Some(&live))?;
     let limit = (a.max_seconds > 0.0).then(|| Duration::from_secs_f64(a.max_seconds));
+    // Joins and leaves change only opensm.mcfdbs. While they keep coming it is rewritten at
+    // most every MCFDBS_EVERY (at once after a quiet step), and the events wait for it, so
+    // that whoever reads a join's event finds the file in place. Rewriting the whole file
+    // after each join was most of the SM's time when hosts joined one after another.
+    let mcast = |e: &Event| matches!(e, Event::McastJoin(_) | Event::McastLeave(_));
+    let mut waiting: Vec<Event> = Vec::new();
+    let mut written_at: Option<Instant> = None;
     while !stop {
         if limit.is_some_and(|l| start.elapsed() >= l) {
             say!("stopping after --max-seconds {}", a.max_seconds);
             break;
         }
         let events = live.step(Duration::from_millis(200))?;
-        // Joins and leaves change only the multicast tables: written once for all those of
-        // this step, before their events.
-        let mcast = |e: &Event| matches!(e, Event::McastJoin(_) | Event::McastLeave(_));
-        if let (Some(o), true) = (&a.output, events.iter().any(mcast)) {
+        let Some(o) = &a.output else {
+            for e in &events {
+                stop |= emit(e, Some(&live))?;
+            }
+            continue;
+        };
+        let quiet = !events.iter().any(mcast);
+        waiting.extend(events);
+        if !quiet && written_at.is_some_and(|t| t.elapsed() < MCFDBS_EVERY) {
+            continue;
+        }
+        if waiting.iter().any(mcast) {
             update_mcfdbs(o, &live, &a.engine)?;
+            written_at = Some(Instant::now());
         }
-        for e in &events {
-            stop |= emit(e, Some(&live))?;
+        for e in waiting.drain(..) {
+            stop |= emit(&e, Some(&live))?;
         }
+    }
+    if let (Some(o), true) = (&a.output, waiting.iter().any(mcast)) {
+        update_mcfdbs(o, &live, &a.engine)?;
+    }
+    for e in waiting.drain(..) {
+        emit(&e, Some(&live))?;
     }
     finish(log, all_clean)
 }
