@@ -119,11 +119,12 @@ pub fn switch_components(f: &Fabric, mask: &FaultMask) -> (Vec<u32>, usize) {
         if mask.link_dead(LinkId(l as u32)) {
             continue;
         }
-        let (a, b) = (
-            f.switch_index[f.port(k.a).node.idx()],
-            f.switch_index[f.port(k.b).node.idx()],
-        );
-        if a == u32::MAX || b == u32::MAX || !alive(a) || !alive(b) {
+        let (Some(a), Some(b)) = (f.switch_of(f.port(k.a).node), f.switch_of(f.port(k.b).node))
+        else {
+            continue;
+        };
+        let (a, b) = (a.0, b.0);
+        if !alive(a) || !alive(b) {
             continue;
         }
         let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));

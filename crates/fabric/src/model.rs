@@ -23,6 +23,11 @@ pub struct PortId(pub u32);
 /// Dense link index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct LinkId(pub u32);
+/// Dense switch index: the position of a switch in [`Fabric::switches`] (not its `NodeId`).
+/// Flat per-switch arrays (LFT rows, distance matrices, walk stamps) are indexed by it and
+/// store it as a raw `u32`; interfaces take and return it typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SwitchIdx(pub u32);
 /// Directed channel: `2 * link` runs a→b, `2 * link + 1` runs b→a.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ChannelId(pub u32);
@@ -34,6 +39,12 @@ impl NodeId {
     }
 }
 impl PortId {
+    #[inline]
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+impl SwitchIdx {
     #[inline]
     pub fn idx(self) -> usize {
         self.0 as usize
@@ -290,9 +301,10 @@ pub struct Fabric {
     /// Derived: switch node ids in node order.
     #[serde(skip)]
     pub switches: Vec<NodeId>,
-    /// Derived: for every node, its index among switches (`u32::MAX` for non-switches).
+    /// Derived: for every node, its index among switches (`u32::MAX` for non-switches);
+    /// typed: [`Fabric::switch_of`].
     #[serde(skip)]
-    pub switch_index: Vec<u32>,
+    pub(crate) switch_index: Vec<u32>,
     /// Derived: end ports (CA/router ports with a LID-carrying role: every port numbered ≥ 1
     /// of a CA or router), in node then port order.
     #[serde(skip)]
@@ -369,10 +381,33 @@ impl Fabric {
     pub fn is_switch(&self, n: NodeId) -> bool {
         self.nodes[n.idx()].kind == NodeKind::Switch
     }
-    /// Out-channels of the switch with switch index `s` that lead to other switches.
+    /// Out-channels of switch `s` that lead to other switches.
     #[inline]
-    pub fn switch_links(&self, s: usize) -> &[ChannelId] {
+    pub fn switch_links(&self, s: SwitchIdx) -> &[ChannelId] {
+        let s = s.idx();
         &self.sw_adj[self.sw_adj_start[s] as usize..self.sw_adj_start[s + 1] as usize]
+    }
+    /// The switch index of node `n`, `None` when it is no switch.
+    #[inline]
+    pub fn switch_of(&self, n: NodeId) -> Option<SwitchIdx> {
+        match self.switch_index.get(n.idx()) {
+            Some(&s) if s != u32::MAX => Some(SwitchIdx(s)),
+            _ => None,
+        }
+    }
+    /// The switch channel `c` leads to, `None` when it leads to an end node.
+    #[inline]
+    pub fn dst_switch(&self, c: ChannelId) -> Option<SwitchIdx> {
+        self.switch_of(self.ports[self.channel_dst(c).idx()].node)
+    }
+    /// The node of switch `s`.
+    #[inline]
+    pub fn switch_node(&self, s: SwitchIdx) -> NodeId {
+        self.switches[s.idx()]
+    }
+    /// Every switch index, in order.
+    pub fn switch_ids(&self) -> impl Iterator<Item = SwitchIdx> {
+        (0..self.switches.len() as u32).map(SwitchIdx)
     }
     /// The LID-owning port of a node: a switch's port 0, otherwise `None` (CAs own LIDs per port).
     pub fn switch_lid(&self, n: NodeId) -> Lid {

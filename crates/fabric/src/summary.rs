@@ -91,9 +91,9 @@ impl Summary {
         for s in 0..ns {
             nbrs.clear();
             nbrs.extend(
-                f.switch_links(s)
+                f.switch_links(SwitchIdx(s as u32))
                     .iter()
-                    .map(|&c| f.switch_index[f.ports[f.channel_dst(c).idx()].node.idx()]),
+                    .filter_map(|&c| f.dst_switch(c).map(|t| t.0)),
             );
             nbrs.sort_unstable();
             let mut distinct = 0u32;
@@ -116,7 +116,9 @@ impl Summary {
         let mut ends_per_switch = vec![0u32; ns];
         for &p in &f.end_ports {
             if let Some(r) = f.attached_switch(p) {
-                ends_per_switch[f.switch_index[f.ports[r.idx()].node.idx()] as usize] += 1;
+                if let Some(s) = f.switch_of(f.port(r).node) {
+                    ends_per_switch[s.idx()] += 1;
+                }
             }
         }
         let (components, diameter) = diameter(f);
@@ -157,13 +159,13 @@ fn switch_csr(f: &Fabric) -> (Vec<u32>, Vec<u32>) {
     let ns = f.num_switches();
     let mut start = Vec::with_capacity(ns + 1);
     let mut adj = Vec::with_capacity(f.sw_adj.len());
-    for s in 0..ns {
+    for s in f.switch_ids() {
         start.push(adj.len() as u32);
         let from = adj.len();
         adj.extend(
             f.switch_links(s)
                 .iter()
-                .map(|&c| f.switch_index[f.ports[f.channel_dst(c).idx()].node.idx()]),
+                .filter_map(|&c| f.dst_switch(c).map(|t| t.0)),
         );
         adj[from..].sort_unstable();
         let mut w = from;

@@ -94,7 +94,7 @@ fn dmodk(f: &Fabric, k: usize) -> Routing {
                 _ if c[0] == dp && c[1] == de => di + 1,
                 _ => h + 1 + g % h,
             };
-            r.lft_of_mut(s)[lid] = port as u8;
+            r.lft_of_mut(fabric::SwitchIdx(s as u32))[lid] = port as u8;
         }
     }
     r

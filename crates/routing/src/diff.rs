@@ -12,6 +12,7 @@
 
 use crate::tables::update::lft_block;
 use crate::tables::{PathSl, Routing, NUM_SLS};
+use fabric::SwitchIdx;
 use fabric::{Fabric, Lid, NodeId, NO_PORT};
 use rayon::prelude::*;
 
@@ -73,13 +74,14 @@ impl TableDiff {
     /// The differences from `old` to `new`, both tables of `f`.
     pub fn between(f: &Fabric, old: &Routing, new: &Routing) -> TableDiff {
         let max = old.max_lid.max(new.max_lid);
-        let lft = (0..f.num_switches())
+        let lft = (0..f.num_switches() as u32)
             .into_par_iter()
+            .map(SwitchIdx)
             .flat_map_iter(|s| {
                 (1..=max).filter_map(move |lid| {
                     let (a, b) = (old.out_port_checked(s, lid), new.out_port_checked(s, lid));
                     (a != b).then_some(LftChange {
-                        sw: s as u32,
+                        sw: s.0,
                         lid,
                         old: entry(a),
                         new: entry(b),
@@ -201,10 +203,10 @@ mod tests {
         let a = Routing::empty(&f);
         let mut b = a.clone();
         assert!(TableDiff::between(&f, &a, &b).is_empty());
-        b.lft_of_mut(0)[4] = 4;
-        b.lft_of_mut(0)[5] = 4;
-        b.lft_of_mut(0)[129] = 1;
-        b.lft_of_mut(1)[128] = 4;
+        b.lft_of_mut(SwitchIdx(0))[4] = 4;
+        b.lft_of_mut(SwitchIdx(0))[5] = 4;
+        b.lft_of_mut(SwitchIdx(0))[129] = 1;
+        b.lft_of_mut(SwitchIdx(1))[128] = 4;
         let d = TableDiff::between(&f, &a, &b);
         let got: Vec<(u32, Lid, Option<u8>, Option<u8>)> =
             d.lft.iter().map(|c| (c.sw, c.lid, c.old, c.new)).collect();

@@ -26,6 +26,7 @@
 //! no route).
 
 use crate::tables::Routing;
+use fabric::SwitchIdx;
 use fabric::{ChannelId, Fabric, FaultMask, Lid, NodeId, PortId, NO_PORT};
 use serde::Serialize;
 
@@ -175,10 +176,9 @@ fn decode_port(f: &Fabric, mask: Option<&FaultMask>, n: NodeId, o: u8) -> Hop {
     }
     let dst = f.channel_dst(ch);
     let dp = f.port(dst);
-    let si = f.switch_index[dp.node.idx()];
-    if si != NONE {
+    if let Some(si) = f.switch_of(dp.node) {
         Hop::Switch {
-            sw: si,
+            sw: si.0,
             inp: dp.num,
             ch,
         }
@@ -217,9 +217,8 @@ impl Plane {
                 };
                 a.ch = c;
                 let rp = f.port(f.channel_dst(c));
-                let si = f.switch_index[rp.node.idx()];
-                if si != NONE {
-                    a.sw = si;
+                if let Some(si) = f.switch_of(rp.node) {
+                    a.sw = si.0;
                     a.inp = rp.num;
                 }
                 let node = f.port(p).node;
@@ -285,9 +284,8 @@ impl Plane {
     /// and an end port injecting on it is no longer live.
     pub fn fail_channel(&mut self, f: &Fabric, c: ChannelId) {
         let sp = f.port(f.channel_src(c));
-        let si = f.switch_index[sp.node.idx()];
-        if si != NONE {
-            let at = (self.hop_start[si as usize] + sp.num as u32) as usize;
+        if let Some(si) = f.switch_of(sp.node) {
+            let at = (self.hop_start[si.idx()] + sp.num as u32) as usize;
             self.hops[at] = Hop::Fail(Failure::DeadChannel);
         } else if let Some(e) = self.end_index(f.channel_src(c)) {
             self.ends[e as usize].live = false;
@@ -332,7 +330,7 @@ pub struct LidColumn<'a> {
 impl Column for LidColumn<'_> {
     #[inline]
     fn entry(&self, s: u32) -> u8 {
-        self.r.out_port_checked(s as usize, self.dlid)
+        self.r.out_port_checked(SwitchIdx(s), self.dlid)
     }
 }
 
@@ -408,7 +406,7 @@ impl<'a> Forward<'a> {
     /// The LFT entry of switch index `s` for `dlid` (`NO_PORT` when none or out of range).
     #[inline]
     pub fn entry(&self, s: u32, dlid: Lid) -> u8 {
-        self.r.out_port_checked(s as usize, dlid)
+        self.r.out_port_checked(SwitchIdx(s), dlid)
     }
 
     /// The VL of a packet with `sl` leaving switch index `s` on `out`, entered on `inp`.
@@ -570,8 +568,8 @@ mod tests {
         let lid2 = f.port(f.port_id(h2, 1)).lid;
         let lid0 = f.port(f.port_id(h0, 1)).lid;
         for (sw, to2, to0) in [(0, 2, 4), (1, 2, 1), (2, 4, 1)] {
-            r.lft_of_mut(sw)[lid2 as usize] = to2;
-            r.lft_of_mut(sw)[lid0 as usize] = to0;
+            r.lft_of_mut(SwitchIdx(sw as u32))[lid2 as usize] = to2;
+            r.lft_of_mut(SwitchIdx(sw as u32))[lid0 as usize] = to0;
         }
         (f, r)
     }
@@ -620,23 +618,23 @@ mod tests {
             Forward::new(&f, &plane, r).walk_pair(h0, dlid, target, |_| Control::Continue)
         };
         let broken = |failure, at, entry| WalkEnd::Broken(Break { failure, at, entry });
-        r.lft_of_mut(1)[dlid as usize] = NO_PORT;
+        r.lft_of_mut(SwitchIdx(1))[dlid as usize] = NO_PORT;
         assert_eq!(walk(&r, None), broken(Failure::NoRoute, Some(1), None));
-        r.lft_of_mut(1)[dlid as usize] = 0;
+        r.lft_of_mut(SwitchIdx(1))[dlid as usize] = 0;
         assert_eq!(walk(&r, None), broken(Failure::PortZero, Some(1), Some(0)));
-        r.lft_of_mut(1)[dlid as usize] = 9;
+        r.lft_of_mut(SwitchIdx(1))[dlid as usize] = 9;
         assert_eq!(
             walk(&r, None),
             broken(Failure::BeyondPortCount, Some(1), Some(9))
         );
-        r.lft_of_mut(1)[dlid as usize] = 3;
+        r.lft_of_mut(SwitchIdx(1))[dlid as usize] = 3;
         assert_eq!(
             walk(&r, None),
             broken(Failure::Unconnected, Some(1), Some(3))
         );
-        r.lft_of_mut(1)[dlid as usize] = 1;
+        r.lft_of_mut(SwitchIdx(1))[dlid as usize] = 1;
         assert_eq!(walk(&r, None), broken(Failure::Loop, Some(1), Some(1)));
-        r.lft_of_mut(1)[dlid as usize] = 2;
+        r.lft_of_mut(SwitchIdx(1))[dlid as usize] = 2;
         let mut mask = FaultMask::none(&f);
         let l = f.links.iter().position(|l| {
             let (a, b) = (f.port(l.a).node, f.port(l.b).node);

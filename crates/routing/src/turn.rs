@@ -89,8 +89,9 @@ impl DorRule {
     /// Builds the rule from coordinates per switch index (e.g. inferred from the graph).
     pub fn from_switch_coords(f: &Fabric, coords: &[Vec<u32>]) -> Self {
         Self::from_node_coords(f, |n| {
-            let s = f.switch_index[n.idx()];
-            coords.get(s as usize).map_or(&[][..], |c| c.as_slice())
+            f.switch_of(n)
+                .and_then(|s| coords.get(s.idx()))
+                .map_or(&[][..], |c| c.as_slice())
         })
     }
 

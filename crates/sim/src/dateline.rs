@@ -90,8 +90,10 @@ fn from_names(f: &Fabric) -> Option<Grid> {
         .collect();
     let mut wrap = vec![false; nd];
     for (s, _) in f.switches.iter().enumerate() {
-        for &ch in f.switch_links(s) {
-            let t = f.switch_index[f.port(f.channel_dst(ch)).node.idx()] as usize;
+        for &ch in f.switch_links(fabric::SwitchIdx(s as u32)) {
+            let Some(t) = f.dst_switch(ch).map(fabric::SwitchIdx::idx) else {
+                continue;
+            };
             let (a, b) = (&xy[s], &xy[t]);
             for k in 0..nd {
                 if dims[k] > 2
@@ -147,10 +149,9 @@ pub fn dateline(f: &Fabric, r: &Routing) -> Result<Routing, DatelineError> {
                 continue;
             };
             let far = f.port(f.channel_dst(c)).node;
-            let fs = f.switch_index[far.idx()];
             let mut vls = [0u8; 16];
-            if fs != u32::MAX {
-                let (k, dir, _) = step(&dims, &wrap, &xy[s], &xy[fs as usize])
+            if let Some(fs) = f.switch_of(far) {
+                let (k, dir, _) = step(&dims, &wrap, &xy[s], &xy[fs.idx()])
                     .ok_or_else(|| DatelineError::NotATorus(f.node(n).name.clone()))?;
                 let x = xy[s][k];
                 let half = dims[k].div_ceil(2);

@@ -188,7 +188,7 @@ impl SimNet {
         }
         let side = |p: PortId| -> (u32, u8, u32) {
             let port = f.port(p);
-            let sw = f.switch_index[port.node.idx()];
+            let sw = f.switch_of(port.node).map_or(NONE, |s| s.0);
             let host = plane
                 .end_index(p)
                 .map(|e| ep_host[e as usize])

@@ -215,8 +215,8 @@ impl FakeFabric {
     /// (others stay the identity). Path SLs are the hosts', not the switches': SL 0.
     pub fn held(&self, d: &Fabric) -> routing::Routing {
         let mut r = routing::Routing::empty(d);
-        for (s, &n) in d.switches.iter().enumerate() {
-            if let Some(pn) = self.f.node_by_guid(d.node(n).guid) {
+        for s in d.switch_ids() {
+            if let Some(pn) = self.f.node_by_guid(d.node(d.switch_node(s)).guid) {
                 for lid in 0..=d.max_lid() {
                     r.lft_of_mut(s)[lid as usize] = self.lft(pn, lid);
                 }

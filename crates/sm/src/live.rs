@@ -580,7 +580,7 @@ impl<'f, T: Transport> Live<'f, T> {
         let mut entered = Vec::new();
         let end = fw.walk_from(
             &fw.column(self.sm_lid),
-            f.switch_index[sw.idx()],
+            f.switch_of(sw).map_or(u32::MAX, |s| s.0),
             0,
             self.sm_port,
             |st| {

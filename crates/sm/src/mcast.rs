@@ -231,9 +231,9 @@ fn tree_links(f: &Fabric, g: &GroupMft) -> Vec<usize> {
             };
             let peer = f.port(q).node;
             // Each cable once, from its `a` end.
-            if f.is_switch(peer)
-                && f.link(l).a == pid
-                && g.mask(f.switch_index[peer.idx()]).has(f.port(q).num)
+            if f.link(l).a == pid
+                && f.switch_of(peer)
+                    .is_some_and(|s| g.mask(s.0).has(f.port(q).num))
             {
                 out.push(l.idx());
             }

@@ -197,7 +197,8 @@ impl<T: Transport> Live<'_, T> {
             Scope::First | Scope::All => Box::new((0..f.nodes.len() as u32).map(NodeId)),
         };
         for (s, b) in lft_blocks {
-            if !first && !update::lft_block_differs(&self.current, new, s, b) {
+            let si = fabric::SwitchIdx(s as u32);
+            if !first && !update::lft_block_differs(&self.current, new, si, b) {
                 continue;
             }
             let u = Update::Lft {
@@ -210,7 +211,7 @@ impl<T: Transport> Live<'_, T> {
             };
             let range = lft_block_lids(b, stride);
             let mut d = [fabric::NO_PORT; mad::SMP_DATA];
-            d[..range.len()].copy_from_slice(&new.lft_of(s)[range]);
+            d[..range.len()].copy_from_slice(&new.lft_of(si)[range]);
             reqs.push(Req::set(Route::Direct(r), attr_id::LFT, b as u32, d));
             what.push(u);
             pushed.lft_blocks += 1;

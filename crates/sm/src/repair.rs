@@ -361,7 +361,7 @@ impl<'f, T: Transport> Live<'f, T> {
                     "the spare tables are out of step"
                 );
                 for (&(sw, lid), &(_, new)) in &r.delta.lft {
-                    t.lft_of_mut(sw as usize)[lid as usize] = new;
+                    t.lft_of_mut(fabric::SwitchIdx(sw))[lid as usize] = new;
                     touched.push((sw as usize, lft_block(lid) as usize));
                 }
                 for (&(sw, i, o, sl), &(_, new)) in &r.delta.sl2vl {
@@ -705,7 +705,7 @@ fn end_ports_of(f: &Fabric, faults: &[Fault]) -> Vec<PortId> {
 
 /// Distinct 64-LID blocks whose entries differ between two tables of one fabric.
 fn changed_blocks(f: &Fabric, a: &Routing, b: &Routing) -> u64 {
-    (0..f.num_switches())
+    f.switch_ids()
         .map(|s| update::lft_block_changes(a.lft_of(s), b.lft_of(s)).count() as u64)
         .sum()
 }

@@ -696,7 +696,7 @@ fn walk(
             Some(e) => fw.walk_pair(e, dlid, dst, &mut visit),
             // A switch: from its port 0.
             None => {
-                let s = f.switch_index[f.port(src).node.idx()];
+                let s = f.switch_of(f.port(src).node).map_or(u32::MAX, |s| s.0);
                 fw.walk_from(&fw.column(dlid), s, 0, dst, &mut visit)
             }
         };

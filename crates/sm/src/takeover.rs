@@ -84,7 +84,7 @@ fn read_held<T: Transport>(
             Update::Lft { sw, block } => {
                 let n = f.switches[sw as usize];
                 let top = d.switch_info[n.idx()].linear_fdb_top() as usize;
-                let lft = held.lft_of_mut(sw as usize);
+                let lft = held.lft_of_mut(fabric::SwitchIdx(sw));
                 for (lid, &port) in lft_block_lids(block as usize, stride).zip(&smp.data) {
                     lft[lid] = if lid <= top { port } else { NO_PORT };
                 }

@@ -480,7 +480,7 @@ fn execute(p: Plan) -> Result<ExitCode> {
                 .map(|_| fw.walk_pair(ep, dlid, dst, &mut visit))
         }
         None => {
-            let s = f.switch_index[src_node.idx()];
+            let s = f.switch_of(src_node).map_or(NONE, |s| s.0);
             first = Some((s, 0));
             Some(fw.walk_from(&fw.column(dlid), s, 0, dst, &mut visit))
         }

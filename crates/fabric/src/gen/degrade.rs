@@ -78,11 +78,13 @@ pub fn degrade_with(f: &Fabric, spec: &DegradeSpec) -> Result<Fabric, GenError> 
         let mut stack = vec![start];
         let mut count = 1;
         while let Some(s) = stack.pop() {
-            for &c in f.switch_links(s) {
+            for &c in f.switch_links(SwitchIdx(s as u32)) {
                 if link_dead[c.link().idx()] {
                     continue;
                 }
-                let t = f.switch_index[f.ports[f.channel_dst(c).idx()].node.idx()] as usize;
+                let Some(t) = f.dst_switch(c).map(SwitchIdx::idx) else {
+                    continue;
+                };
                 if !sw_dead[t] && !seen[t] {
                     seen[t] = true;
                     count += 1;
@@ -124,16 +126,13 @@ pub fn degrade_with(f: &Fabric, spec: &DegradeSpec) -> Result<Fabric, GenError> 
         }
     }
     if spec.links > 0 {
-        let sw_of = |p: PortId| f.switch_index[f.ports[p.idx()].node.idx()];
+        let sw_of = |p: PortId| f.switch_of(f.port(p).node).map(SwitchIdx::idx);
         let mut cand: Vec<usize> = (0..f.links.len())
             .filter(|&l| {
-                let (a, b) = (sw_of(f.links[l].a), sw_of(f.links[l].b));
-                a != u32::MAX
-                    && b != u32::MAX
-                    && !sw_dead[a as usize]
-                    && !sw_dead[b as usize]
-                    && Some(a as usize) != first
-                    && Some(b as usize) != first
+                let (Some(a), Some(b)) = (sw_of(f.links[l].a), sw_of(f.links[l].b)) else {
+                    return false;
+                };
+                !sw_dead[a] && !sw_dead[b] && Some(a) != first && Some(b) != first
             })
             .collect();
         rng.shuffle(&mut cand);

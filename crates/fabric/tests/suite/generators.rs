@@ -27,10 +27,7 @@ fn sw_adj(f: &Fabric) -> Vec<Vec<usize>> {
     for l in &f.links {
         let (a, b) = (f.ports[l.a.idx()].node, f.ports[l.b.idx()].node);
         if f.is_switch(a) && f.is_switch(b) {
-            let (x, y) = (
-                f.switch_index[a.idx()] as usize,
-                f.switch_index[b.idx()] as usize,
-            );
+            let (x, y) = (f.switch_of(a).unwrap().idx(), f.switch_of(b).unwrap().idx());
             adj[x].insert(y);
             adj[y].insert(x);
         }
@@ -103,7 +100,7 @@ fn hcas(f: &Fabric) -> usize {
 
 /// Switch-to-switch link count of switch index `s` (parallel links counted).
 fn sw_degree(f: &Fabric, s: usize) -> usize {
-    f.switch_links(s).len()
+    f.switch_links(fabric::SwitchIdx(s as u32)).len()
 }
 
 fn hcas_on(f: &Fabric, s: usize) -> usize {
@@ -1844,8 +1841,8 @@ fn superpod_max_missing(f: &Fabric) -> usize {
             continue;
         }
         let (x, y) = (
-            find(&mut parent, f.switch_index[a.idx()] as usize),
-            find(&mut parent, f.switch_index[b.idx()] as usize),
+            find(&mut parent, f.switch_of(a).unwrap().idx()),
+            find(&mut parent, f.switch_of(b).unwrap().idx()),
         );
         if x != y {
             parent[x] = y;

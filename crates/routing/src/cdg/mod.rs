@@ -72,10 +72,9 @@ impl SwChannels {
                     continue;
                 };
                 let dp = f.channel_dst(c);
-                let hs = f.switch_index[f.port(dp).node.idx()];
-                if hs == NONE {
+                let Some(hs) = f.switch_of(f.port(dp).node).map(|h| h.0) else {
                     continue;
-                }
+                };
                 s.of_chan[c.idx()] = s.chan.len() as u32;
                 s.chan.push(c);
                 s.head.push(hs);

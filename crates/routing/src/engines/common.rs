@@ -79,9 +79,9 @@ impl<'a> Topo<'a> {
         let alive: Vec<bool> = f.switches.iter().map(|&s| !mask.node_dead(s)).collect();
         let mut adj_start = Vec::with_capacity(n + 1);
         let mut adj = Vec::with_capacity(f.sw_adj.len());
-        for s in 0..n {
+        for s in f.switch_ids() {
             adj_start.push(adj.len() as u32);
-            if !alive[s] {
+            if !alive[s.idx()] {
                 continue;
             }
             for &c in f.switch_links(s) {
@@ -89,9 +89,10 @@ impl<'a> Topo<'a> {
                     continue;
                 }
                 let src = f.port(f.channel_src(c));
-                let dst = f.port(f.channel_dst(c));
-                let peer = f.switch_index[dst.node.idx()];
-                if peer == u32::MAX || !alive[peer as usize] {
+                let Some(peer) = f.dst_switch(c).map(|t| t.0) else {
+                    continue;
+                };
+                if !alive[peer as usize] {
                     continue;
                 }
                 adj.push(Adj {
@@ -119,8 +120,8 @@ impl<'a> Topo<'a> {
                     return None;
                 }
                 let r = f.port(f.channel_dst(c));
-                let si = *f.switch_index.get(r.node.idx())?;
-                if si == u32::MAX || !alive[si as usize] {
+                let si = f.switch_of(r.node)?.0;
+                if !alive[si as usize] {
                     return None;
                 }
                 Some((si, r.num))

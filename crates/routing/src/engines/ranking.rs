@@ -96,9 +96,12 @@ impl UpDownRanking {
             return Dir::None;
         };
         let (src, dst) = if c.0 & 1 == 0 { (l.a, l.b) } else { (l.b, l.a) };
-        let a = f.switch_index[f.port(src).node.idx()];
-        let b = f.switch_index[f.port(dst).node.idx()];
-        if a == u32::MAX || b == u32::MAX || a == b {
+        let (Some(a), Some(b)) = (f.switch_of(f.port(src).node), f.switch_of(f.port(dst).node))
+        else {
+            return Dir::None;
+        };
+        let (a, b) = (a.0, b.0);
+        if a == b {
             return Dir::None;
         }
         let (pa, pb) = (self.pos[a as usize], self.pos[b as usize]);
@@ -684,8 +687,8 @@ mod tests {
         let mut down = None;
         for c in 0..f.links.len() as u32 * 2 {
             let c = ChannelId(c);
-            let a = f.switch_index[f.port(f.channel_src(c)).node.idx()];
-            let b = f.switch_index[f.port(f.channel_dst(c)).node.idx()];
+            let a = f.switch_of(f.port(f.channel_src(c)).node).unwrap().0;
+            let b = f.switch_of(f.port(f.channel_dst(c)).node).unwrap().0;
             if a == u32::MAX || b == u32::MAX {
                 assert_eq!(
                     rk.channel_dir(&f, c),

@@ -10,6 +10,7 @@ use super::ranking::{
 };
 use super::{tree, EngineError, RouteOptions};
 use crate::tables::Routing;
+use fabric::SwitchIdx;
 use fabric::{Fabric, FaultMask};
 use rayon::prelude::*;
 
@@ -218,9 +219,9 @@ pub(crate) fn given_roots(
         t.f.hints
             .roots
             .iter()
-            .filter_map(|r| t.f.switch_index.get(r.idx()).copied())
-            .filter(|&s| s != u32::MAX && t.alive[s as usize])
-            .map(|s| s as usize)
+            .filter_map(|&r| t.f.switch_of(r))
+            .map(SwitchIdx::idx)
+            .filter(|&s| t.alive[s])
             .collect();
     (hinted, "topology hints")
 }

@@ -25,6 +25,7 @@ use super::{Budget, EngineError};
 use crate::tables::Routing;
 use crate::vl::paths::{path_sls, Paths};
 use crate::vl::{Need, SlColouring};
+use fabric::SwitchIdx;
 use fabric::{ChannelId, NodeKind, NO_PORT};
 
 /// How many unroutable pairs a note names.
@@ -60,7 +61,7 @@ pub(crate) fn assign_transitions(
     for (i, &tr) in turns.iter().enumerate() {
         if tr > allowed {
             let node = f.switches[paths.src[i] as usize];
-            routing.lft_of_mut(paths.src[i] as usize)[paths.dlid[i] as usize] = NO_PORT;
+            routing.lft_of_mut(SwitchIdx(paths.src[i]))[paths.dlid[i] as usize] = NO_PORT;
             over.push((node, paths.dst[i]));
         }
     }
@@ -122,8 +123,7 @@ pub(crate) fn assign_transitions(
     }
     if !over.is_empty() {
         let ends_on = |node: fabric::NodeId| -> usize {
-            let s = f.switch_index[node.idx()] as usize;
-            t.ends_on(s).len()
+            f.switch_of(node).map_or(0, |s| t.ends_on(s.idx()).len())
         };
         let pairs: usize = over.iter().map(|&(n, _)| ends_on(n)).sum();
         let named: Vec<String> = over

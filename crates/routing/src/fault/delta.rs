@@ -3,7 +3,7 @@
 //! (DLID, SL) of every affected source end port.
 
 use crate::tables::update::lft_block;
-use fabric::Lid;
+use fabric::{Lid, SwitchIdx};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -18,15 +18,15 @@ pub struct Delta {
 }
 
 impl Delta {
-    pub fn lft_change(&mut self, sw: u32, lid: Lid, old: u8, new: u8) {
+    pub fn lft_change(&mut self, sw: SwitchIdx, lid: Lid, old: u8, new: u8) {
         self.lft
-            .entry((sw, lid))
+            .entry((sw.0, lid))
             .and_modify(|e| e.1 = new)
             .or_insert((old, new));
     }
-    pub fn sl2vl_change(&mut self, sw: u32, inp: u8, out: u8, sl: u8, old: u8, new: u8) {
+    pub fn sl2vl_change(&mut self, sw: SwitchIdx, inp: u8, out: u8, sl: u8, old: u8, new: u8) {
         self.sl2vl
-            .entry((sw, inp, out, sl))
+            .entry((sw.0, inp, out, sl))
             .and_modify(|e| e.1 = new)
             .or_insert((old, new));
     }
@@ -91,11 +91,11 @@ mod tests {
     #[test]
     fn blocks_and_undo() {
         let mut d = Delta::default();
-        d.lft_change(0, 1, 255, 3);
-        d.lft_change(0, 63, 255, 3);
-        d.lft_change(0, 64, 255, 3);
-        d.lft_change(1, 5, 2, 4);
-        d.lft_change(1, 5, 4, 2); // undone
+        d.lft_change(SwitchIdx(0), 1, 255, 3);
+        d.lft_change(SwitchIdx(0), 63, 255, 3);
+        d.lft_change(SwitchIdx(0), 64, 255, 3);
+        d.lft_change(SwitchIdx(1), 5, 2, 4);
+        d.lft_change(SwitchIdx(1), 5, 4, 2); // undone
         assert_eq!(d.lft_entries(), 3);
         assert_eq!(d.lft_blocks(), 2);
         assert_eq!(d.switches_touched(), 1);

@@ -7,6 +7,7 @@ use crate::engines::{Engine, EngineError, RouteOptions};
 use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::update::lft_block_changes;
 use crate::tables::Routing;
+use fabric::SwitchIdx;
 use fabric::{Fabric, FaultMask, Lid};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -51,9 +52,10 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
     let ns = f.num_switches();
     // LFT entries and blocks over the LIDs both tables cover, on live switches.
     let stride = old.stride().min(new.stride());
-    let (entries, blocks, switches) = (0..ns)
+    let (entries, blocks, switches) = (0..ns as u32)
         .into_par_iter()
-        .filter(|&s| !mask.node_dead(f.switches[s]))
+        .map(SwitchIdx)
+        .filter(|&s| !mask.node_dead(f.switch_node(s)))
         .map(|s| {
             let (a, b) = (&old.lft_of(s)[..stride], &new.lft_of(s)[..stride]);
             let (e, blk) = lft_block_changes(a, b).fold((0, 0), |(e, k), (_, n)| (e + n, k + 1));
@@ -65,7 +67,9 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
     let mut ends_on = vec![0u64; ns];
     for &p in &f.end_ports {
         if let Some(r) = f.attached_switch(p) {
-            ends_on[f.switch_index[f.port(r).node.idx()] as usize] += 1;
+            if let Some(s) = f.switch_of(f.port(r).node) {
+                ends_on[s.idx()] += 1;
+            }
         }
     }
     let (plane_new, plane_old) = (Plane::new(f, Some(mask)), Plane::new(f, None));
@@ -88,7 +92,9 @@ pub fn compare(f: &Fabric, mask: &FaultMask, old: &Routing, new: &Routing) -> Re
                     return (0, 0, 0, 0);
                 }
                 let lid = f.port(dp).lid;
-                let d = f.switch_index[dsw.idx()] as usize;
+                let Some(d) = f.switch_of(dsw).map(SwitchIdx::idx) else {
+                    return (0, 0, 0, 0);
+                };
                 tn.reset();
                 to.reset();
                 let (mut routed, mut unrouted, mut changed, mut cut) = (0u64, 0u64, 0u64, 0u64);
@@ -207,13 +213,13 @@ impl Trees {
             WalkEnd::Stopped => tail,
         };
         for &v in stack.iter().rev() {
-            let v = v as usize;
-            state[v] = result;
+            let v = SwitchIdx(v);
+            state[v.idx()] = result;
             if result == ARRIVES {
                 if let Some(o) = other {
                     diff |= o.out_port(v, lid) != fw.r.out_port(v, lid);
                 }
-                differs[v] = diff;
+                differs[v.idx()] = diff;
             }
         }
         result == ARRIVES
@@ -238,8 +244,7 @@ mod tests {
         let mut node = f.port(f.attached_switch(src)?).node;
         let mut out = Vec::new();
         for _ in 0..=f.num_switches() {
-            let s = f.switch_index[node.idx()] as usize;
-            let port = r.out_port(s, lid);
+            let port = r.out_port(f.switch_of(node)?, lid);
             if port == NO_PORT || port == 0 || port > f.node(node).nports {
                 return None;
             }

@@ -76,6 +76,7 @@ mod start;
 mod suffix;
 mod tables;
 pub use complete::{Completion, Programmed};
+use fabric::SwitchIdx;
 use tables::*;
 
 use super::delta::Delta;
@@ -422,7 +423,7 @@ impl<'f> Rftr<'f> {
     fn walk_switch_major(&self, s: u32, e: u32, lid: Lid, buf: &mut Vec<ChannelId>) -> bool {
         let entry = |sw: u32| {
             self.routing
-                .lft_of(sw as usize)
+                .lft_of(SwitchIdx(sw))
                 .get(lid as usize)
                 .copied()
                 .unwrap_or(NO_PORT)

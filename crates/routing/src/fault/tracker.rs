@@ -32,6 +32,7 @@ use crate::forward::{Plane, NONE};
 use crate::tables::{PathSl, Routing, NUM_SLS};
 use crate::vl::Layers;
 use fabric::Fault;
+use fabric::SwitchIdx;
 use fabric::{Fabric, Lid, NodeKind, NO_PORT};
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
@@ -268,12 +269,12 @@ impl<'f> Tracker<'f> {
         }
         // Columns whose walks crossed a channel the fault killed: the channel's switch sent
         // them out of its port, now or before the repair rewrote the entry.
-        let mut killed: Vec<(u32, u8)> = Vec::new();
+        let mut killed: Vec<(SwitchIdx, u8)> = Vec::new();
         let mut kill = |c: fabric::ChannelId| {
             let p = f.channel_src(c);
             let n = f.port(p).node;
-            if f.node(n).kind == NodeKind::Switch && !r.mask.node_dead(n) {
-                killed.push((f.switch_index[n.idx()], f.port(p).num));
+            if let (Some(s), false) = (f.switch_of(n), r.mask.node_dead(n)) {
+                killed.push((s, f.port(p).num));
             }
         };
         let mut dropped_ends = false;
@@ -301,7 +302,7 @@ impl<'f> Tracker<'f> {
             }
         }
         for &(sw, port) in &killed {
-            let row = r.routing.lft_of(sw as usize);
+            let row = r.routing.lft_of(sw);
             for (lid, &q) in row.iter().enumerate().skip(1) {
                 if q == port && q != NO_PORT {
                     mark(lid as Lid, &mut dirty, st);
@@ -309,7 +310,7 @@ impl<'f> Tracker<'f> {
             }
         }
         for &(sw, lid, old) in &r.last.lft {
-            if killed.contains(&(sw, old)) {
+            if killed.contains(&(SwitchIdx(sw), old)) {
                 mark(lid, &mut dirty, st);
             }
         }
@@ -495,7 +496,7 @@ fn walk_switches_to(
 fn lft_block(r: &Routing, switches: usize, lo: Lid, n: usize) -> Vec<u8> {
     let mut block = vec![NO_PORT; n * switches];
     for s in 0..switches {
-        let row = r.lft_of(s);
+        let row = r.lft_of(SwitchIdx(s as u32));
         for j in 0..n {
             if let Some(&v) = row.get(lo as usize + j) {
                 block[j * switches + s] = v;

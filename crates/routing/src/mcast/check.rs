@@ -163,9 +163,8 @@ pub fn check_mcast(
             .filter(|&&(p, _)| alive(p))
             .filter_map(|&(p, _)| {
                 let q = f.remote(p)?;
-                let n = f.port(q).node;
-                f.is_switch(n)
-                    .then(|| (f.switch_index[n.idx()], f.port(q).num, p))
+                let s = f.switch_of(f.port(q).node)?;
+                Some((s.0, f.port(q).num, p))
             })
             .collect();
         senders.sort_unstable();
@@ -317,7 +316,9 @@ fn flood<A: Fn(PortId) -> bool>(w: &mut Flood<'_, A>, s0: u32, in0: u8) {
                 if in_ch != NONE && out_ch != NONE {
                     w.seen_edges.insert((in_ch, in_vl, out_ch, vl));
                 }
-                let t = f.switch_index[qn.idx()];
+                let Some(t) = f.switch_of(qn).map(|t| t.0) else {
+                    continue;
+                };
                 if w.visited[t as usize] == w.walk {
                     if w.count {
                         w.out.issue(McastIssue::Duplicate {

@@ -77,10 +77,10 @@ pub fn repair_trees(
             }
             let Some(q) = f.remote(p) else { continue };
             let n = f.port(q).node;
-            if !f.is_switch(n) || mask.node_dead(n) {
+            let (Some(s), false) = (f.switch_of(n), mask.node_dead(n)) else {
                 continue;
-            }
-            let e = need.entry(f.switch_index[n.idx()]).or_default();
+            };
+            let e = need.entry(s.0).or_default();
             e.1 = true;
             if m.full {
                 e.0.push(f.port(q).num);
@@ -139,10 +139,9 @@ fn tree_edges(f: &Fabric, e: &GroupMft) -> Vec<Edge> {
                 continue;
             };
             let qn = f.port(q).node;
-            if !f.is_switch(qn) {
+            let Some(t) = f.switch_of(qn).map(|t| t.0) else {
                 continue;
-            }
-            let t = f.switch_index[qn.idx()];
+            };
             if s < t && e.mask(t).has(f.port(q).num) {
                 v.push((s, p, t, f.port(q).num));
             }
@@ -274,10 +273,9 @@ fn branch(
             }
             let qp = f.channel_dst(c);
             let qn = f.port(qp).node;
-            if !f.is_switch(qn) {
+            let Some(v) = f.switch_of(qn).map(|v| v.0) else {
                 continue;
-            }
-            let v = f.switch_index[qn.idx()];
+            };
             if seen[v as usize] {
                 continue;
             }

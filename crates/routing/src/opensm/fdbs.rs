@@ -23,7 +23,8 @@ use super::{
 use crate::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use crate::tables::Routing;
 use fabric::io::ParseError;
-use fabric::{Fabric, Lid, NodeKind, NO_PORT};
+use fabric::SwitchIdx;
+use fabric::{Fabric, Lid, NO_PORT};
 use std::collections::VecDeque;
 
 /// "No value" in [`HopTable`].
@@ -60,11 +61,12 @@ impl HopTable {
 fn lid_target(f: &Fabric, lid: Lid) -> Option<(usize, u8)> {
     let p = f.lid_port(lid)?;
     let port = f.port(p);
-    if f.is_switch(port.node) {
-        Some((f.switch_index[port.node.idx()] as usize, 0))
-    } else {
-        let sw = f.attached_switch(p)?;
-        Some((f.switch_index[f.port(sw).node.idx()] as usize, 1))
+    match f.switch_of(port.node) {
+        Some(s) => Some((s.idx(), 0)),
+        None => {
+            let sw = f.attached_switch(p)?;
+            Some((f.switch_of(f.port(sw).node)?.idx(), 1))
+        }
     }
 }
 
@@ -147,8 +149,10 @@ pub fn route_hops(f: &Fabric, r: &Routing) -> HopTable {
         q.clear();
         q.push_back(d);
         while let Some(u) = q.pop_front() {
-            for &c in f.switch_links(u) {
-                let v = f.switch_index[f.port(f.channel_dst(c)).node.idx()] as usize;
+            for &c in f.switch_links(SwitchIdx(u as u32)) {
+                let Some(v) = f.dst_switch(c).map(SwitchIdx::idx) else {
+                    continue;
+                };
                 if dist[v] == u32::MAX {
                     dist[v] = dist[u] + 1;
                     q.push_back(v);
@@ -188,8 +192,8 @@ fn best_port(f: &Fabric, t: &HopTable, s: usize, lid: Lid) -> Option<u8> {
             continue;
         };
         let rn = f.port(remote).node;
-        let ok = if f.node(rn).kind == NodeKind::Switch {
-            let ms = t.min(f.switch_index[rn.idx()] as usize, lid);
+        let ok = if let Some(rs) = f.switch_of(rn) {
+            let ms = t.min(rs.idx(), lid);
             ms != HOPS_NONE && ms as u32 + 1 == m as u32
         } else {
             m == 1 && owner == Some(remote)
@@ -243,7 +247,7 @@ pub fn write_fdbs_to(
         b.extend_from_slice(b"LID    : Port : Hops : Optimal\n");
         for lid in 1..=max {
             b.extend_from_slice(&prefix[lid as usize]);
-            let port = r.out_port_checked(s, lid);
+            let port = r.out_port_checked(SwitchIdx(s as u32), lid);
             if port == NO_PORT || !listed[lid as usize] {
                 b.extend_from_slice(b"UNREACHABLE\n");
                 continue;
@@ -316,7 +320,7 @@ pub fn read_fdbs(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
                         ));
                     }
                     seen[s] = ln;
-                    r.lft_of_mut(s).fill(NO_PORT);
+                    r.lft_of_mut(SwitchIdx(s as u32)).fill(NO_PORT);
                 }),
             );
             continue;

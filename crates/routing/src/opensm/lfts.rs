@@ -23,7 +23,8 @@ use super::{
 };
 use crate::tables::Routing;
 use fabric::io::ParseError;
-use fabric::{Fabric, Lid, NodeKind, MAX_UNICAST_LID, NO_PORT};
+use fabric::SwitchIdx;
+use fabric::{Fabric, Lid, MAX_UNICAST_LID, NO_PORT};
 
 /// A routing read from an LFT file, with the reader's warnings.
 #[derive(Clone, Debug)]
@@ -216,8 +217,8 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
                 )
             })?;
             cur = match f.node_by_guid(guid) {
-                Some(n) if f.node(n).kind == NodeKind::Switch => {
-                    let s = f.switch_index[n.idx()] as usize;
+                Some(n) if f.is_switch(n) => {
+                    let s = f.switch_of(n).map_or(0, SwitchIdx::idx);
                     if seen[s] != 0 {
                         warnings.push(format!(
                             "{file}:{ln}: switch 0x{guid:016x} was already listed at line {}; its table is replaced",
@@ -225,7 +226,7 @@ pub fn read_lfts(bytes: &[u8], file: &str, f: &Fabric) -> Result<LftLoad, ParseE
                         ));
                     }
                     seen[s] = ln;
-                    r.lft_of_mut(s).fill(NO_PORT);
+                    r.lft_of_mut(SwitchIdx(s as u32)).fill(NO_PORT);
                     Cur::Switch(s)
                 }
                 Some(n) => {

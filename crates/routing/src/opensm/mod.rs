@@ -28,6 +28,7 @@
 //! expected. Problems OpenSM itself tolerates (unknown switch GUIDs, ...) are warnings.
 
 use fabric::io::ParseError;
+use fabric::SwitchIdx;
 use fabric::{Fabric, Lid, NodeId, NodeKind, PortId};
 use rustc_hash::FxHashMap;
 
@@ -193,7 +194,7 @@ pub(crate) fn switch_of_guid(
     warnings: &mut Vec<String>,
 ) -> Option<usize> {
     match f.node_by_guid(g) {
-        Some(n) if f.is_switch(n) => Some(f.switch_index[n.idx()] as usize),
+        Some(n) if f.is_switch(n) => f.switch_of(n).map(SwitchIdx::idx),
         Some(n) => {
             warnings.push(format!(
                 "{file}:{ln}: GUID 0x{g:016x} is {:?}, not a switch; its entries are skipped",

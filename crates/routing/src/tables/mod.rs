@@ -10,7 +10,7 @@
 //! InfiniBand limits are enforced by [`Routing::validate`]: 15 data VLs (0..=14), 16 SLs,
 //! LMC ≤ 7, LIDs ≤ 0xBFFF.
 
-use fabric::{Fabric, Lid, NodeId, NodeKind, PortId, MAX_LMC, MAX_UNICAST_LID, NO_PORT};
+use fabric::{Fabric, Lid, NodeId, NodeKind, PortId, SwitchIdx, MAX_LMC, MAX_UNICAST_LID, NO_PORT};
 
 pub mod update;
 pub use update::{Update, LFT_BLOCK};
@@ -233,35 +233,35 @@ impl Routing {
     pub fn stride(&self) -> usize {
         self.max_lid as usize + 1
     }
-    /// The LFT of switch index `s`.
+    /// The LFT of switch `s`.
     #[inline]
-    pub fn lft_of(&self, s: usize) -> &[u8] {
+    pub fn lft_of(&self, s: SwitchIdx) -> &[u8] {
         let st = self.stride();
-        &self.lft[s * st..(s + 1) * st]
+        &self.lft[s.idx() * st..(s.idx() + 1) * st]
     }
     #[inline]
-    pub fn lft_of_mut(&mut self, s: usize) -> &mut [u8] {
+    pub fn lft_of_mut(&mut self, s: SwitchIdx) -> &mut [u8] {
         let st = self.stride();
-        &mut self.lft[s * st..(s + 1) * st]
+        &mut self.lft[s.idx() * st..(s.idx() + 1) * st]
     }
-    /// Output port of switch index `s` for `lid` (NO_PORT when none or out of range).
+    /// Output port of switch `s` for `lid` (NO_PORT when none or out of range).
     #[inline]
-    pub fn out_port(&self, s: usize, lid: Lid) -> u8 {
+    pub fn out_port(&self, s: SwitchIdx, lid: Lid) -> u8 {
         if lid > self.max_lid {
             return NO_PORT;
         }
-        self.lft[s * self.stride() + lid as usize]
+        self.lft[s.idx() * self.stride() + lid as usize]
     }
 
     /// Like [`Routing::out_port`] but never panics, even when the table is shorter than
     /// `s` and `max_lid` imply (NO_PORT then).
     #[inline]
-    pub fn out_port_checked(&self, s: usize, lid: Lid) -> u8 {
+    pub fn out_port_checked(&self, s: SwitchIdx, lid: Lid) -> u8 {
         if lid > self.max_lid {
             return NO_PORT;
         }
         self.lft
-            .get(s * self.stride() + lid as usize)
+            .get(s.idx() * self.stride() + lid as usize)
             .copied()
             .unwrap_or(NO_PORT)
     }
@@ -346,7 +346,8 @@ impl Routing {
                 return Err(TableError::Lmc(p.lmc));
             }
         }
-        for (si, &n) in f.switches.iter().enumerate() {
+        for si in f.switch_ids() {
+            let n = f.switch_node(si);
             let np = f.node(n).nports;
             for (lid, &port) in self.lft_of(si).iter().enumerate() {
                 if port != NO_PORT && port > np {
@@ -400,10 +401,10 @@ pub enum TableError {
 
 /// Helper shared by engines and checkers: the (switch index, switch port number) an end port
 /// hangs off, if it is cabled to a switch.
-pub fn end_port_switch(f: &Fabric, p: PortId) -> Option<(usize, u8)> {
+pub fn end_port_switch(f: &Fabric, p: PortId) -> Option<(SwitchIdx, u8)> {
     let r = f.attached_switch(p)?;
     let rp = f.port(r);
-    Some((f.switch_index[rp.node.idx()] as usize, rp.num))
+    Some((f.switch_of(rp.node)?, rp.num))
 }
 
 /// True for nodes whose ports carry LIDs of their own (CAs and routers).

@@ -11,7 +11,7 @@
 //! [`apply`] performs one of them on a copy of the tables.
 
 use super::{Routing, NUM_SLS};
-use fabric::{Fabric, Lid, NodeId, NodeKind, MAX_UNICAST_LID};
+use fabric::{Fabric, Lid, NodeId, NodeKind, SwitchIdx, MAX_UNICAST_LID};
 use serde::Serialize;
 use std::ops::Range;
 
@@ -68,9 +68,9 @@ pub fn lft_block_changes<'a>(a: &'a [u8], b: &'a [u8]) -> impl Iterator<Item = (
         })
 }
 
-/// True when LFT block `block` of switch index `sw` differs between `old` and `new` (over
+/// True when LFT block `block` of switch `sw` differs between `old` and `new` (over
 /// the LIDs both tables hold).
-pub fn lft_block_differs(old: &Routing, new: &Routing, sw: usize, block: usize) -> bool {
+pub fn lft_block_differs(old: &Routing, new: &Routing, sw: SwitchIdx, block: usize) -> bool {
     let r = lft_block_lids(block, old.stride().min(new.stride()));
     old.lft_of(sw)[r.clone()] != new.lft_of(sw)[r]
 }
@@ -129,13 +129,10 @@ pub fn plan(
 ) -> Vec<Update> {
     let mut v = Vec::new();
     let stride = old.stride().min(new.stride());
-    for (s, &n) in f.switches.iter().enumerate() {
-        if live(n) {
+    for s in f.switch_ids() {
+        if live(f.switch_node(s)) {
             let (a, b) = (&old.lft_of(s)[..stride], &new.lft_of(s)[..stride]);
-            v.extend(lft_block_changes(a, b).map(|(block, _)| Update::Lft {
-                sw: s as u32,
-                block,
-            }));
+            v.extend(lft_block_changes(a, b).map(|(block, _)| Update::Lft { sw: s.0, block }));
         }
     }
     for i in 0..f.nodes.len() {
@@ -158,8 +155,8 @@ pub fn apply(cur: &mut Routing, new: &Routing, u: Update) -> bool {
     match u {
         Update::Lft { sw, block } => {
             let r = lft_block_lids(block as usize, cur.stride().min(new.stride()));
-            let src = &new.lft_of(sw as usize)[r.clone()];
-            cur.lft_of_mut(sw as usize)[r].copy_from_slice(src);
+            let src = &new.lft_of(SwitchIdx(sw))[r.clone()];
+            cur.lft_of_mut(SwitchIdx(sw))[r].copy_from_slice(src);
             true
         }
         Update::Sl2Vl { node, inp, out } => {
@@ -220,9 +217,9 @@ mod tests {
         let f = two();
         let old = Routing::empty(&f);
         let mut new = old.clone();
-        new.lft_of_mut(0)[4] = 4;
-        new.lft_of_mut(0)[129] = 1;
-        new.lft_of_mut(1)[2] = 0;
+        new.lft_of_mut(SwitchIdx(0))[4] = 4;
+        new.lft_of_mut(SwitchIdx(0))[129] = 1;
+        new.lft_of_mut(SwitchIdx(1))[2] = 0;
         let (s1, h1) = (f.node_by_name("s1").unwrap(), f.node_by_name("h1").unwrap());
         new.sl2vl.set(s1, 1, 4, 3, 7);
         new.sl2vl.set(h1, 0, 1, 2, 5);

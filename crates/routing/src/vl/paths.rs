@@ -111,7 +111,7 @@ impl Paths {
         } else {
             f.port(f.channel_dst(ChannelId(ch[k - 1]))).num
         };
-        (f.switch_index[sp.node.idx()], inp, sp.num)
+        (f.switch_of(sp.node).map_or(u32::MAX, |s| s.0), inp, sp.num)
     }
 }
 
@@ -131,7 +131,7 @@ pub fn path_sls(
     let mut on: Vec<Vec<u32>> = vec![Vec::new(); f.num_switches()];
     for (e, &p) in f.end_ports.iter().enumerate() {
         if let Some((s, _)) = crate::tables::end_port_switch(f, p) {
-            on[s].push(e as u32);
+            on[s.idx()].push(e as u32);
         }
     }
     for i in 0..paths.len() {
@@ -168,7 +168,7 @@ mod tests {
             let src_ep = (0..f.end_ports.len())
                 .find(|&e| {
                     crate::tables::end_port_switch(&f, f.end_ports[e]).map(|x| x.0)
-                        == Some(p.src[i] as usize)
+                        == Some(fabric::SwitchIdx(p.src[i]))
                 })
                 .unwrap();
             let w = crate::walk::walk_pair(&f, &r, None, f.end_ports[src_ep], p.dlid[i]);

@@ -1,5 +1,7 @@
 //! Known-answer tests of the path walker, the CDG deadlock check and the route metrics.
 
+use fabric::SwitchIdx;
+
 use fabric::rng::Rng;
 use fabric::{
     BuildOptions, Fabric, FabricBuilder, FaultMask, Lid, LinkId, NodeId, NodeKind, PortId, Speed,
@@ -68,7 +70,7 @@ fn ep_lids(f: &Fabric) -> Vec<(Lid, PortId)> {
 
 fn sw_of(f: &Fabric, p: PortId) -> (usize, u8) {
     let r = f.remote(p).unwrap();
-    (f.switch_index[f.port(r).node.idx()] as usize, f.port(r).num)
+    (f.switch_of(f.port(r).node).unwrap().idx(), f.port(r).num)
 }
 
 /// Ring routed clockwise (port 1) except at the destination's own switch.
@@ -77,7 +79,7 @@ fn clockwise(f: &Fabric) -> Routing {
     for (lid, p) in ep_lids(f) {
         let (sd, q) = sw_of(f, p);
         for s in 0..f.num_switches() {
-            r.lft_of_mut(s)[lid as usize] = if s == sd { q } else { 1 };
+            r.lft_of_mut(SwitchIdx(s as u32))[lid as usize] = if s == sd { q } else { 1 };
         }
     }
     r
@@ -94,8 +96,8 @@ fn bfs_routing(f: &Fabric) -> Routing {
         dist[sd] = 0;
         let mut queue = std::collections::VecDeque::from([sd]);
         while let Some(s) = queue.pop_front() {
-            for &c in f.switch_links(s) {
-                let t = f.switch_index[f.port(f.channel_dst(c)).node.idx()] as usize;
+            for &c in f.switch_links(SwitchIdx(s as u32)) {
+                let t = f.switch_of(f.port(f.channel_dst(c)).node).unwrap().idx();
                 if dist[t] == u32::MAX {
                     dist[t] = dist[s] + 1;
                     queue.push_back(t);
@@ -109,17 +111,17 @@ fn bfs_routing(f: &Fabric) -> Routing {
                 NO_PORT
             } else {
                 let cands: Vec<u8> = f
-                    .switch_links(s)
+                    .switch_links(SwitchIdx(s as u32))
                     .iter()
                     .filter(|&&c| {
-                        let t = f.switch_index[f.port(f.channel_dst(c)).node.idx()] as usize;
+                        let t = f.switch_of(f.port(f.channel_dst(c)).node).unwrap().idx();
                         dist[t] + 1 == dist[s]
                     })
                     .map(|&c| f.port(f.channel_src(c)).num)
                     .collect();
                 cands[lid as usize % cands.len()]
             };
-            r.lft_of_mut(s)[lid as usize] = port;
+            r.lft_of_mut(SwitchIdx(s as u32))[lid as usize] = port;
         }
     }
     r
@@ -205,7 +207,7 @@ fn dmodk(f: &Fabric, k: usize) -> Routing {
                 _ if c[0] == dp && c[1] == de => di + 1,
                 _ => h + 1 + g % h,
             };
-            r.lft_of_mut(s)[lid as usize] = port as u8;
+            r.lft_of_mut(SwitchIdx(s as u32))[lid as usize] = port as u8;
         }
     }
     r
@@ -342,14 +344,14 @@ fn broken_tables_report_unreachable_loops_and_black_holes() {
     };
     let (h0, h1, h2, h3) = (lid_of(0), lid_of(1), lid_of(2), lid_of(3));
     // Unreachable: S1 has no entry for H2 → sources H0 (via S1) and H1.
-    r.lft_of_mut(1)[h2 as usize] = NO_PORT;
+    r.lft_of_mut(SwitchIdx(1))[h2 as usize] = NO_PORT;
     // Loop: S2 sends H3 back to S1 → sources H0, H1, H2 loop.
-    r.lft_of_mut(2)[h3 as usize] = 2;
+    r.lft_of_mut(SwitchIdx(2))[h3 as usize] = 2;
     // Black hole: S3 sends H0 to an unconnected port; S3 sends H1 beyond its port count.
-    r.lft_of_mut(3)[h0 as usize] = 5;
-    r.lft_of_mut(3)[h1 as usize] = 9;
+    r.lft_of_mut(SwitchIdx(3))[h0 as usize] = 5;
+    r.lft_of_mut(SwitchIdx(3))[h1 as usize] = 9;
     // Misdelivery: S0 sends H1's LID to H0.
-    r.lft_of_mut(0)[h1 as usize] = 3;
+    r.lft_of_mut(SwitchIdx(0))[h1 as usize] = 3;
 
     let w = walk_all(&f, &r, None);
     assert_eq!(w.pairs_checked, 12);
@@ -818,7 +820,7 @@ fn ebb_hand_computed_on_a_ring() {
     assert!(parse_pattern(&f, "H0_0 nobody\n").is_err());
     // A broken table makes the flow unroutable.
     let mut r2 = r.clone();
-    r2.lft_of_mut(1)[f.port(f.end_ports[2]).lid as usize] = NO_PORT;
+    r2.lft_of_mut(SwitchIdx(1))[f.port(f.end_ports[2]).lid as usize] = NO_PORT;
     assert!(ebb_flows(&f, &r2, None, &runs).is_err());
 }
 
@@ -921,7 +923,7 @@ fn lfts_dump(f: &Fabric, r: &Routing) -> String {
             node.guid,
             node.name
         ));
-        for (lid, &p) in r.lft_of(si).iter().enumerate() {
+        for (lid, &p) in r.lft_of(SwitchIdx(si as u32)).iter().enumerate() {
             if p != NO_PORT && lid > 0 {
                 s.push_str(&format!("0x{lid:04x} {p:03}\n"));
             }

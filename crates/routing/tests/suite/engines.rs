@@ -8,6 +8,8 @@
 
 #![allow(clippy::needless_range_loop)]
 
+use fabric::SwitchIdx;
+
 use fabric::rng::Rng;
 use fabric::{
     BuildOptions, Fabric, FabricBuilder, FaultMask, LinkId, NodeId, NodeKind, Speed, Width, NO_PORT,
@@ -382,8 +384,8 @@ fn walk(
                 ))
             };
         }
-        let si = f.switch_index[node.idx()] as usize;
-        let p = r.out_port(si, dlid);
+        let si = f.switch_of(node).unwrap().idx();
+        let p = r.out_port(SwitchIdx(si as u32), dlid);
         if p == NO_PORT {
             return Err(format!("no route at {}", f.node(node).name));
         }
@@ -453,11 +455,11 @@ fn connected(f: &Fabric, mask: &FaultMask) -> bool {
     seen[start] = true;
     let mut st = vec![start];
     while let Some(s) = st.pop() {
-        for &c in f.switch_links(s) {
+        for &c in f.switch_links(SwitchIdx(s as u32)) {
             if !mask.channel_alive(f, c) {
                 continue;
             }
-            let p = f.switch_index[f.port(f.channel_dst(c)).node.idx()] as usize;
+            let p = f.switch_of(f.port(f.channel_dst(c)).node).unwrap().idx();
             if alive[p] && !seen[p] {
                 seen[p] = true;
                 st.push(p);
@@ -640,7 +642,10 @@ fn masks_make_dead_parts_absent() {
         };
         check_all(&f, &r, &mask, name);
         // the dead switch has an empty LFT
-        assert!(r.lft_of(5).iter().all(|&p| p == NO_PORT), "{name}");
+        assert!(
+            r.lft_of(SwitchIdx(5)).iter().all(|&p| p == NO_PORT),
+            "{name}"
+        );
     }
 }
 
@@ -876,7 +881,7 @@ fn ftree_four_level_tree_is_balanced_and_skips_l3() {
     let c = check_all(&f, &res.routing, &mask, "ftree");
     let level = |x: NodeId| {
         if f.is_switch(x) {
-            lvl[f.switch_index[x.idx()] as usize]
+            lvl[f.switch_of(x).unwrap().idx()]
         } else {
             u32::MAX
         }
@@ -959,13 +964,14 @@ fn lmc_lids_take_different_ports_where_possible() {
             .copied()
             .find(|&p| {
                 f.attached_switch(p)
-                    .map(|x| f.switch_index[f.port(x).node.idx()] as usize)
+                    .map(|x| f.switch_of(f.port(x).node).unwrap().idx())
                     != Some(leaf)
             })
             .unwrap();
         let base = f.port(remote).lid;
-        let ports: std::collections::BTreeSet<u8> =
-            (0..4).map(|o| r.out_port(leaf, base + o)).collect();
+        let ports: std::collections::BTreeSet<u8> = (0..4)
+            .map(|o| r.out_port(SwitchIdx(leaf as u32), base + o))
+            .collect();
         assert!(ports.len() >= 2, "{name}: LMC LIDs all on {ports:?}");
     }
 }
@@ -1371,14 +1377,14 @@ fn minhop_orders_equal_leaves_like_opensm_guid_map() {
     let mask = FaultMask::none(&f);
     let r = route("minhop", &f, &mask);
     check_all(&f, &r, &mask, "minhop");
-    let xs = f.switch_index[x.idx()] as usize;
+    let xs = f.switch_of(x).unwrap().idx();
     let lid = |ca: NodeId| f.port(f.port_id(ca, 1)).lid;
     assert_eq!(
-        r.out_port(xs, lid(cas[1])),
+        r.out_port(SwitchIdx(xs as u32), lid(cas[1])),
         1,
         "Lb comes first in OpenSM's map"
     );
-    assert_eq!(r.out_port(xs, lid(cas[0])), 2);
+    assert_eq!(r.out_port(SwitchIdx(xs as u32), lid(cas[0])), 2);
 }
 
 // ---------------------------------------------------------------------------------------------

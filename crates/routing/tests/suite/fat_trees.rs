@@ -9,6 +9,8 @@
 //! source switch to each channel it crosses; deadlock freedom and delivery come from
 //! [`routing::cdg::check`] over the tables' own SL2VL and path SLs.
 
+use fabric::SwitchIdx;
+
 use fabric::{Fabric, FaultMask};
 use proptest::prelude::*;
 use routing::engines::{by_name, RouteOptions};
@@ -40,7 +42,7 @@ fn loads(f: &Fabric, r: &Routing) -> (Vec<u64>, Paths) {
         if let Some(q) = f.remote(p) {
             let n = f.port(q).node;
             if f.is_switch(n) {
-                ends_on[f.switch_index[n.idx()] as usize] += 1;
+                ends_on[f.switch_of(n).unwrap().idx()] += 1;
             }
         }
     }
@@ -388,7 +390,7 @@ fn hosts_per_switch(f: &Fabric) -> Vec<u64> {
         if let Some(q) = f.remote(p) {
             let nd = f.port(q).node;
             if f.is_switch(nd) {
-                hosts[f.switch_index[nd.idx()] as usize] += 1;
+                hosts[f.switch_of(nd).unwrap().idx()] += 1;
             }
         }
     }
@@ -431,7 +433,7 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
     let mut is_uplink = vec![false; f.links.len() * 2];
     let peer = |c: u32| {
         let d = f.port(f.channel_dst(fabric::ChannelId(c))).node;
-        f.is_switch(d).then(|| f.switch_index[d.idx()] as usize)
+        f.is_switch(d).then(|| f.switch_of(d).unwrap().idx())
     };
     // switch-graph distances (BFS from every switch)
     let topo = routing::engines::common::Topo::new(f, &FaultMask::none(f));
@@ -446,7 +448,7 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
             continue;
         }
         let ups: Vec<(u32, usize)> = f
-            .switch_links(s)
+            .switch_links(SwitchIdx(s as u32))
             .iter()
             .filter_map(|c| peer(c.0).map(|v| (c.0, v)))
             .filter(|&(_, v)| !f.node(f.switches[v]).name.contains("-leaf"))
@@ -505,7 +507,7 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
     let walk = |v: usize, lid: fabric::Lid| -> Option<Vec<u32>> {
         let (mut x, mut out) = (v, Vec::new());
         for _ in 0..=n {
-            let port = r.out_port(x, lid);
+            let port = r.out_port(SwitchIdx(x as u32), lid);
             let ch = f.out_channel(f.port_id(f.switches[x], port))?;
             match peer(ch.0) {
                 Some(y) => {
@@ -605,7 +607,7 @@ fn the_leaf_uplink_check_finds_a_leaf_piled_on_one_uplink() {
         .find(|&s| f.node(f.switches[s]).name == "su0-leaf0")
         .expect("su0-leaf0");
     let ups: Vec<u8> = f
-        .switch_links(s)
+        .switch_links(SwitchIdx(s as u32))
         .iter()
         .filter(|&&c| {
             let d = f.port(f.channel_dst(c)).node;
@@ -614,7 +616,7 @@ fn the_leaf_uplink_check_finds_a_leaf_piled_on_one_uplink() {
         .map(|&c| f.port(f.channel_src(c)).num)
         .collect();
     assert!(ups.len() > 1, "{ups:?}");
-    let row = r.lft_of_mut(s);
+    let row = r.lft_of_mut(SwitchIdx(s as u32));
     let mut piled = 0;
     for port in row.iter_mut() {
         if ups[1..].contains(port) {
@@ -682,10 +684,10 @@ fn a_leaf_stays_above_its_bound_where_meeting_it_would_raise_the_busiest_link() 
     // the cable su0-spine0 - core0-0, and switch distances with and without it
     let peer = |c: fabric::ChannelId| {
         let d = f.port(f.channel_dst(c)).node;
-        f.is_switch(d).then(|| f.switch_index[d.idx()] as usize)
+        f.is_switch(d).then(|| f.switch_of(d).unwrap().idx())
     };
     let hot = *f
-        .switch_links(sp0)
+        .switch_links(SwitchIdx(sp0 as u32))
         .iter()
         .find(|&&c| peer(c) == Some(c00))
         .expect("su0-spine0 -> core0-0");
@@ -717,7 +719,7 @@ fn a_leaf_stays_above_its_bound_where_meeting_it_would_raise_the_busiest_link() 
     let d = dist(&intact, leaf);
     for b in [m2, m3] {
         let firsts: Vec<usize> = f
-            .switch_links(leaf)
+            .switch_links(SwitchIdx(leaf as u32))
             .iter()
             .filter_map(|&c| peer(c))
             .filter(|&v| dist(&intact, v)[b] + 1 == d[b])

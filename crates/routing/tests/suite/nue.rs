@@ -143,7 +143,7 @@ fn nue_sls_are_layers_of_destinations() {
         let lids: Vec<u16> = f
             .end_ports
             .iter()
-            .filter(|&&p| routing::tables::end_port_switch(&f, p).map(|x| x.0) == Some(s))
+            .filter(|&&p| routing::tables::end_port_switch(&f, p).map(|x| x.0.idx()) == Some(s))
             .map(|&p| f.port(p).lid)
             .chain(std::iter::once(f.switch_lid(node)))
             .collect();

@@ -2,6 +2,8 @@
 //! HCAs per switch (tests/data/opensm, copied from the reference runs), plus round trips,
 //! hand-made routings and bad inputs.
 
+use fabric::SwitchIdx;
+
 use fabric::{Fabric, FabricBuilder, NodeId, NodeKind, Speed, Width, NO_PORT};
 use proptest::prelude::*;
 use routing::opensm::*;
@@ -265,7 +267,9 @@ fn every_lft_dump_reads_and_rewrites_byte_identically() {
         // Every switch routes every LID in all these runs.
         for si in 0..16 {
             assert!(
-                l.routing.lft_of(si)[1..].iter().all(|&p| p != NO_PORT),
+                l.routing.lft_of(SwitchIdx(si as u32))[1..]
+                    .iter()
+                    .all(|&p| p != NO_PORT),
                 "{engine}"
             );
         }
@@ -452,7 +456,7 @@ fn random_min_hop(f: &Fabric, seed: u64) -> Routing {
         for lid in 1..=f.max_lid() {
             let best = t.min(s, lid);
             if best == 0 {
-                r.lft_of_mut(s)[lid as usize] = 0;
+                r.lft_of_mut(SwitchIdx(s as u32))[lid as usize] = 0;
                 continue;
             }
             let mut cands = vec![];
@@ -462,7 +466,7 @@ fn random_min_hop(f: &Fabric, seed: u64) -> Routing {
                 };
                 let rn = f.port(rem).node;
                 if f.node(rn).kind == NodeKind::Switch {
-                    let ms = t.min(f.switch_index[rn.idx()] as usize, lid);
+                    let ms = t.min(f.switch_of(rn).unwrap().idx(), lid);
                     if ms as u32 + 1 == best as u32 {
                         cands.push(p);
                     }
@@ -470,7 +474,7 @@ fn random_min_hop(f: &Fabric, seed: u64) -> Routing {
                     cands.push(p);
                 }
             }
-            r.lft_of_mut(s)[lid as usize] = if cands.is_empty() {
+            r.lft_of_mut(SwitchIdx(s as u32))[lid as usize] = if cands.is_empty() {
                 NO_PORT
             } else {
                 cands[(m.next() % cands.len() as u64) as usize]
@@ -512,7 +516,7 @@ fn random_lfts(f: &Fabric, seed: u64) -> Routing {
     let mut m = Mix(seed);
     for (si, &n) in f.switches.iter().enumerate() {
         let np = f.node(n).nports as u64;
-        for e in r.lft_of_mut(si).iter_mut() {
+        for e in r.lft_of_mut(SwitchIdx(si as u32)).iter_mut() {
             let x = m.next() % (np + 2);
             *e = if x > np { NO_PORT } else { x as u8 };
         }
@@ -666,7 +670,7 @@ fn route_small(f: &Fabric) -> Routing {
                 ("B", "h2", _) => 1,
                 _ => NO_PORT,
             };
-            r.lft_of_mut(si)[lid as usize] = out;
+            r.lft_of_mut(SwitchIdx(si as u32))[lid as usize] = out;
         }
     }
     r
@@ -726,13 +730,13 @@ fn a_dump_with_a_higher_lmc_loads_base_lids_and_says_which_lmc() {
 fn fdbs_hops_come_from_walking_the_lfts() {
     let f = small([(1, 2, 4, 8)], 0);
     let mut r = route_small(&f);
-    let a = f.switch_index[f.node_by_name("A").unwrap().idx()] as usize;
-    let b = f.switch_index[f.node_by_name("B").unwrap().idx()] as usize;
+    let a = f.switch_of(f.node_by_name("A").unwrap()).unwrap().idx();
+    let b = f.switch_of(f.node_by_name("B").unwrap()).unwrap().idx();
     // LID 8 is h2 port 1 (on B). A's port 3 leads to h2 port 2, which does not own LID 8:
     // the walk ends at the wrong port.
-    r.lft_of_mut(a)[8] = 3;
+    r.lft_of_mut(SwitchIdx(a as u32))[8] = 3;
     // LID 4 is h1 (on A): A sends it to B, B back to A: a loop.
-    r.lft_of_mut(a)[4] = 1;
+    r.lft_of_mut(SwitchIdx(a as u32))[4] = 1;
     // LID 9 (h2 port 2) from B: B -> A (1) -> h2 port 2 = 2 links, optimal.
     let out = write_fdbs(&f, &r);
     let block = |g: u64| -> String {
@@ -753,8 +757,8 @@ fn fdbs_hops_come_from_walking_the_lfts() {
     assert!(bb.contains("0x0009 : 001  : 02   : yes\n"), "{bb}");
     assert!(bb.contains("0x0008 : 002  : 01   : yes\n"), "{bb}");
     // A two-switch loop: both walks fail.
-    r.lft_of_mut(a)[8] = 1;
-    r.lft_of_mut(b)[8] = 1;
+    r.lft_of_mut(SwitchIdx(a as u32))[8] = 1;
+    r.lft_of_mut(SwitchIdx(b as u32))[8] = 1;
     let out = write_fdbs(&f, &r);
     assert_eq!(
         out.matches("0x0008 : 001  : HOPS UNKNOWN\n").count(),
@@ -772,9 +776,12 @@ fn fdbs_reports_non_minimal_routes_with_the_best_port() {
         .routing;
     // S_0_0 (0x200000) reaches S_0_1 (LID 3) on port 5 in one link. Send it the long way
     // through S_1_0 (port 3): S_1_0 -> S_1_1 -> S_0_1 under minhop = 3 links.
-    let s = f.switch_index[f.node_by_guid(0x200000).unwrap().idx()] as usize;
-    assert_eq!(r.lft_of(s)[3], 5);
-    r.lft_of_mut(s)[3] = 3;
+    let s = f
+        .switch_of(f.node_by_guid(0x200000).unwrap())
+        .unwrap()
+        .idx();
+    assert_eq!(r.lft_of(SwitchIdx(s as u32))[3], 5);
+    r.lft_of_mut(SwitchIdx(s as u32))[3] = 3;
     let t = route_hops(&f, &r);
     assert_eq!(t.min(s, 3), 1);
     let h = t.hops(s, 3);
@@ -840,9 +847,9 @@ fn ibroute_output_is_accepted() {
                 Multicast mlids [0xc000-0xc001] of switch Lid 1 guid 0x00000000000000a0 (sw A):\n\
                 0xc000 0x0006\n";
     let l = read_lfts(text.as_bytes(), "ibroute.out", &f).unwrap();
-    let a = f.switch_index[f.node_by_name("A").unwrap().idx()] as usize;
+    let a = f.switch_of(f.node_by_name("A").unwrap()).unwrap().idx();
     assert_eq!(
-        &l.routing.lft_of(a)[..10],
+        &l.routing.lft_of(SwitchIdx(a as u32))[..10],
         &[255, 0, 255, 255, 2, 255, 255, 255, 255, 3]
     );
     assert_eq!(l.switches_loaded, 1);
@@ -879,10 +886,10 @@ fn lft_reader_warnings() {
         w.contains("w.dump:7: switch 0x00000000000000a0 was already listed at line 5"),
         "{w}"
     );
-    let a = f.switch_index[f.node_by_name("A").unwrap().idx()] as usize;
+    let a = f.switch_of(f.node_by_name("A").unwrap()).unwrap().idx();
     // The second table replaced the first.
-    assert_eq!(l.routing.lft_of(a)[2], NO_PORT);
-    assert_eq!(l.routing.lft_of(a)[4], 2);
+    assert_eq!(l.routing.lft_of(SwitchIdx(a as u32))[2], NO_PORT);
+    assert_eq!(l.routing.lft_of(SwitchIdx(a as u32))[4], 2);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -930,9 +937,12 @@ fn lft_errors() {
     }
     // 255 is "no path", as in opensm.fdbs
     let l = read_lfts(format!("{h}0x0001 255\n0x0002 001\n").as_bytes(), "x", &f).unwrap();
-    let a = f.switch_index[f.node_by_name("A").unwrap().idx()] as usize;
+    let a = f.switch_of(f.node_by_name("A").unwrap()).unwrap().idx();
     assert_eq!(
-        (l.routing.lft_of(a)[1], l.routing.lft_of(a)[2]),
+        (
+            l.routing.lft_of(SwitchIdx(a as u32))[1],
+            l.routing.lft_of(SwitchIdx(a as u32))[2]
+        ),
         (NO_PORT, 1)
     );
     let (l, m) = err_of(read_lfts(format!("{h}0xc000 1\n").as_bytes(), "x", &f));
@@ -990,7 +1000,10 @@ fn fdbs_errors() {
         "{h}0x0001 : 255  : HOPS UNKNOWN\n0x0002 : UNREACHABLE\n0x0004 : 002  : 01   : yes\n"
     );
     let d = read_fdbs(ok.as_bytes(), "ok", &f).unwrap();
-    assert_eq!(&d.routing.lft_of(0)[..5], &[255, 255, 255, 255, 2]);
+    assert_eq!(
+        &d.routing.lft_of(SwitchIdx(0))[..5],
+        &[255, 255, 255, 255, 2]
+    );
     // LIDs too wide or not unicast are named as such.
     for (lid, what) in [
         ("0xFFFFF", "wider than 16 bits"),

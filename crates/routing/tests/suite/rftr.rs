@@ -3,6 +3,8 @@
 //! union of the surviving old paths and the new paths is acyclic; unsupported pairs are exactly
 //! those reported. Checked from the tables alone, independently of RFTR's own path store.
 
+use fabric::SwitchIdx;
+
 use fabric::gen::{generate, TopoSpec};
 use fabric::{ChannelId, Fabric, FaultMask, Lid, NodeId, NO_PORT};
 use proptest::prelude::*;
@@ -82,8 +84,8 @@ fn walk(f: &Fabric, r: &Routing, mask: &FaultMask, src: usize, dst: usize, dlid:
     let mut node = f.port(first).node;
     let mut inp = f.port(first).num;
     for _ in 0..=f.num_switches() {
-        let s = f.switch_index[node.idx()] as usize;
-        let out = r.out_port(s, dlid);
+        let s = f.switch_of(node).unwrap().idx();
+        let out = r.out_port(SwitchIdx(s as u32), dlid);
         if out == NO_PORT || out == 0 {
             return Walk {
                 hops,
@@ -167,8 +169,8 @@ fn live_reach(f: &Fabric, mask: &FaultMask) -> Vec<fixedbitset::FixedBitSet> {
     let mut adj = vec![Vec::new(); ns];
     for c in 0..f.links.len() as u32 * 2 {
         let c = ChannelId(c);
-        let a = f.switch_index[f.port(f.channel_src(c)).node.idx()];
-        let b = f.switch_index[f.port(f.channel_dst(c)).node.idx()];
+        let a = f.switch_of(f.port(f.channel_src(c)).node).unwrap().0;
+        let b = f.switch_of(f.port(f.channel_dst(c)).node).unwrap().0;
         if a != u32::MAX && b != u32::MAX && mask.channel_alive(f, c) {
             adj[a as usize].push(b as usize);
         }
@@ -275,7 +277,7 @@ fn run_and_check_from<'f>(
             let n = f
                 .port(f.attached_switch(f.end_ports[e as usize]).unwrap())
                 .node;
-            f.switch_index[n.idx()] as usize
+            f.switch_of(n).unwrap().idx()
         };
         let cut = report
             .unsupported
@@ -424,7 +426,7 @@ fn switch_lid_walk(f: &Fabric, r: &Routing, mask: &FaultMask, s: usize, t: usize
         if cur == t {
             return Some(true);
         }
-        let port = r.lft_of(cur)[lid as usize];
+        let port = r.lft_of(SwitchIdx(cur as u32))[lid as usize];
         if port == NO_PORT {
             return Some(false);
         }
@@ -437,7 +439,7 @@ fn switch_lid_walk(f: &Fabric, r: &Routing, mask: &FaultMask, s: usize, t: usize
         if !f.is_switch(rn) || mask.node_dead(rn) {
             return None;
         }
-        cur = f.switch_index[rn.idx()] as usize;
+        cur = f.switch_of(rn).unwrap().idx();
     }
     None
 }
@@ -484,8 +486,8 @@ fn base_walk_alive(f: &Fabric, r: &Routing, mask: &FaultMask, s: usize, e: usize
     let target = f.end_ports[e];
     let mut node = f.switches[s];
     for _ in 0..=f.num_switches() {
-        let si = f.switch_index[node.idx()] as usize;
-        let out = r.out_port(si, lid);
+        let si = f.switch_of(node).unwrap().idx();
+        let out = r.out_port(SwitchIdx(si as u32), lid);
         if out == NO_PORT || out == 0 || out > f.node(node).nports {
             return false;
         }
@@ -531,7 +533,9 @@ fn repair_touches_few_entries_and_keeps_other_paths() {
         for (e, &p) in f.end_ports.iter().enumerate() {
             let lid = f.port(p).lid;
             for s in 0..f.num_switches() {
-                if before.out_port(s, lid) != r.routing.out_port(s, lid) {
+                if before.out_port(SwitchIdx(s as u32), lid)
+                    != r.routing.out_port(SwitchIdx(s as u32), lid)
+                {
                     changed += 1;
                     assert!(reuse, "base LID {lid} changed at switch {s} with reuse off");
                     assert!(
@@ -775,11 +779,14 @@ mod sweeps {
         let opts = RouteOptions::default();
         let base = e.route(&f, &FaultMask::none(&f), &opts).unwrap();
         let dst = f.end_ports[5];
-        let s = f.switch_index[f.port(f.remote(dst).unwrap()).node.idx()] as usize;
+        let s = f
+            .switch_of(f.port(f.remote(dst).unwrap()).node)
+            .unwrap()
+            .idx();
         let broken = |mode| {
             let rule = routing::fault::base_rule(&f, e.as_ref(), &opts).unwrap();
             let mut r = Rftr::new(&f, &base, rule, RftrConfig::default()).unwrap();
-            r.routing.lft_of_mut(s)[f.port(dst).lid as usize] = NO_PORT;
+            r.routing.lft_of_mut(SwitchIdx(s as u32))[f.port(dst).lid as usize] = NO_PORT;
             SweepContext::new(&f, r, base.clone(), e.as_ref(), opts.clone(), mode)
         };
         let spec = SweepSpec {

@@ -4,6 +4,7 @@
 //! (or refused by OpenSM's rules, with the reason), and refused clearly where the fabric is
 //! not a torus.
 
+use fabric::SwitchIdx;
 use fabric::{Fabric, FaultMask};
 use routing::engines::torus2qos::{parse_config, TorusConfig};
 use routing::engines::{by_name, EngineError, RouteOptions};
@@ -154,7 +155,7 @@ fn same_sls(f: &Fabric, a: &Routing, b: &Routing, mask: &FaultMask) -> bool {
         let n = f.port(p).node;
         !mask.node_dead(n)
             && routing::tables::end_port_switch(f, p)
-                .is_some_and(|(s, _)| !mask.node_dead(f.switches[s]))
+                .is_some_and(|(s, _)| !mask.node_dead(f.switch_node(s)))
     };
     for (i, &src) in f.end_ports.iter().enumerate() {
         if !live(src) {
@@ -258,8 +259,8 @@ fn torus2qos_refuses_clearly() {
             let k = f.link(l);
             let (a, b) = (f.port(k.a).node, f.port(k.b).node);
             [a, b].iter().all(|&n| {
-                let s = f.switch_index[n.idx()] as usize;
-                f.switch_links(s).len() == 4
+                let s = f.switch_of(n).unwrap().idx();
+                f.switch_links(SwitchIdx(s as u32)).len() == 4
             })
         })
         .expect("a link between two inner switches");

@@ -7,6 +7,7 @@
 //! files untouched.
 
 use fabric::gen::{generate, TopoSpec};
+use fabric::SwitchIdx;
 use fabric::{Fabric, FaultMask, NO_PORT};
 use routing::cdg;
 use routing::engines::common::Topo;
@@ -292,8 +293,8 @@ fn rftr_gets_the_ranking_the_engine_routed_with() {
                 let mut node = f.port(sp).node;
                 let mut prev: Option<fabric::ChannelId> = None;
                 for _ in 0..=f.num_switches() {
-                    let s = f.switch_index[node.idx()] as usize;
-                    let out = r.out_port(s, lid);
+                    let s = f.switch_of(node).unwrap().idx();
+                    let out = r.out_port(SwitchIdx(s as u32), lid);
                     assert_ne!(out, NO_PORT, "{spec}: no route");
                     let c = f.out_channel(f.port_id(node, out)).unwrap();
                     if let Some(p) = prev {

@@ -125,9 +125,8 @@ impl Sim<'_> {
                         chans.push(c.reverse().0);
                     }
                 }
-                let s = f.switch_index[n.idx()];
-                if s != NONE {
-                    self.sw_alive[s as usize] = false;
+                if let Some(s) = f.switch_of(n) {
+                    self.sw_alive[s.idx()] = false;
                 }
             }
         }

@@ -132,8 +132,11 @@ impl Sim<'_> {
             pf(&self.vs, pk.ch as usize * self.nvl + pk.vl as usize);
         }
         let hop = |pk: &Packet, s: usize| {
-            self.plane
-                .hop_ref(s, self.routing.out_port_checked(s, pk.dlid))
+            self.plane.hop_ref(
+                s,
+                self.routing
+                    .out_port_checked(fabric::SwitchIdx(s as u32), pk.dlid),
+            )
         };
         if let Some(h) = arrival(PF[3]).and_then(|(pk, s)| hop(pk, s)) {
             pf(std::slice::from_ref(h), 0);

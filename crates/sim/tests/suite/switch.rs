@@ -21,7 +21,7 @@ fn single(n: usize) -> (Fabric, Routing) {
     let f = b.build().unwrap();
     let mut r = Routing::empty(&f);
     for (i, &p) in f.end_ports.iter().enumerate() {
-        r.lft_of_mut(0)[f.port(p).lid as usize] = (i + 1) as u8;
+        r.lft_of_mut(fabric::SwitchIdx(0))[f.port(p).lid as usize] = (i + 1) as u8;
     }
     (f, r)
 }

@@ -54,7 +54,7 @@ fn tree_cable(phys: &Fabric, f: &Fabric, g: &GroupMft) -> LinkId {
             let (a, b) = (phys.port(k.a), phys.port(k.b));
             let on_tree = |p: &fabric::Port| {
                 let n = f.node_by_guid(phys.node(p.node).guid).unwrap();
-                g.mask(f.switch_index[n.idx()]).has(p.num)
+                g.mask(f.switch_of(n).unwrap().0).has(p.num)
             };
             phys.is_switch(a.node) && phys.is_switch(b.node) && on_tree(a) && on_tree(b)
         })

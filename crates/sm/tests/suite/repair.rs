@@ -60,7 +60,10 @@ fn lfts_of(t: &Routing, d: &Fabric, skip: &[NodeId]) -> Vec<Option<Vec<u8>>> {
     d.switches
         .iter()
         .enumerate()
-        .map(|(s, &n)| (!skip.contains(&n)).then(|| t.lft_of(s)[..=d.max_lid() as usize].to_vec()))
+        .map(|(s, &n)| {
+            (!skip.contains(&n))
+                .then(|| t.lft_of(fabric::SwitchIdx(s as u32))[..=d.max_lid() as usize].to_vec())
+        })
         .collect()
 }
 
@@ -480,7 +483,8 @@ fn diff_blocks(f: &Fabric, a: &Routing, b: &Routing) -> u64 {
             (0..stride.div_ceil(64))
                 .filter(|&k| {
                     let r = k * 64..((k + 1) * 64).min(stride);
-                    a.lft_of(s)[r.clone()] != b.lft_of(s)[r]
+                    a.lft_of(fabric::SwitchIdx(s as u32))[r.clone()]
+                        != b.lft_of(fabric::SwitchIdx(s as u32))[r]
                 })
                 .count() as u64
         })

@@ -222,7 +222,7 @@ fn a_join_creates_a_group_whose_tree_delivers_and_leaves_take_it_down() {
     assert!(c1.floods >= 3 && c1.deliveries >= 6, "{c1:?}");
     // The send-only member's port receives nothing.
     let ss = f.port(f.remote(s).unwrap());
-    let ssw = f.switch_index[ss.node.idx()];
+    let ssw = f.switch_of(ss.node).unwrap().0;
     assert!(!mc.mfts().groups[0].mask(ssw).has(ss.num));
 
     // A join that repeats bits changes nothing and pushes nothing.
@@ -434,7 +434,7 @@ fn an_sa_group_is_mended_after_a_fault_and_joins_route_around_it() {
             let (a, b) = (phys.port(k.a), phys.port(k.b));
             let on_tree = |p: &fabric::Port| {
                 let n = f.node_by_guid(phys.node(p.node).guid).unwrap();
-                g.mask(f.switch_index[n.idx()]).has(p.num)
+                g.mask(f.switch_of(n).unwrap().0).has(p.num)
             };
             phys.is_switch(a.node) && phys.is_switch(b.node) && on_tree(a) && on_tree(b)
         })

@@ -1,7 +1,7 @@
 //! Nue's unit tests.
 
 use super::*;
-use fabric::FaultMask;
+use fabric::{FaultMask, SwitchIdx};
 
 fn generated(spec: &str) -> Fabric {
     spec.parse::<fabric::gen::TopoSpec>()
@@ -81,8 +81,16 @@ fn switch_lids_follow_an_end_port_of_their_switch() {
                 };
                 let (slid, elid) = (t.sw_lid[s], e.base);
                 for x in 0..t.n {
-                    let want = if x == s { 0 } else { r.out_port(x, elid) };
-                    assert_eq!(r.out_port(x, slid), want, "{spec}: switch {x} to {slid}");
+                    let want = if x == s {
+                        0
+                    } else {
+                        r.out_port(SwitchIdx(x as u32), elid)
+                    };
+                    assert_eq!(
+                        r.out_port(SwitchIdx(x as u32), slid),
+                        want,
+                        "{spec}: switch {x} to {slid}"
+                    );
                 }
                 followed += 1;
             }
@@ -108,7 +116,7 @@ fn extra_hops_per_lid_matches_a_walk_of_the_tables() {
     let mut cols = vec![NO_PORT; stride * n];
     for &(_, lid, _) in &d.routed {
         for s in 0..n {
-            cols[lid as usize * n + s] = r.out_port(s, lid as u16);
+            cols[lid as usize * n + s] = r.out_port(SwitchIdx(s as u32), lid as u16);
         }
     }
     let got = extra_hops_per_lid(&net, &cols, &d.routed, stride);
@@ -122,7 +130,7 @@ fn extra_hops_per_lid_matches_a_walk_of_the_tables() {
                 let a = t
                     .links(x)
                     .iter()
-                    .find(|a| a.port == r.out_port(x, lid as u16));
+                    .find(|a| a.port == r.out_port(SwitchIdx(x as u32), lid as u16));
                 x = a.expect("a switch-to-switch port").peer as usize;
                 hops += 1;
             }

@@ -58,6 +58,7 @@ use super::ranking::UpDownRanking;
 use crate::forward::{Hop, Plane};
 use crate::tables::Routing;
 use fabric::ChannelId;
+use fabric::SwitchIdx;
 use rayon::prelude::*;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -187,8 +188,8 @@ impl Pass<'_, '_> {
             f.port(f.channel_dst(ChannelId(e))),
         );
         (
-            f.switch_index[src.node.idx()] as usize,
-            f.switch_index[dst.node.idx()] as usize,
+            f.switch_of(src.node).map_or(usize::MAX, SwitchIdx::idx),
+            f.switch_of(dst.node).map_or(usize::MAX, SwitchIdx::idx),
             src.num,
         )
     }

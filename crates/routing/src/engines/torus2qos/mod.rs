@@ -36,6 +36,7 @@ mod config;
 mod geometry;
 
 pub use config::{parse_config, ConfigError, Seed, TorusConfig, TorusSettings};
+use fabric::SwitchIdx;
 use geometry::{from_hints, geometry, Geo, GROUPS, NONE};
 
 use super::common::{unreached_note, Topo};
@@ -409,7 +410,7 @@ impl Engine for Torus2Qos {
                 Ok((row, e)) => {
                     early |= e;
                     if g.at[sw].is_some() {
-                        r.lft_of_mut(sw).copy_from_slice(&row);
+                        r.lft_of_mut(SwitchIdx(sw as u32)).copy_from_slice(&row);
                     }
                 }
                 Err((a, b)) => {
@@ -443,7 +444,7 @@ impl Engine for Torus2Qos {
             let Some((s, _)) = crate::tables::end_port_switch(f, f.end_ports[e]) else {
                 return;
             };
-            let Some(a) = g.at.get(s).copied().flatten() else {
+            let Some(a) = g.at.get(s.idx()).copied().flatten() else {
                 return;
             };
             for (lid, x) in row.iter_mut().enumerate() {

@@ -41,7 +41,7 @@ impl<'f> Rftr<'f> {
                         dead.push(c.reverse());
                     }
                 }
-                let si = f.switch_index[n.idx()];
+                let si = f.switch_of(n).map_or(u32::MAX, |s| s.0);
                 for e in 0..ne {
                     if self.end_sw[e] == si {
                         dropped_ends.push(e as u32);

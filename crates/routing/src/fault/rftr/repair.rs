@@ -3,6 +3,7 @@
 //! SL, and the commit of its LFT, SL2VL and path-SL entries.
 
 use super::*;
+use fabric::SwitchIdx;
 
 impl<'f> Rftr<'f> {
     /// The fallback scan without virtual LIDs (LMC 0, a turn-rule base): only a candidate
@@ -358,7 +359,9 @@ impl<'f> Rftr<'f> {
         let f = self.f;
         let mut v = Vec::new();
         for (i, &c) in hops.iter().enumerate() {
-            let sw = f.switch_index[f.port(f.channel_src(c)).node.idx()];
+            let sw = f
+                .switch_of(f.port(f.channel_src(c)).node)
+                .map_or(NONE, |s| s.0);
             let out = f.port(f.channel_src(c)).num;
             if i == 0 {
                 for &e in &self.slot_ends[self.slot_of[s as usize] as usize] {
@@ -412,9 +415,9 @@ impl<'f> Rftr<'f> {
         for &(sw, port) in req {
             let old = self.entry(sw, lid);
             if old != port {
-                self.routing.lft_of_mut(sw as usize)[lid as usize] = port;
+                self.routing.lft_of_mut(SwitchIdx(sw))[lid as usize] = port;
                 self.by_lid[lid as usize * f.num_switches() + sw as usize] = port;
-                self.delta.lft_change(sw, lid, old, port);
+                self.delta.lft_change(SwitchIdx(sw), lid, old, port);
                 self.last.lft.push((sw, lid, old));
                 rewrote = true;
                 if off == 0 {
@@ -436,7 +439,7 @@ impl<'f> Rftr<'f> {
                 let old = sl2vl.vl(node, n.inp, n.out, sl);
                 if old != n.vl {
                     sl2vl.set(node, n.inp, n.out, sl, n.vl);
-                    delta.sl2vl_change(n.sw, n.inp, n.out, sl, old, n.vl);
+                    delta.sl2vl_change(SwitchIdx(n.sw), n.inp, n.out, sl, old, n.vl);
                     if log.last() != Some(&n.sw) {
                         log.push(n.sw);
                     }

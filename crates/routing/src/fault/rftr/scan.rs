@@ -216,7 +216,7 @@ impl<'f> Rftr<'f> {
         // The empty prefix at the source, then the best prefix per input channel.
         let entries = std::iter::once((s, NONE, (0u8, 0u32, NONE, 0u32))).chain(
             pre.touched.iter().map(|&ch| {
-                let c = f.switch_index[f.port(f.channel_dst(ChannelId(ch))).node.idx()];
+                let c = f.dst_switch(ChannelId(ch)).map_or(NONE, |s| s.0);
                 (c, ch, pre.best[ch as usize])
             }),
         );

@@ -95,7 +95,7 @@ impl<'f> Rftr<'f> {
             for k in 1..(1u32 << f.port(p).lmc) {
                 let lid = base_lid as u32 + k;
                 if lid <= routing.max_lid as u32 {
-                    for s in 0..ns {
+                    for s in f.switch_ids() {
                         routing.lft_of_mut(s)[lid as usize] = NO_PORT;
                     }
                 }
@@ -141,7 +141,9 @@ impl<'f> Rftr<'f> {
         let mut slot_ends: Vec<Vec<u32>> = Vec::new();
         for (e, &p) in f.end_ports.iter().enumerate() {
             if let Some(r) = f.attached_switch(p) {
-                let s = f.switch_index[f.port(r).node.idx()];
+                let Some(s) = f.switch_of(f.port(r).node).map(|s| s.0) else {
+                    continue;
+                };
                 end_sw[e] = s;
                 end_swport[e] = f.port(r).num;
                 if slot_of[s as usize] == NONE {
@@ -179,7 +181,7 @@ impl<'f> Rftr<'f> {
             }
         }
         let ch_dst_sw: Vec<u32> = (0..nch as u32)
-            .map(|c| f.switch_index[f.port(f.channel_dst(ChannelId(c))).node.idx()])
+            .map(|c| f.dst_switch(ChannelId(c)).map_or(NONE, |s| s.0))
             .collect();
         let mut me = Rftr {
             f,

@@ -3,6 +3,7 @@
 //! toward its switch.
 
 use super::*;
+use fabric::SwitchIdx;
 
 impl<'f> Rftr<'f> {
     /// Starts repairing pairs toward end `e`, with a lazy base-LID suffix table.
@@ -224,7 +225,7 @@ impl<'f> Rftr<'f> {
                 at += 1;
                 // Channels out of u, reversed: into u (links are symmetric, and a failure
                 // kills both directions).
-                for &c in self.f.switch_links(u as usize) {
+                for &c in self.f.switch_links(SwitchIdx(u)) {
                     if self.ch_dead[c.idx()] {
                         continue;
                     }

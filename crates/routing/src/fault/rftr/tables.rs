@@ -4,6 +4,7 @@
 
 use super::super::paths::{roomy, written_headroom, PathId, NONE};
 use crate::tables::Routing;
+use fabric::SwitchIdx;
 use fabric::{ChannelId, Fabric, NO_PORT};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
@@ -35,7 +36,7 @@ pub(super) fn static_distances(f: &Fabric, ch_dst_sw: &[u32]) -> Vec<u8> {
             if row[u] >= FAR - 1 {
                 continue;
             }
-            for &c in f.switch_links(u) {
+            for &c in f.switch_links(SwitchIdx(u as u32)) {
                 let v = ch_dst_sw[c.idx()];
                 if v != NONE && row[v as usize] == FAR {
                     row[v as usize] = row[u] + 1;
@@ -87,7 +88,7 @@ impl LegalDistances {
                 // source, where every first hop is legal).
                 let step =
                     |u: usize, prev: Option<usize>, d: u8, dist: &mut [u8], q: &mut Vec<u32>| {
-                        for &c in f.switch_links(u) {
+                        for &c in f.switch_links(SwitchIdx(u as u32)) {
                             let v = ch_dst_sw[c.idx()];
                             let k = ch_class[c.idx()] as usize;
                             if v == NONE || prev.is_some_and(|p| pen[p * ncls + k] != 0) {
@@ -199,7 +200,7 @@ pub(super) fn lid_major(r: &Routing, ns: usize) -> Vec<u8> {
     for lo in (0..stride).step_by(B) {
         let hi = (lo + B).min(stride);
         for s in 0..ns {
-            for (lid, &port) in r.lft_of(s)[lo..hi].iter().enumerate() {
+            for (lid, &port) in r.lft_of(SwitchIdx(s as u32))[lo..hi].iter().enumerate() {
                 t[(lo + lid) * ns + s] = port;
             }
         }

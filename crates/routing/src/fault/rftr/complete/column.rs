@@ -2,6 +2,7 @@
 //! breadth-first by illegal turns, and the base LID's path followed where it delivers.
 
 use super::*;
+use fabric::SwitchIdx;
 
 impl Rftr<'_> {
     /// One LID column of destination end `d`; without `routes`, no entry is added; with
@@ -261,7 +262,7 @@ impl Rftr<'_> {
                     }
                     (None, None) => break,
                 };
-                for &c in f.switch_links(y) {
+                for &c in f.switch_links(SwitchIdx(y as u32)) {
                     // c leaves y toward x; x would enter y on c ^ 1.
                     let Hop::Switch { sw, .. } = self.plane.hop(y, f.port(f.channel_src(c)).num)
                     else {

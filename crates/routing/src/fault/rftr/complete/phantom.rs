@@ -32,7 +32,7 @@ impl Rftr<'_> {
                     .map_or(0, |&e| self.end_swport[e as usize]);
                 for &c in self.paths.hops_of(p) {
                     let src = f.port(f.channel_src(c));
-                    let x = f.switch_index[src.node.idx()];
+                    let x = f.switch_of(src.node).map_or(NONE, |s| s.0);
                     let vl = tables.sl2vl.vl(src.node, inp, src.num, sl);
                     if x != NONE && hint[x as usize].is_none() {
                         hint[x as usize] = Some((sl, vl));
