@@ -653,3 +653,94 @@ fn describe_issue(net: &WalkContext<'_>, src_ep: u32, lid: Lid) -> PairIssue {
         at_port: port,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::rng::Rng;
+    use fabric::{LinkId, SwitchIdx, NO_PORT};
+
+    /// Every pair walked alone: the counts `walk_all` must give.
+    fn one_by_one(f: &Fabric, r: &Routing, mask: Option<&FaultMask>) -> (u64, Vec<u64>, Vec<u64>) {
+        let (mut ok, mut fails, mut hops) = (0u64, vec![0u64; 7], Vec::new());
+        for &src in &f.end_ports {
+            for &dst in &f.end_ports {
+                if src == dst {
+                    continue;
+                }
+                let p = f.port(dst);
+                for lid in p.lid..p.lid + (1 << p.lmc) {
+                    let w = walk_pair(f, r, mask, src, lid);
+                    match w.outcome {
+                        Outcome::Delivered => {
+                            ok += 1;
+                            add_hist(&mut hops, w.sw_hops as usize, 1);
+                        }
+                        Outcome::Failed { failure, .. } => fails[failure.code() as usize] += 1,
+                    }
+                }
+            }
+        }
+        (ok, fails, hops)
+    }
+
+    /// `walk_all` settles each destination once for every switch (memoised verdicts,
+    /// blocks of columns, both cores); walking each pair alone must count the same pairs
+    /// delivered, the same failures of each kind and the same hop histogram, on tables with
+    /// random broken entries (no route, port 0, ports beyond the count, uncabled ports,
+    /// loops, misdeliveries) and under a dead link.
+    #[test]
+    fn walk_all_counts_what_single_walks_find() {
+        for (spec, lmc, seed) in [("torus 3x3 hcas=2", 0u8, 1u64), ("ktree 4 2", 1, 2)] {
+            let f = spec
+                .parse::<fabric::gen::TopoSpec>()
+                .unwrap()
+                .generate()
+                .unwrap()
+                .with_lmc(lmc)
+                .unwrap();
+            let base = crate::engines::by_name("minhop")
+                .unwrap()
+                .route(&f, &FaultMask::none(&f), &Default::default())
+                .unwrap();
+            let mut rng = Rng::new(seed);
+            for round in 0..4 {
+                let mut r = base.clone();
+                let bad = 2 + 6 * round;
+                for _ in 0..bad {
+                    let s = SwitchIdx(rng.below(f.num_switches() as u64) as u32);
+                    let lid = 1 + rng.below(r.max_lid as u64) as usize;
+                    let np = f.node(f.switch_node(s)).nports as u64;
+                    let port = match rng.below(4) {
+                        0 => NO_PORT,
+                        1 => (np + 1 + rng.below(3)) as u8,
+                        _ => rng.below(np + 1) as u8,
+                    };
+                    r.lft_of_mut(s)[lid] = port;
+                }
+                let mut mask = FaultMask::none(&f);
+                let inter: Vec<usize> = (0..f.links.len())
+                    .filter(|&l| {
+                        let k = &f.links[l];
+                        f.is_switch(f.port(k.a).node) && f.is_switch(f.port(k.b).node)
+                    })
+                    .collect();
+                mask.fail_link(LinkId(inter[rng.below(inter.len() as u64) as usize] as u32));
+                for m in [None, Some(&mask)] {
+                    let rep = walk_all(&f, &r, m);
+                    let (ok, fails, hops) = one_by_one(&f, &r, m);
+                    let what = format!("{spec} round {round} mask {}", m.is_some());
+                    assert_eq!(rep.pairs_ok, ok, "{what}");
+                    for k in Failure::ALL {
+                        assert_eq!(rep.failed(k), fails[k.code() as usize], "{what}: {k:?}");
+                    }
+                    assert_eq!(rep.pairs_checked, ok + fails.iter().sum::<u64>(), "{what}");
+                    assert_eq!(rep.hops_all, hops, "{what}");
+                    if round > 0 {
+                        assert!(!rep.all_ok(), "{what}: broken entries break pairs");
+                    }
+                }
+            }
+        }
+    }
+}
