@@ -13,7 +13,9 @@ use std::process::ExitCode;
 /// (`dirty_decay_ms:-1`): by default it returns them to the system after 10 s, and a
 /// subnet manager's repair, seconds after subnet up, then paid page faults for the memory it
 /// allocates (22-ary 3-tree on ibsim: 14-45 ms of compute instead of about 7 ms).
-#[cfg(all(target_os = "linux", not(target_env = "musl")))]
+/// The default feature `jemalloc`; the tests build without it (its C build takes minutes)
+/// and run on the system allocator.
+#[cfg(all(feature = "jemalloc", target_os = "linux", not(target_env = "musl")))]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
