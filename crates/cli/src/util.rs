@@ -281,16 +281,7 @@ pub fn read_guid_file(
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, flushed,
 /// then renamed over the target. Nothing half-written is ever visible under `path`.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} is not a file path", path.display()))?
-        .to_string_lossy()
-        .into_owned();
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let tmp = hidden_sibling(path, &format!("tmp.{}", std::process::id()))?;
     let res = (|| -> std::io::Result<()> {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(contents)?;
@@ -320,10 +311,7 @@ impl OutputFile {
                 path.display()
             );
         }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let dir = dir_of(path);
         if !dir.is_dir() {
             anyhow::bail!(
                 "cannot write {}: there is no directory {}",
@@ -331,12 +319,7 @@ impl OutputFile {
                 dir.display()
             );
         }
-        let name = path
-            .file_name()
-            .with_context(|| format!("{} is not a file path", path.display()))?
-            .to_string_lossy()
-            .into_owned();
-        let probe = dir.join(format!(".{name}.probe.{}", std::process::id()));
+        let probe = hidden_sibling(path, &format!("probe.{}", std::process::id()))?;
         fs::File::create(&probe).with_context(|| format!("cannot write {}", path.display()))?;
         let _ = fs::remove_file(&probe);
         Ok(OutputFile {
@@ -503,16 +486,25 @@ pub struct OutputDir {
 }
 
 fn sibling(target: &Path, tag: &str) -> Result<PathBuf> {
-    let name = target
+    hidden_sibling(target, &format!("fabroute-{tag}"))
+}
+
+/// The directory `path` is in (`.` for a bare name).
+fn dir_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The hidden name `.NAME.TAG` beside `path`, in its directory.
+fn hidden_sibling(path: &Path, tag: &str) -> Result<PathBuf> {
+    let name = path
         .file_name()
-        .with_context(|| format!("{} is not a directory path", target.display()))?
+        .with_context(|| format!("{} has no file name", path.display()))?
         .to_string_lossy()
         .into_owned();
-    let parent = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    Ok(parent.join(format!(".{name}.fabroute-{tag}")))
+    Ok(dir_of(path).join(format!(".{name}.{tag}")))
 }
 
 /// True when process `pid` runs (Linux: `/proc/PID` exists).
@@ -593,10 +585,7 @@ impl OutputDir {
         if target.exists() && !target.is_dir() {
             anyhow::bail!("{} exists and is not a directory", target.display());
         }
-        let parent = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let parent = dir_of(target);
         fs::create_dir_all(&parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
         recover_set(target);
