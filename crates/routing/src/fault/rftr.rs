@@ -273,6 +273,9 @@ pub struct Rftr<'f> {
     legal: Arc<Option<LegalDistances>>,
     /// Scratch of `late_deviation`: the pair's live hops and its candidates.
     deviation_scratch: (Vec<ChannelId>, Vec<Cand>),
+    /// The near-failure deviation tried before the scan, at the least length: how often it
+    /// was considered, tried, and found the path (`Rftr::early_deviation_pays`).
+    early_deviation: EarlyDeviation,
     /// Per destination switch: hops from every switch over live links (valid during one
     /// `apply`), and their buffers for reuse.
     dist: FxHashMap<u32, Vec<u32>>,
@@ -308,6 +311,14 @@ pub struct StepLog {
     pub sources: Vec<(u32, u32)>,
     /// Switch indices whose SL2VL tables the repair changed (once or more each).
     pub sl2vl: Vec<u32>,
+}
+
+/// Counts behind `Rftr::early_deviation_pays`.
+#[derive(Clone, Copy, Debug, Default)]
+struct EarlyDeviation {
+    considered: u32,
+    tried: u32,
+    found: u32,
 }
 
 /// The VLs above a base that keeps its own (`Base::FreshVls`).

@@ -70,7 +70,7 @@ impl<'f> Rftr<'f> {
             let lcp = hops.iter().zip(prev).take_while(|(a, b)| a == b).count();
             chain.truncate(lcp);
             for &n in &chain {
-                let m = &mut t.minpath[n as usize];
+                let m = &mut t.nodes[n as usize].minpath;
                 *m = (*m).min(p);
             }
             for i in lcp..hops.len() {
@@ -131,14 +131,14 @@ impl<'f> Rftr<'f> {
         t[c * m1..(c + 1) * m1].fill(init);
         let tr = &self.tries[s];
         for n in tr.ending_at(c, &self.ch_dst_sw) {
-            let n = n as usize;
-            let p = tr.minpath[n];
+            let nd = tr.nodes[n as usize];
+            let p = nd.minpath;
             let lo = self.paths.dead_lo[p as usize];
-            if lo != NONE && lo < tr.depth[n] {
+            if lo != NONE && lo < nd.depth as u32 {
                 continue;
             }
-            let key = (tr.vl[n] as u64) << 48 | (tr.depth[n] as u64) << 32 | p as u64;
-            self.relax_prefix(&mut t, tr.ch[n] as usize, key);
+            let key = (nd.vl as u64) << 48 | (nd.depth as u64) << 32 | p as u64;
+            self.relax_prefix(&mut t, nd.ch as usize, key);
         }
         self.pre_tab[s] = t;
     }
@@ -211,15 +211,15 @@ impl<'f> Rftr<'f> {
         t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
         let tr = &self.tries[s as usize];
         alive.clear();
-        alive.resize(tr.ch.len(), false);
-        for i in 0..tr.ch.len() {
-            let ch = tr.ch[i] as usize;
-            let p = tr.parent[i];
+        alive.resize(tr.nodes.len(), false);
+        for (i, nd) in tr.nodes.iter().enumerate() {
+            let ch = nd.ch as usize;
+            let p = nd.parent;
             if self.ch_dead[ch] || (p != NONE && !alive[p as usize]) {
                 continue;
             }
             alive[i] = true;
-            let key = (tr.vl[i] as u64) << 48 | (tr.depth[i] as u64) << 32 | tr.minpath[i] as u64;
+            let key = (nd.vl as u64) << 48 | (nd.depth as u64) << 32 | nd.minpath as u64;
             self.relax_prefix(&mut t, ch, key);
         }
         t

@@ -96,9 +96,11 @@ impl<'f> Rftr<'f> {
         let own0 = unpack_suffix(self.suffix(e, 0, s));
         let mut tried_late = None;
         if let (true, true, Some(d0)) = (self.cfg.reuse_dead_base, self.cfg.deviate_late, d0) {
-            if !matches!(own0, Some((h, 0, _)) if h == d0) {
+            if !matches!(own0, Some((h, 0, _)) if h == d0) && self.early_deviation_pays() {
                 tried_late = Some(d0);
+                self.early_deviation.tried += 1;
                 if let Some(tr) = self.late_deviation(slot, s, e, d0, hops, vls) {
+                    self.early_deviation.found += 1;
                     return Some(tr);
                 }
             }
@@ -152,6 +154,22 @@ impl<'f> Rftr<'f> {
             }
         }
         None
+    }
+
+    /// Whether to try the near-failure deviation at the least length before the scan. It
+    /// saves the scan when it finds the path (most pairs of a fat tree, whose base paths are
+    /// shortest), and finds none where the base's paths are longer than the fabric's
+    /// distances (Up*/Down* on a torus), where each attempt still reads the source's trie.
+    /// Skipping it changes no result: when it would have found a path, that path is as
+    /// short as the distances allow, so the scan's best has its length and the same
+    /// deviation is tried after the scan (with nothing changed in between); when it would
+    /// have found none, it had no effect. So it is tried while it finds a path for at
+    /// least one pair in eight, after a first 32 attempts, and otherwise for every 64th
+    /// pair, to notice when that changes.
+    pub(super) fn early_deviation_pays(&mut self) -> bool {
+        let d = &mut self.early_deviation;
+        d.considered = d.considered.wrapping_add(1);
+        d.found.saturating_mul(8).saturating_add(32) >= d.tried || d.considered.is_multiple_of(64)
     }
 
     /// True when trying `cand` for (s, e) now could neither succeed nor change what the

@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// Up to this many levels past the turn rule's distance, `best_candidate` reads the distance
+/// rows once per level instead of collecting and sorting the switches of every level.
+const PASSES_PER_LEVEL: u32 = 4;
+
 thread_local! {
     /// Scratch of `best_candidate`: `level << 16 | join switch` of the switches to scan.
     static SCAN_ORDER: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -33,12 +37,24 @@ impl<'f> Rftr<'f> {
         // the scan; within one, once the best is transition-free with the level's hops, only
         // a lower join switch can beat it. Every switch is scanned when the best needs a
         // transition or there is no bound.
+        // The suffix tables of the first offsets in use, looked up once (`visit` runs for
+        // hundreds of join switches per scan).
+        let mut at_hand: [Option<&SuffixTable>; 8] = [None; 8];
+        for (k, slot) in at_hand.iter_mut().enumerate() {
+            if self.lid_used[e as usize] >> k & 1 == 1 {
+                *slot = self.suf_cache.get(&(e, k as u32));
+            }
+        }
+        let table = |k: u32| match at_hand.get(k as usize) {
+            Some(&Some(st)) => st,
+            _ => &self.suf_cache[&(e, k)],
+        };
         let mut visit = |c: usize, best_rank: &mut u64| {
             let mut bits = self.lid_used[e as usize];
             while bits != 0 {
                 let k = bits.trailing_zeros();
                 bits &= bits - 1;
-                let sv = self.suffix_in(&self.suf_cache[&(e, k)], e, k, c as u32);
+                let sv = self.suffix_in(table(k), e, k, c as u32);
                 if sv == NO_SUFFIX {
                     continue;
                 }
@@ -79,31 +95,50 @@ impl<'f> Rftr<'f> {
                 } else {
                     last
                 };
-                SCAN_ORDER.with(|order| {
-                    let mut order = order.borrow_mut();
-                    order.clear();
-                    within(
-                        self.rows(s, t as u32, true),
-                        first,
-                        cap,
-                        usize::MAX,
-                        &mut |c, lb| {
-                            order.push(lb << 16 | c as u32);
-                            false
-                        },
-                    );
-                    order.sort_unstable();
-                    for &x in order.iter() {
-                        let (level, c) = ((x >> 16) as u64, (x & 0xFFFF) as u64);
-                        if best_rank & HI < level << 32 {
+                if cap.saturating_sub(first) < PASSES_PER_LEVEL {
+                    // A few levels: one pass over the two rows per level, switches ascending
+                    // within each (the order the sort below gives), nothing collected.
+                    let rows = self.rows(s, t as u32, true);
+                    for level in first..=cap {
+                        let floor = (level as u64) << 32;
+                        if best_rank & HI < floor {
                             break;
                         }
-                        if best_rank & HI == level << 32 && c >= best_rank & 0xFFFF_FFFF {
-                            continue;
-                        }
-                        visit(c as usize, &mut best_rank);
+                        within(rows, level, level, usize::MAX, &mut |c, _| {
+                            if best_rank & HI == floor && c as u64 >= best_rank & 0xFFFF_FFFF {
+                                return true;
+                            }
+                            visit(c, &mut best_rank);
+                            false
+                        });
                     }
-                });
+                } else {
+                    SCAN_ORDER.with(|order| {
+                        let mut order = order.borrow_mut();
+                        order.clear();
+                        within(
+                            self.rows(s, t as u32, true),
+                            first,
+                            cap,
+                            usize::MAX,
+                            &mut |c, lb| {
+                                order.push(lb << 16 | c as u32);
+                                false
+                            },
+                        );
+                        order.sort_unstable();
+                        for &x in order.iter() {
+                            let (level, c) = ((x >> 16) as u64, (x & 0xFFFF) as u64);
+                            if best_rank & HI < level << 32 {
+                                break;
+                            }
+                            if best_rank & HI == level << 32 && c >= best_rank & 0xFFFF_FFFF {
+                                continue;
+                            }
+                            visit(c as usize, &mut best_rank);
+                        }
+                    });
+                }
                 // Transition-free and no longer than every level seen, or every level seen.
                 done = best_rank & HI <= (cap as u64) << 32
                     || best_rank >> 48 == 0 && cap == last && l.top < FAR - 1;
@@ -311,20 +346,21 @@ impl<'f> Rftr<'f> {
             }
             let tr = &self.tries[s as usize];
             let Some(n) = tr.ending_at(x, &self.ch_dst_sw).find(|&n| {
-                let m = tr.minpath[n as usize];
-                tr.depth[n as usize] == k32
+                let m = tr.nodes[n as usize].minpath;
+                tr.nodes[n as usize].depth as u32 == k32
                     && (n as usize) < tr.indexed as usize
                     && self.paths.hops_of(m).get(..k) == Some(&own[..k])
             }) else {
                 continue;
             };
             cands.clear();
-            let mut m = n as usize + 1;
-            while m < tr.indexed as usize && tr.depth[m] > k32 {
-                if tr.parent[m] == n && tr.vl[m] == 0 && !self.ch_dead[tr.ch[m] as usize] {
-                    let ch = tr.ch[m] as usize;
+            for m in tr.children(n) {
+                let nd = tr.nodes[m as usize];
+                debug_assert_eq!(nd.parent, n, "subtree_end skips to a child");
+                if nd.vl == 0 && !self.ch_dead[nd.ch as usize] {
+                    let ch = nd.ch as usize;
                     let y = self.ch_dst_sw[ch];
-                    let path = tr.minpath[m];
+                    let path = nd.minpath;
                     let fits = if y == t {
                         k32 + 1 == hops
                     } else {
@@ -345,7 +381,6 @@ impl<'f> Rftr<'f> {
                         });
                     }
                 }
-                m += 1;
             }
             cands.sort_by_key(|c| (c.c, c.pre_path));
             done = cands

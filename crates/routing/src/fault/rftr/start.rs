@@ -221,6 +221,7 @@ impl<'f> Rftr<'f> {
             sdist_top: 0,
             legal: Arc::default(),
             deviation_scratch: (Vec::new(), Vec::new()),
+            early_deviation: EarlyDeviation::default(),
             dist: FxHashMap::default(),
             dist_pool: Vec::new(),
             bfs_queue: Vec::new(),

@@ -255,70 +255,108 @@ impl PrefixMap {
     }
 }
 
-/// The distinct prefixes of the paths from one source switch, as a trie in flat arrays: node
-/// `i` is the prefix ending with hop `ch[i]` after node `parent[i]` (NONE = the source), at
-/// depth `depth[i]` (hops) with VL `vl[i]` on that hop; `minpath[i]` is the oldest stored path
-/// that starts with it. Parents come before children, so one forward pass sees every live
-/// prefix once, however many paths share it.
+/// One node of a `PrefixTrie`: the prefix ending with hop `ch` after node `parent` (NONE =
+/// the source), `depth` hops long, with VL `vl` on that hop; `minpath` is the oldest stored
+/// path that starts with it. One 16-byte record, so that appending a node or reading one
+/// touches one cache line.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TrieNode {
+    pub(super) ch: u32,
+    pub(super) parent: u32,
+    pub(super) minpath: u32,
+    pub(super) depth: u16,
+    pub(super) vl: u8,
+}
+
+/// The distinct prefixes of the paths from one source switch, as a trie in one flat array
+/// of nodes. Parents come before children, so one forward pass sees every live prefix once,
+/// however many paths share it.
 #[derive(Debug, Default)]
 pub(super) struct PrefixTrie {
-    pub(super) ch: Vec<u32>,
-    pub(super) parent: Vec<u32>,
-    pub(super) depth: Vec<u32>,
-    pub(super) vl: Vec<u8>,
-    pub(super) minpath: Vec<u32>,
+    pub(super) nodes: Vec<TrieNode>,
     /// The first `indexed` nodes grouped by the switch they end at: those ending at switch
     /// `c` are `at[at_start[c]..at_start[c + 1]]`. Nodes added later (by repairs) are few
     /// and looked at one by one.
     pub(super) at_start: Vec<u32>,
     pub(super) at: Vec<u32>,
     pub(super) indexed: u32,
+    /// Per indexed node: the index just past its subtree (the nodes are in preorder, so a
+    /// subtree is a contiguous run). A node's children are `n + 1`, then each one past the
+    /// subtree of the one before (`children`), without reading their descendants.
+    pub(super) subtree_end: Vec<u32>,
 }
 
 /// Copies keep room to grow (see `PathStore`'s `Clone`).
 impl Clone for PrefixTrie {
     fn clone(&self) -> Self {
         PrefixTrie {
-            ch: roomy(&self.ch),
-            parent: roomy(&self.parent),
-            depth: roomy(&self.depth),
-            vl: roomy(&self.vl),
-            minpath: roomy(&self.minpath),
+            nodes: roomy(&self.nodes),
             at_start: self.at_start.clone(),
             at: self.at.clone(),
             indexed: self.indexed,
+            subtree_end: self.subtree_end.clone(),
         }
     }
 }
 
 impl PrefixTrie {
     pub(super) fn push(&mut self, ch: u32, parent: u32, depth: u32, vl: u8, path: u32) -> u32 {
-        self.ch.push(ch);
-        self.parent.push(parent);
-        self.depth.push(depth);
-        self.vl.push(vl);
-        self.minpath.push(path);
-        (self.ch.len() - 1) as u32
+        debug_assert!(depth <= u16::MAX as u32, "a path longer than 65,535 hops");
+        self.nodes.push(TrieNode {
+            ch,
+            parent,
+            minpath: path,
+            depth: depth as u16,
+            vl,
+        });
+        (self.nodes.len() - 1) as u32
     }
     /// Groups the nodes so far by the switch they end at (`ch_dst_sw`: a channel's far switch).
     pub(super) fn index_ends(&mut self, ch_dst_sw: &[u32], ns: usize) {
         let mut start = vec![0u32; ns + 1];
-        for &c in &self.ch {
-            start[ch_dst_sw[c as usize] as usize + 1] += 1;
+        for nd in &self.nodes {
+            start[ch_dst_sw[nd.ch as usize] as usize + 1] += 1;
         }
         for i in 0..ns {
             start[i + 1] += start[i];
         }
         let mut fill = start.clone();
-        let mut at = vec![0u32; self.ch.len()];
-        for (n, &c) in self.ch.iter().enumerate() {
-            let k = &mut fill[ch_dst_sw[c as usize] as usize];
+        let mut at = vec![0u32; self.nodes.len()];
+        for (n, nd) in self.nodes.iter().enumerate() {
+            let k = &mut fill[ch_dst_sw[nd.ch as usize] as usize];
             at[*k as usize] = n as u32;
             *k += 1;
         }
         self.at_start = start;
         self.at = at;
-        self.indexed = self.ch.len() as u32;
+        self.indexed = self.nodes.len() as u32;
+        // A subtree ends at the next node no deeper than its root.
+        let mut end = vec![self.indexed; self.nodes.len()];
+        let mut open: Vec<u32> = Vec::new();
+        for (n, nd) in self.nodes.iter().enumerate() {
+            while let Some(&o) = open.last() {
+                if self.nodes[o as usize].depth < nd.depth {
+                    break;
+                }
+                end[o as usize] = n as u32;
+                open.pop();
+            }
+            open.push(n as u32);
+        }
+        self.subtree_end = end;
+    }
+
+    /// The children of indexed node `n`, in index order.
+    pub(super) fn children(&self, n: u32) -> impl Iterator<Item = u32> + '_ {
+        let end = self.subtree_end[n as usize];
+        let mut m = n + 1;
+        std::iter::from_fn(move || {
+            (m < end).then(|| {
+                let c = m;
+                m = self.subtree_end[c as usize];
+                c
+            })
+        })
     }
 
     /// The nodes ending at switch `c`.
@@ -331,20 +369,16 @@ impl PrefixTrie {
             Some(r) => &self.at[r[0] as usize..r[1] as usize],
             None => &[],
         };
-        let later = (self.indexed..self.ch.len() as u32)
-            .filter(move |&n| ch_dst_sw[self.ch[n as usize] as usize] as usize == c);
+        let later = (self.indexed..self.nodes.len() as u32)
+            .filter(move |&n| ch_dst_sw[self.nodes[n as usize].ch as usize] as usize == c);
         grouped.iter().copied().chain(later)
     }
 
     /// Room for a quarter more nodes, written now (`written_headroom`): repairs append a
     /// chain per new path.
     pub(super) fn headroom(&mut self) {
-        let extra = self.ch.len() / 4 + 64;
-        written_headroom(&mut self.ch, extra);
-        written_headroom(&mut self.parent, extra);
-        written_headroom(&mut self.depth, extra);
-        written_headroom(&mut self.vl, extra);
-        written_headroom(&mut self.minpath, extra);
+        let extra = self.nodes.len() / 4 + 64;
+        written_headroom(&mut self.nodes, extra);
     }
 
     /// Appends a path as a fresh chain (paths added by repairs are few).

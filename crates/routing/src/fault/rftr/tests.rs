@@ -102,3 +102,82 @@ fn repaired_paths_change_vl_only_at_illegal_turns() {
     }
     assert!(with_transition > 0, "no fault sequence needed a transition");
 }
+
+/// A trie node's children, found by skipping from subtree to subtree (`PrefixTrie::children`),
+/// are exactly the indexed nodes whose parent it is, in index order.
+#[test]
+fn trie_children_skip_whole_subtrees() {
+    let mut nodes = 0;
+    for spec in ["torus 4x4 hcas=2 lmc=1", "ktree 4 3", "torus 3x3x3 hcas=1"] {
+        let f = super::super::test_fabric(spec);
+        let r = start(&f, 2);
+        for tr in &r.tries {
+            for n in 0..tr.indexed {
+                let want: Vec<u32> = (0..tr.indexed)
+                    .filter(|&m| tr.nodes[m as usize].parent == n)
+                    .collect();
+                assert_eq!(tr.children(n).collect::<Vec<_>>(), want, "{spec}: node {n}");
+                nodes += 1;
+            }
+        }
+    }
+    assert!(nodes > 1000, "only {nodes} nodes looked at");
+}
+
+/// Whether the near-failure deviation is tried before the scan changes no result
+/// (`Rftr::early_deviation_pays`): the same fault sequences from a state that always tries
+/// it and from one that tries it for one pair in 64 give the same tables, path SLs, delta
+/// and reports, on fabrics where it finds paths (trees) and where it rarely does (tori).
+#[test]
+fn early_deviation_is_only_a_shortcut() {
+    let (mut found, mut tries) = (0, (0, 0));
+    for (spec, vls) in [
+        ("ktree 4 3", 2),
+        ("ktree 6 3", 2),
+        ("ktree 6 3 lmc=1", 2),
+        ("ktree 4 2 lmc=2", 2),
+        ("torus 4x4 hcas=2 lmc=1", 2),
+        ("torus 5x4 hcas=2", 2),
+        ("torus 3x3x3 hcas=1 lmc=2", 3),
+    ] {
+        let f = super::super::test_fabric(spec);
+        let links = super::super::sweep::switch_links(&f);
+        for first in 0..3 {
+            let mut always = start(&f, vls);
+            always.early_deviation = EarlyDeviation {
+                considered: 1,
+                tried: 0,
+                found: u32::MAX / 16,
+            };
+            let mut rarely = start(&f, vls);
+            rarely.early_deviation = EarlyDeviation {
+                considered: 1,
+                tried: u32::MAX / 2,
+                found: 0,
+            };
+            // Links near the leaves and near the top (on a tree, the deviation finds paths
+            // only past the first hop).
+            let far = links.iter().rev().skip(first).step_by(5).take(2);
+            for &l in links.iter().skip(first).step_by(5).take(2).chain(far) {
+                let a = always.apply(Fault::Link(l));
+                let b = rarely.apply(Fault::Link(l));
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{spec}: link {l:?}");
+                assert_eq!(always.by_lid, rarely.by_lid, "{spec}: link {l:?}");
+                assert_eq!(always.routing.path_sl, rarely.routing.path_sl, "{spec}");
+                assert_eq!(always.sel, rarely.sel, "{spec}: link {l:?}");
+                let delta = |r: &Rftr| format!("{:?}", r.delta);
+                assert_eq!(delta(&always), delta(&rarely), "{spec}: link {l:?}");
+            }
+            found += always.early_deviation.found - u32::MAX / 16;
+            tries.0 += always.early_deviation.tried;
+            tries.1 += rarely.early_deviation.tried - u32::MAX / 2;
+        }
+    }
+    assert!(found > 20, "the early deviation found only {found} paths");
+    assert!(
+        tries.1 * 8 < tries.0,
+        "tried {} against {} times",
+        tries.1,
+        tries.0
+    );
+}
