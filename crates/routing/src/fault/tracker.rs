@@ -85,13 +85,12 @@ pub struct Tracker<'f> {
     /// Per LID: pairs of that column whose walk does not arrive, and their sum.
     undelivered: Vec<u64>,
     total_undelivered: u64,
-    salt: u32,
-    /// Scratch: the dirty columns (stamped by step), pairs, walk order.
+    /// The walkers of a step's columns, one per lane, each with its memo salt; they follow
+    /// `walker`'s plane and VLs (`Walker::follow`).
+    lanes: Vec<(Walker<'f>, u32)>,
+    /// Scratch: the dirty columns (stamped by step).
     dirty_stamp: Vec<u32>,
     step: u32,
-    pairs: Vec<(u32, u32, Lid)>,
-    order: Vec<(u32, u32, u32)>,
-    weights: Vec<u32>,
     /// The one path SL of every pair at the start, if there was one, and per LID whether
     /// a pair of that column may have another since (a repair moved a pair onto it with a
     /// different SL): the other columns' walks need no path SL read pair by pair.
@@ -133,12 +132,9 @@ impl<'f> Tracker<'f> {
             lid_end,
             undelivered: vec![0; max_lid + 1],
             total_undelivered: 0,
-            salt: 0,
+            lanes: Vec::new(),
             dirty_stamp: vec![0; max_lid + 1],
             step: 0,
-            pairs: Vec::new(),
-            order: Vec::new(),
-            weights: Vec::new(),
             sl_base: one_sl_everywhere(&r.routing.path_sl),
             sl_mixed: vec![false; max_lid + 1],
         };
@@ -230,8 +226,10 @@ impl<'f> Tracker<'f> {
                 }
             }
         }
-        // The step's walks read them too, kept in step with the SL2VL tables.
+        // The step's walks read them too, kept in step with the SL2VL tables; the lanes
+        // go on walking the steps' columns.
         self.walker = self.walker.clone().with_port_free_vls(port_free);
+        self.lanes = walkers;
     }
 
     /// The verdict on the state after `fault`, just applied to `r` by [`Rftr::apply`]:
@@ -323,10 +321,7 @@ impl<'f> Tracker<'f> {
             }
         }
         dirty.sort_unstable();
-        let mut walked = 0u64;
-        for &lid in &dirty {
-            walked += self.walk_column(r, lid);
-        }
+        let walked = self.walk_columns(r, &dirty);
         let cyclic = if self.refused.is_empty() {
             0
         } else {
@@ -345,45 +340,75 @@ impl<'f> Tracker<'f> {
         }
     }
 
-    /// Walks column `lid` again: its undelivered count replaced, its dependencies added to
-    /// the union. Returns the pairs walked.
-    fn walk_column(&mut self, r: &Rftr<'f>, lid: Lid) -> u64 {
-        if self.salt >= u32::MAX - 2 * STEP_SALT {
-            self.walker.forget();
-            self.salt = 0;
+    /// Walks columns `lids` (ascending) again, on every thread: one run of them per lane,
+    /// each lane's walker following this step's plane and VLs, then taken in LID order, so
+    /// the union and the counts are those of walking them one by one (as in
+    /// `walk_every_column`). Returns the pairs walked.
+    fn walk_columns(&mut self, r: &Rftr<'f>, lids: &[Lid]) -> u64 {
+        if lids.is_empty() {
+            return 0;
         }
-        self.salt += STEP_SALT;
-        self.walker.edges.clear();
-        let e = self.lid_end[lid as usize];
-        let (bad, walked) = match self.sl_base {
-            Some(sl) if !self.sl_mixed[lid as usize] => {
-                let bad = walk_switches_to(
-                    &mut self.walker,
-                    r,
-                    (e, lid, sl),
-                    self.salt,
-                    (&mut self.order, &mut self.weights),
-                    None,
-                );
-                (bad, self.weights.iter().map(|&n| n as u64).sum())
+        let lanes = (2 * rayon::current_num_threads().max(1)).min(lids.len());
+        while self.lanes.len() < lanes {
+            self.lanes.push((self.walker.clone(), 0));
+        }
+        for (w, _) in &mut self.lanes[..lanes] {
+            w.follow(&self.walker);
+        }
+        let (lid_end, sl_mixed, sl_base) = (&self.lid_end, &self.sl_mixed, self.sl_base);
+        let done: Vec<(ChunkWalk, u64)> = self.lanes[..lanes]
+            .par_iter_mut()
+            .zip(lids.par_chunks(lids.len().div_ceil(lanes)))
+            .map(|((w, salt), chunk)| {
+                let mut out = ChunkWalk::default();
+                let mut walked = 0u64;
+                let (mut pairs, mut order, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+                w.edges.clear();
+                for &lid in chunk {
+                    if *salt >= u32::MAX - 2 * STEP_SALT {
+                        w.forget();
+                        *salt = 0;
+                    }
+                    *salt += STEP_SALT;
+                    let e = lid_end[lid as usize];
+                    let bad = match sl_base {
+                        Some(sl) if !sl_mixed[lid as usize] => {
+                            let bad = walk_switches_to(
+                                w,
+                                r,
+                                (e, lid, sl),
+                                *salt,
+                                (&mut order, &mut weights),
+                                None,
+                            );
+                            walked += weights.iter().map(|&n| n as u64).sum::<u64>();
+                            bad
+                        }
+                        _ => {
+                            let bad =
+                                walk_pairs_to(w, r, e, lid, *salt, &mut pairs, &mut order, None);
+                            walked += pairs.len() as u64;
+                            bad
+                        }
+                    };
+                    out.columns.push((lid, bad, w.edges.len()));
+                }
+                out.edges = std::mem::take(&mut w.edges);
+                out.vmax = w.vmax;
+                out.dedup();
+                (out, walked)
+            })
+            .collect();
+        let mut walked = 0;
+        for (c, n) in done {
+            walked += n;
+            self.walker.vmax = self.walker.vmax.max(c.vmax);
+            let mut from = 0;
+            for (lid, bad, to) in c.columns {
+                self.record(lid, bad, &c.edges[from..to]);
+                from = to;
             }
-            _ => {
-                let bad = walk_pairs_to(
-                    &mut self.walker,
-                    r,
-                    e,
-                    lid,
-                    self.salt,
-                    &mut self.pairs,
-                    &mut self.order,
-                    None,
-                );
-                (bad, self.pairs.len() as u64)
-            }
-        };
-        let edges = std::mem::take(&mut self.walker.edges);
-        self.record(lid, bad, &edges);
-        self.walker.edges = edges;
+        }
         walked
     }
 

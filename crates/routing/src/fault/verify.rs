@@ -121,6 +121,13 @@ impl<'a> Walker<'a> {
         self
     }
 
+    /// Takes `w`'s forwarding plane and per-switch VLs (this walker's memo stays its own):
+    /// a lane of a parallel walk brought up to the state its template walker is in.
+    pub(super) fn follow(&mut self, w: &Walker<'a>) {
+        self.plane.clone_from(&w.plane);
+        self.port_free.clone_from(&w.port_free);
+    }
+
     /// Reads switch index `s`'s SL2VL table again (after a change to it) for the per-switch
     /// VLs, when they are in use.
     pub(super) fn refresh_port_free(&mut self, r: &Routing, s: u32) {
