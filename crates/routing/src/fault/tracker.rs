@@ -169,7 +169,7 @@ impl<'f> Tracker<'f> {
                 .zip(lids.par_chunks(CHUNK))
                 .map(|((w, salt), chunk)| {
                     let mut out = ChunkWalk::default();
-                    let (mut pairs, mut order, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+                    let mut scratch = Scratch::default();
                     let lo = chunk[0];
                     let sls = match all_sl {
                         Some(_) => None,
@@ -178,37 +178,15 @@ impl<'f> Tracker<'f> {
                     let lfts = lft_block(&r.routing, ns, lo, chunk.len());
                     w.edges.clear();
                     for &lid in chunk {
-                        if *salt >= u32::MAX - 2 * STEP_SALT {
-                            w.forget();
-                            *salt = 0;
-                        }
-                        *salt += STEP_SALT;
-                        let e = lid_end[lid as usize];
                         let j = (lid - lo) as usize;
                         let col = Gathered {
                             lft: &lfts[j * ns..(j + 1) * ns],
                             sls: sls.as_ref().map(|b| &b[j * ne..(j + 1) * ne]),
                         };
-                        let bad = match all_sl.or_else(|| one_sl(r, lid, col)) {
-                            Some(sl) => walk_switches_to(
-                                w,
-                                r,
-                                (e, lid, sl),
-                                *salt,
-                                (&mut order, &mut weights),
-                                Some(col.lft),
-                            ),
-                            None => walk_pairs_to(
-                                w,
-                                r,
-                                e,
-                                lid,
-                                *salt,
-                                &mut pairs,
-                                &mut order,
-                                Some(col),
-                            ),
-                        };
+                        let sl = all_sl.or_else(|| one_sl(r, lid, col));
+                        let target = (lid_end[lid as usize], lid, sl);
+                        let (bad, _) =
+                            walk_lane_column(w, salt, r, target, Some(col), &mut scratch);
                         out.columns.push((lid, bad, w.edges.len()));
                     }
                     out.edges = std::mem::take(&mut w.edges);
@@ -362,35 +340,13 @@ impl<'f> Tracker<'f> {
             .map(|((w, salt), chunk)| {
                 let mut out = ChunkWalk::default();
                 let mut walked = 0u64;
-                let (mut pairs, mut order, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+                let mut scratch = Scratch::default();
                 w.edges.clear();
                 for &lid in chunk {
-                    if *salt >= u32::MAX - 2 * STEP_SALT {
-                        w.forget();
-                        *salt = 0;
-                    }
-                    *salt += STEP_SALT;
-                    let e = lid_end[lid as usize];
-                    let bad = match sl_base {
-                        Some(sl) if !sl_mixed[lid as usize] => {
-                            let bad = walk_switches_to(
-                                w,
-                                r,
-                                (e, lid, sl),
-                                *salt,
-                                (&mut order, &mut weights),
-                                None,
-                            );
-                            walked += weights.iter().map(|&n| n as u64).sum::<u64>();
-                            bad
-                        }
-                        _ => {
-                            let bad =
-                                walk_pairs_to(w, r, e, lid, *salt, &mut pairs, &mut order, None);
-                            walked += pairs.len() as u64;
-                            bad
-                        }
-                    };
+                    let sl = sl_base.filter(|_| !sl_mixed[lid as usize]);
+                    let target = (lid_end[lid as usize], lid, sl);
+                    let (bad, n) = walk_lane_column(w, salt, r, target, None, &mut scratch);
+                    walked += n;
                     out.columns.push((lid, bad, w.edges.len()));
                 }
                 out.edges = std::mem::take(&mut w.edges);
@@ -421,6 +377,44 @@ impl<'f> Tracker<'f> {
             if !self.union.try_add_edge(0, u, v) {
                 self.refused.push((u, v));
             }
+        }
+    }
+}
+
+/// A lane's scratch for its column walks.
+#[derive(Default)]
+struct Scratch {
+    pairs: Vec<(u32, u32, Lid)>,
+    order: Vec<(u32, u32, u32)>,
+    weights: Vec<u32>,
+}
+
+/// Walks column `lid` (owned by end `e`) with lane walker `w` under a fresh memo group of
+/// its `salt`: source by source, or one source per switch when `sl`, the one path SL of
+/// the column's pairs, is known. `col`: the column copied out by the caller. Returns the
+/// pairs that do not arrive and the pairs walked.
+fn walk_lane_column(
+    w: &mut Walker<'_>,
+    salt: &mut u32,
+    r: &Rftr<'_>,
+    (e, lid, sl): (u32, Lid, Option<u8>),
+    col: Option<Gathered<'_>>,
+    s: &mut Scratch,
+) -> (u64, u64) {
+    if *salt >= u32::MAX - 2 * STEP_SALT {
+        w.forget();
+        *salt = 0;
+    }
+    *salt += STEP_SALT;
+    match sl {
+        Some(sl) => {
+            let scratch = (&mut s.order, &mut s.weights);
+            let bad = walk_switches_to(w, r, (e, lid, sl), *salt, scratch, col.map(|c| c.lft));
+            (bad, s.weights.iter().map(|&n| n as u64).sum())
+        }
+        None => {
+            let bad = walk_pairs_to(w, r, e, lid, *salt, &mut s.pairs, &mut s.order, col);
+            (bad, s.pairs.len() as u64)
         }
     }
 }
