@@ -395,6 +395,11 @@ impl Fabric {
             _ => None,
         }
     }
+    /// The switch channel `c` leaves, `None` when it leaves an end node.
+    #[inline]
+    pub fn src_switch(&self, c: ChannelId) -> Option<SwitchIdx> {
+        self.switch_of(self.ports[self.channel_src(c).idx()].node)
+    }
     /// The switch channel `c` leads to, `None` when it leads to an end node.
     #[inline]
     pub fn dst_switch(&self, c: ChannelId) -> Option<SwitchIdx> {

@@ -687,22 +687,16 @@ mod tests {
         let mut down = None;
         for c in 0..f.links.len() as u32 * 2 {
             let c = ChannelId(c);
-            let a = f
-                .switch_of(f.port(f.channel_src(c)).node)
-                .map_or(u32::MAX, |s| s.0);
-            let b = f
-                .switch_of(f.port(f.channel_dst(c)).node)
-                .map_or(u32::MAX, |s| s.0);
-            if a == u32::MAX || b == u32::MAX {
+            let (Some(_), Some(b)) = (f.src_switch(c), f.dst_switch(c)) else {
                 assert_eq!(
                     rk.channel_dir(&f, c),
                     Dir::None,
                     "host links have no direction"
                 );
                 continue;
-            }
+            };
             let d = rk.channel_dir(&f, c);
-            assert_eq!(d == Dir::Up, spines.contains(&(b as usize)));
+            assert_eq!(d == Dir::Up, spines.contains(&b.idx()));
             if d == Dir::Up {
                 up.get_or_insert(c);
             } else {

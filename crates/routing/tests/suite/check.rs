@@ -97,7 +97,7 @@ fn bfs_routing(f: &Fabric) -> Routing {
         let mut queue = std::collections::VecDeque::from([sd]);
         while let Some(s) = queue.pop_front() {
             for &c in f.switch_links(SwitchIdx(s as u32)) {
-                let t = f.switch_of(f.port(f.channel_dst(c)).node).unwrap().idx();
+                let t = f.dst_switch(c).unwrap().idx();
                 if dist[t] == u32::MAX {
                     dist[t] = dist[s] + 1;
                     queue.push_back(t);
@@ -114,7 +114,7 @@ fn bfs_routing(f: &Fabric) -> Routing {
                     .switch_links(SwitchIdx(s as u32))
                     .iter()
                     .filter(|&&c| {
-                        let t = f.switch_of(f.port(f.channel_dst(c)).node).unwrap().idx();
+                        let t = f.dst_switch(c).unwrap().idx();
                         dist[t] + 1 == dist[s]
                     })
                     .map(|&c| f.port(f.channel_src(c)).num)

@@ -459,7 +459,7 @@ fn connected(f: &Fabric, mask: &FaultMask) -> bool {
             if !mask.channel_alive(f, c) {
                 continue;
             }
-            let p = f.switch_of(f.port(f.channel_dst(c)).node).unwrap().idx();
+            let p = f.dst_switch(c).unwrap().idx();
             if alive[p] && !seen[p] {
                 seen[p] = true;
                 st.push(p);

@@ -169,14 +169,10 @@ fn live_reach(f: &Fabric, mask: &FaultMask) -> Vec<fixedbitset::FixedBitSet> {
     let mut adj = vec![Vec::new(); ns];
     for c in 0..f.links.len() as u32 * 2 {
         let c = ChannelId(c);
-        let a = f
-            .switch_of(f.port(f.channel_src(c)).node)
-            .map_or(u32::MAX, |s| s.0);
-        let b = f
-            .switch_of(f.port(f.channel_dst(c)).node)
-            .map_or(u32::MAX, |s| s.0);
-        if a != u32::MAX && b != u32::MAX && mask.channel_alive(f, c) {
-            adj[a as usize].push(b as usize);
+        if let (Some(a), Some(b)) = (f.src_switch(c), f.dst_switch(c)) {
+            if mask.channel_alive(f, c) {
+                adj[a.idx()].push(b.idx());
+            }
         }
     }
     (0..ns)

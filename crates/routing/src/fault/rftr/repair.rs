@@ -377,9 +377,7 @@ impl<'f> Rftr<'f> {
         let f = self.f;
         let mut v = Vec::new();
         for (i, &c) in hops.iter().enumerate() {
-            let sw = f
-                .switch_of(f.port(f.channel_src(c)).node)
-                .map_or(NONE, |s| s.0);
+            let sw = f.src_switch(c).map_or(NONE, |s| s.0);
             let out = f.port(f.channel_src(c)).num;
             if i == 0 {
                 for &e in &self.slot_ends[self.slot_of[s as usize] as usize] {

@@ -81,7 +81,7 @@ fn repaired_paths_change_vl_only_at_illegal_turns() {
         for (hops, vls) in r.selected_paths() {
             let mut seen = vec![false; f.num_switches()];
             if let Some(&c0) = hops.first() {
-                seen[f.switch_of(f.port(f.channel_src(c0)).node).unwrap().idx()] = true;
+                seen[f.src_switch(c0).unwrap().idx()] = true;
             }
             for (i, &c) in hops.iter().enumerate() {
                 let to = r.ch_dst_sw[c.idx()] as usize;
