@@ -160,6 +160,28 @@ proptest! {
     }
 }
 
+/// Regular trees whose hosts do not divide over their up links: the fat-tree pass gives each
+/// destination one spine, so a leaf with 6 hosts under 4 spines gets two of them down one
+/// spine link, 84 host pairs where 66 will do. `ftree` runs the balance pass there (it skips
+/// it where the counts divide), and a source leaf's entries spread a destination over the
+/// spines: the busiest link is at the bound of the traffic into a leaf over its spine links,
+/// in steps of one source leaf's hosts.
+#[test]
+fn leaves_whose_hosts_do_not_divide_over_the_spines_are_balanced() {
+    for (leaves, spines, hosts) in [(8u64, 4u64, 6u64), (6, 4, 5)] {
+        let spec = format!("leafspine leaves={leaves} spines={spines} hosts={hosts}");
+        let mut f = gen(&spec);
+        f.hints = Default::default();
+        let (r, notes) = route_plain("ftree", &f);
+        assert_complete_and_deadlock_free(&f, &r, &spec, &notes);
+        let (load, _) = loads(&f, &r);
+        let max = load.iter().copied().max().unwrap();
+        let into_leaf = hosts * (leaves - 1) * hosts;
+        let bound = into_leaf.div_ceil(spines).div_ceil(hosts) * hosts;
+        assert_eq!(max, bound, "{spec}: busiest link {max}; notes {notes:?}");
+    }
+}
+
 /// SuperPOD-style trees: every pair, no credit loop, compute-to-compute paths of at most 4
 /// switch hops (leaf, spine, core, spine, leaf), and leaf uplinks within 5 % of the bound
 /// their cables allow, for ftree, updn and dnup.

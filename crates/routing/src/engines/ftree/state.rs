@@ -214,7 +214,8 @@ impl<'a> FtreeState<'a> {
 
     /// True when every switch of a rank has the same number of up and of down groups, all
     /// of one width per rank and direction, and every switch with compute nodes has as many
-    /// as the others and sits at the lowest rank: a tree the fat-tree pass balances itself.
+    /// as the others and sits at the lowest rank, and the destinations below every switch
+    /// divide evenly over its up links: a tree the fat-tree pass balances itself.
     pub(super) fn is_regular(&self, rk: &UpDownRanking, is_cn: &[bool]) -> bool {
         let t = self.t;
         // per rank: (up groups, down groups, up width, down width)
@@ -269,7 +270,34 @@ impl<'a> FtreeState<'a> {
                 leaf_rank = Some(rk.rank[s]);
             }
         }
-        leaf_rank.is_some_and(|l| l as usize + 1 == shape.len())
+        let (Some(leaf), Some(cn)) = (leaf_rank, cn_per_leaf) else {
+            return false;
+        };
+        if leaf as usize + 1 != shape.len() {
+            return false;
+        }
+        // The round robin gives every up link of a switch the same number of destinations
+        // only where they divide: a leaf with 3 compute nodes under 5 up links puts two of a
+        // set's 6 on one L1 of a 4-level tree (24 on its L2 -> L1 link where 18 will do).
+        // Going up, a switch's destinations are those of its down groups' subtrees, which
+        // are disjoint in a regular tree.
+        let mut below = cn as u64;
+        for r in (0..shape.len()).rev() {
+            let Some((ups, _, uw, _)) = shape[r] else {
+                return false;
+            };
+            let links = ups as u64 * uw as u64;
+            if links > 0 && !below.is_multiple_of(links) {
+                return false;
+            }
+            if r > 0 {
+                let Some((_, downs, _, _)) = shape[r - 1] else {
+                    return false;
+                };
+                below = below.saturating_mul(downs as u64);
+            }
+        }
+        true
     }
 
     /// May `s` take a new entry with `hops`, labelled `down`? Never turns a down entry into an
