@@ -181,7 +181,7 @@ fn route_ranked(t: &Topo, r: Ranked, opts: &RouteOptions) -> Result<Routed, Engi
     let all = hosts.iter().all(|&h| h) || !hosts.iter().any(|&h| h);
     let counted = (!all).then_some(hosts.as_slice());
     let budget = MOVE_BUDGET_PER_END * t.ends.len();
-    match rebalance(t, &rk, &mut routing, counted, budget) {
+    match rebalance(t, &rk, &mut routing, counted, budget, false) {
         Some(b) if b.moved > 0 => notes.push(b.note(if all { "" } else { "host " })),
         Some(_) => {}
         None => notes.push(super::rebalance::skipped_note(t)),

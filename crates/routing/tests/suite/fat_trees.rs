@@ -165,11 +165,15 @@ proptest! {
 /// spine link, 84 host pairs where 66 will do. `ftree` runs the balance pass there (it skips
 /// it where the counts divide), and a source leaf's entries spread a destination over the
 /// spines: the busiest link is at the bound of the traffic into a leaf over its spine links,
-/// in steps of one source leaf's hosts.
+/// in steps of one source leaf's hosts. The last tree (18 hosts under 8 spines of two
+/// cables each, a 9-spine tree built one spine short) needs the pass's last phase, which
+/// offers every leaf entry its other spines (378 without it).
 #[test]
 fn leaves_whose_hosts_do_not_divide_over_the_spines_are_balanced() {
-    for (leaves, spines, hosts) in [(8u64, 4u64, 6u64), (6, 4, 5)] {
-        let spec = format!("leafspine leaves={leaves} spines={spines} hosts={hosts}");
+    for (leaves, spines, hosts, cables) in [(8u64, 4u64, 6u64, 1u64), (6, 4, 5, 1), (18, 8, 18, 2)]
+    {
+        let spec =
+            format!("leafspine leaves={leaves} spines={spines} hosts={hosts} links={cables}");
         let mut f = gen(&spec);
         f.hints = Default::default();
         let (r, notes) = route_plain("ftree", &f);
@@ -177,7 +181,7 @@ fn leaves_whose_hosts_do_not_divide_over_the_spines_are_balanced() {
         let (load, _) = loads(&f, &r);
         let max = load.iter().copied().max().unwrap();
         let into_leaf = hosts * (leaves - 1) * hosts;
-        let bound = into_leaf.div_ceil(spines).div_ceil(hosts) * hosts;
+        let bound = into_leaf.div_ceil(spines * cables).div_ceil(hosts) * hosts;
         assert_eq!(max, bound, "{spec}: busiest link {max}; notes {notes:?}");
     }
 }
@@ -250,9 +254,12 @@ fn superpod_style_trees_route_every_pair_without_credit_loops() {
     superpod_case("superpod su=4 radix=41", false);
     // shapes that were off before the chains of the balance pass and the tree's own ranks
     // for updn: one scalable unit, single spine cables, cores hanging off one spine
+    // (lenient: ftree's last balance phase moves one leaf entry onto an uplink, 60 against
+    // a bound of 55, where that relieves a busier link; the busiest stays at 66, and no
+    // entry can leave that uplink for links all below it)
     superpod_case(
         "superpod su=3 nodes=5 rails=1 spines=2 uplinks=2 cores=4",
-        false,
+        true,
     );
     superpod_case(
         "superpod su=1 nodes=4 rails=2 spines=2 uplinks=2 cores=4",

@@ -323,7 +323,7 @@ impl Engine for FatTree {
             && ft.is_regular(&rk, &is_cn);
         let moves = super::rebalance::MOVE_BUDGET_PER_END * t.ends.len();
         if !regular {
-            match super::rebalance::rebalance(t, &rk, &mut r, Some(&is_cn), moves) {
+            match super::rebalance::rebalance(t, &rk, &mut r, Some(&is_cn), moves, true) {
                 Some(b) if b.moved > 0 => notes.push(b.note("compute-node ")),
                 Some(_) => {}
                 None => notes.push(super::rebalance::skipped_note(t)),

@@ -36,7 +36,7 @@
 //!   channels finds a chain of moves from the busiest to one at least an entry lighter (an
 //!   augmenting path), which is optimal for the switch when none is left.
 //!
-//! - **Again on the hosts' channels** (last phase): a channel set aside stays aside, even
+//! - **Again on the hosts' channels**: a channel set aside stays aside, even
 //!   where later moves or chains made room for it, and a chain may raise loads up to the
 //!   maximum. So the channels out of switches with counted hosts (a leaf's uplinks, where
 //!   the bound of what its hosts send is) are taken again with none set aside, in rounds of
@@ -45,6 +45,13 @@
 //!   move of this phase lowers the sorted vector of loads. When it stops because nothing
 //!   moved (not by [`HOST_ROUNDS`] or a budget), no single move of an entry off a hosts'
 //!   channel is left that would lower it.
+//! - **Every host entry** (last phase, `spread`; `ftree` asks for it, on the trees it does
+//!   not balance itself), where the busiest channel is still above the bound the hosts'
+//!   switches set (their traffic over their links): each entry of a
+//!   switch with counted hosts moves to the equally short port whose path has the lowest
+//!   maximum load, if below the old path's over the same stretch. A spine's cable down to a
+//!   leaf is relieved by every source leaf at once, where the phases above would take one
+//!   upstream move per search (a leaf of 32 hosts under 31 spines).
 //!
 //! Paths without an up*/down* path (the transition pairs of `transition`, whose VLs
 //! are assigned after this pass from the final tables) move too, under their own rule: same
@@ -65,9 +72,11 @@ use std::collections::BinaryHeap;
 
 mod moves;
 mod singles;
+mod spread;
 
 use moves::*;
 use singles::*;
+use spread::*;
 
 /// Largest (destinations × switches) the pass keeps state for (6 bytes each).
 pub const MAX_STATE: usize = 1 << 27;
@@ -210,10 +219,6 @@ impl Pass<'_, '_> {
     }
 }
 
-/// Move entries of `r` (built on the ranking `rk`) off the busiest channels. `counted` (per
-/// index of `t.ends`; `None` = all) says which end ports' traffic the loads count, as sources
-/// and as destinations (`ftree` balances its compute nodes' traffic). Returns `None` when the
-/// pass does not apply (LMC > 0, too large, no inter-switch traffic).
 /// Why [`rebalance`] left a fabric alone (it returned `None`), as a routing note.
 pub fn skipped_note(t: &Topo) -> String {
     if t.ends.iter().any(|e| e.nlids != 1) {
@@ -229,12 +234,18 @@ pub fn skipped_note(t: &Topo) -> String {
     }
 }
 
+/// Move entries of `r` (built on the ranking `rk`) off the busiest channels. `counted` (per
+/// index of `t.ends`; `None` = all) says which end ports' traffic the loads count, as sources
+/// and as destinations (`ftree` balances its compute nodes' traffic); `spread` adds the last
+/// phase (`spread`). Returns `None` when the pass does not apply (LMC > 0, too
+/// large, no inter-switch traffic).
 pub fn rebalance(
     t: &Topo,
     rk: &UpDownRanking,
     r: &mut Routing,
     counted: Option<&[bool]>,
     max_moves: usize,
+    spread: bool,
 ) -> Option<Rebalanced> {
     let counts = |i: usize| counted.is_none_or(|c| c[i]);
     let n = t.n;
@@ -399,6 +410,12 @@ pub fn rebalance(
         if moved == start || st.left == 0 || st.work >= WORK_BUDGET {
             break;
         }
+    }
+    // Last, where the busiest channel is still above what the hosts' switches force: every
+    // entry of theirs offered its equally short ports (`spread`).
+    let bound = host_bound(t, &hosts, ps.dests.len());
+    if spread && st.load.iter().any(|&l| l > bound) {
+        moved += spread_host_entries(&mut ps, rk, r, &mut st, &hosts, bound);
     }
     let after = st.load.iter().copied().max().unwrap_or(0);
     Some(Rebalanced {

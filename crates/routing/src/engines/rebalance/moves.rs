@@ -324,11 +324,12 @@ pub(super) fn best_upstream_move(
     best.map(|b| b.1)
 }
 
-/// Apply a move: the traffic on both paths up to where they meet, the loads, the LFT entry.
+/// Apply a move: the traffic on both paths up to where they meet, the loads, the LFT entry;
+/// every changed load is queued on `heap` when there is one.
 pub(super) fn apply(
     ps: &mut Pass,
     load: &mut [u64],
-    heap: &mut BinaryHeap<(u64, Reverse<u32>)>,
+    mut heap: Option<&mut BinaryHeap<(u64, Reverse<u32>)>>,
     r: &mut Routing,
     sc: &mut Scratch,
     mv: Move,
@@ -353,7 +354,9 @@ pub(super) fn apply(
     let meet = loop {
         let (x, c) = (hop.0, hop.1 as usize);
         load[c] -= ws as u64;
-        heap.push((load[c], Reverse(c as u32)));
+        if let Some(h) = heap.as_deref_mut() {
+            h.push((load[c], Reverse(c as u32)));
+        }
         if sc.stamp[x] == ep {
             break x;
         }
@@ -369,7 +372,9 @@ pub(super) fn apply(
         let (x, c) = (hop.0, hop.1 as usize);
         load[c] += ws as u64;
         grown = grown.max(load[c]);
-        heap.push((load[c], Reverse(c as u32)));
+        if let Some(h) = heap.as_deref_mut() {
+            h.push((load[c], Reverse(c as u32)));
+        }
         if x == meet {
             break;
         }

@@ -52,7 +52,7 @@ pub(super) fn single_moves(
         });
         match mv {
             Some(mv) => {
-                apply(ps, load, heap, r, sc, mv);
+                apply(ps, load, Some(&mut *heap), r, sc, mv);
                 moved += 1;
                 *left -= 1;
             }
@@ -212,7 +212,7 @@ pub(super) fn host_chains(
                 let grown = apply(
                     ps,
                     load,
-                    heap,
+                    Some(&mut *heap),
                     r,
                     sc,
                     Move {
@@ -233,7 +233,7 @@ pub(super) fn host_chains(
                     apply(
                         ps,
                         load,
-                        heap,
+                        Some(&mut *heap),
                         r,
                         sc,
                         Move {
