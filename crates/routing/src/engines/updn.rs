@@ -181,7 +181,13 @@ fn route_ranked(t: &Topo, r: Ranked, opts: &RouteOptions) -> Result<Routed, Engi
     let all = hosts.iter().all(|&h| h) || !hosts.iter().any(|&h| h);
     let counted = (!all).then_some(hosts.as_slice());
     let budget = MOVE_BUDGET_PER_END * t.ends.len();
-    match rebalance(t, &rk, &mut routing, counted, budget, false) {
+    // The pass's last phase only on two-level trees (leaves under spines, as `tree.rs`
+    // detects them, whatever the ranking), where the hosts' switches' entries decide every
+    // path and the fabrics are small (at most a few thousand hosts); on deeper trees, tori
+    // and Dragonflies it added seconds for little.
+    let two_levels = super::tree::detect(t, &hosts)
+        .is_ok_and(|shape| shape.level.iter().all(|&l| l <= 1 || l == u32::MAX));
+    match rebalance(t, &rk, &mut routing, counted, budget, two_levels) {
         Some(b) if b.moved > 0 => notes.push(b.note(if all { "" } else { "host " })),
         Some(_) => {}
         None => notes.push(super::rebalance::skipped_note(t)),
