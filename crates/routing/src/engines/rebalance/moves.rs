@@ -168,17 +168,7 @@ pub(super) fn best_move(
                     }
                 }
             }
-            let mut m = l + ws;
-            let mut y = q;
-            *work += 1;
-            while sc.stamp[y] != ep && m < bound {
-                *work += 1;
-                let Some((ny, ch)) = ps.next(i, y) else {
-                    break;
-                };
-                m = m.max(load[ch as usize] + ws);
-                y = ny;
-            }
+            let (m, _) = joined_max(ps, load, &sc.stamp, ep, (i, q), l + ws, ws, bound, work);
             if m < bound {
                 let fl = flags_via(rk.is_up_sw(s, q), ps.fl[row + q]);
                 best = Some((m, Move { i, s, to: b, fl }));
@@ -186,6 +176,36 @@ pub(super) fn best_move(
         }
     }
     best.map(|b| b.1)
+}
+
+/// Prices a new path: destination `i`'s table path from switch `q` (`(i, q)`), walked until
+/// a switch stamped `ep` (where it joins the old path, stamped before) or its end, each
+/// channel's load raised by `ws`; `first` is the raised load of the channel into `q`. Stops
+/// once the maximum reaches `bound`. Returns the maximum and the switch the walk stopped at.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(super) fn joined_max(
+    ps: &Pass,
+    load: &[u64],
+    stamp: &[u32],
+    ep: u32,
+    (i, q): (usize, usize),
+    first: u64,
+    ws: u64,
+    bound: u64,
+    work: &mut usize,
+) -> (u64, usize) {
+    let (mut m, mut y) = (first, q);
+    *work += 1;
+    while stamp[y] != ep && m < bound {
+        *work += 1;
+        let Some((ny, ch)) = ps.next(i, y) else {
+            break;
+        };
+        m = m.max(load[ch as usize] + ws);
+        y = ny;
+    }
+    (m, y)
 }
 
 /// How many levels above a channel's tail [`best_upstream_move`] looks for entries to move.

@@ -126,17 +126,18 @@ pub(super) fn spread_host_entries(
                     if !may_move(rk.is_up_sw(s, q), fs, ps.fl[row + q]) {
                         continue;
                     }
-                    let mut mn = st.load[ch as usize] + ws;
-                    let mut y = q;
-                    work += 1;
-                    while st.sc.stamp[y] != ep {
-                        work += 1;
-                        let Some((ny, c)) = ps.next(i, y) else {
-                            break;
-                        };
-                        mn = mn.max(st.load[c as usize] + ws);
-                        y = ny;
-                    }
+                    let first = st.load[ch as usize] + ws;
+                    let (mn, y) = joined_max(
+                        ps,
+                        &st.load,
+                        &st.sc.stamp,
+                        ep,
+                        (i, q),
+                        first,
+                        ws,
+                        u64::MAX,
+                        &mut work,
+                    );
                     // (`y` is where the new path joins the old one: the destination's
                     // switch at the latest, the end of both)
                     if st.sc.stamp[y] == ep && mn < upto[y] && best.is_none_or(|(bm, _, _)| mn < bm)
