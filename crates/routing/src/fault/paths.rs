@@ -13,8 +13,8 @@
 //! later go to short per-key lists beside them. (The IRT, the paths ending at an end port,
 //! is not kept as a list: RFTR reads it from the tables, as suffixes.)
 //!
-//! Paths are never removed; a failure only marks hops dead (`dead_lo`/`dead_hi`: the first and
-//! last dead hop), which limits the usable prefixes and suffixes.
+//! Paths are never removed; a failure only marks hops dead (`dead_lo`: the first dead hop),
+//! which limits the usable prefixes and suffixes.
 
 use fabric::ChannelId;
 
@@ -39,9 +39,8 @@ pub struct PathStore {
     pub hops: Vec<ChannelId>,
     /// VL of each hop = VL transitions made up to and including entering this hop.
     pub vl: Vec<u8>,
-    /// First and last dead hop (index within the path), `NONE` when all alive.
+    /// First dead hop (index within the path), `NONE` when all alive.
     pub dead_lo: Vec<u32>,
-    pub dead_hi: Vec<u32>,
     pub by_src: PathIndex,
     pub by_chan: PathIndex,
 }
@@ -173,7 +172,6 @@ impl Clone for PathStore {
             hops: roomy(&self.hops),
             vl: roomy(&self.vl),
             dead_lo: roomy(&self.dead_lo),
-            dead_hi: roomy(&self.dead_hi),
             by_src: self.by_src.clone(),
             by_chan: self.by_chan.clone(),
         }
@@ -206,7 +204,6 @@ impl PathStore {
         written_headroom(&mut self.sl, p);
         written_headroom(&mut self.start, p);
         written_headroom(&mut self.dead_lo, p);
-        written_headroom(&mut self.dead_hi, p);
         written_headroom(&mut self.hops, h);
         written_headroom(&mut self.vl, h);
         // (The indexes' lists of added paths start empty and stay short.)
@@ -223,7 +220,6 @@ impl PathStore {
         self.sl.reserve(paths);
         self.start.reserve(paths);
         self.dead_lo.reserve(paths);
-        self.dead_hi.reserve(paths);
         self.hops.reserve(hops);
         self.vl.reserve(hops);
     }
@@ -240,7 +236,6 @@ impl PathStore {
         self.vl.resize(self.hops.len(), 0);
         self.start.push(self.hops.len() as u32);
         self.dead_lo.push(NONE);
-        self.dead_hi.push(NONE);
         id
     }
 
@@ -290,7 +285,6 @@ impl PathStore {
         self.vl.extend_from_slice(vls);
         self.start.push(self.hops.len() as u32);
         self.dead_lo.push(NONE);
-        self.dead_hi.push(NONE);
         self.by_src.add(src as usize, id);
         for &c in hops {
             self.by_chan.add(c.idx(), id);
@@ -317,18 +311,10 @@ impl PathStore {
                 self.start[p as usize] as usize,
                 self.start[p as usize + 1] as usize,
             );
-            for (i, &h) in self.hops[s..e].iter().enumerate() {
-                if h == c {
-                    let i = i as u32;
-                    let lo = &mut self.dead_lo[p as usize];
-                    if *lo == NONE || i < *lo {
-                        *lo = i;
-                    }
-                    let hi = &mut self.dead_hi[p as usize];
-                    if *hi == NONE || i > *hi {
-                        *hi = i;
-                    }
-                }
+            // The first use of `c` is the path's lowest hop it kills.
+            if let Some(i) = self.hops[s..e].iter().position(|&h| h == c) {
+                let lo = &mut self.dead_lo[p as usize];
+                *lo = (*lo).min(i as u32);
             }
         }
         ids
@@ -377,7 +363,6 @@ mod tests {
         assert_eq!(s.by_chan.get(2).collect::<Vec<_>>(), vec![a, b]);
         assert_eq!(s.kill_channel(ChannelId(2)), vec![a, b]);
         assert_eq!(s.live_prefix(a), 1);
-        assert_eq!(s.dead_hi[a as usize], 1);
         assert!(!s.alive(b));
         assert_eq!(s.total_hops(), 4);
     }
@@ -405,6 +390,10 @@ mod tests {
         let t = s.clone();
         assert_eq!(get(&t.by_chan, 1), vec![a, b, d]);
         assert_eq!(s.kill_channel(ChannelId(3)), vec![a, c]);
-        assert_eq!((s.dead_lo[c as usize], s.dead_hi[c as usize]), (0, 2));
+        assert_eq!(s.dead_lo[c as usize], 0);
+        // a later fault further along keeps the first dead hop
+        s.kill_channel(ChannelId(5));
+        assert_eq!(s.dead_lo[c as usize], 0);
+        assert_eq!(s.live_prefix(d), 0);
     }
 }

@@ -91,11 +91,20 @@ impl<'f> Rftr<'f> {
     /// then uses the dead channel), and a row keeps its value when its best survives.
     pub(super) fn drop_dead_prefixes(&mut self, hit: &[PathId]) {
         let m1 = self.ncls + 1;
+        // Rows of the current source looked at already (`stamp`): the hit paths of one
+        // source run behind the same dead hop to the same switches, and a row's verdict
+        // cannot change once looked at (its refresh takes live prefixes only).
+        let mut cur = NONE as usize;
         for &p in hit {
             let s = self.paths.src[p as usize] as usize;
             if self.pre_tab[s].is_empty() {
                 continue;
             }
+            if s != cur {
+                cur = s;
+                self.stamp_gen += 1;
+            }
+            let g = self.stamp_gen;
             let lo = self.paths.dead_lo[p as usize] as usize;
             let (a, b) = (
                 self.paths.start[p as usize] as usize,
@@ -103,6 +112,10 @@ impl<'f> Rftr<'f> {
             );
             for j in a + lo..b {
                 let c = self.ch_dst_sw[self.paths.hops[j].idx()] as usize;
+                if self.stamp[c] == g {
+                    continue;
+                }
+                self.stamp[c] = g;
                 let row = &self.pre_tab[s][c * m1..(c + 1) * m1];
                 if row.iter().any(|&k| !self.prefix_live(k)) {
                     self.refresh_prefix_row(s, c);
