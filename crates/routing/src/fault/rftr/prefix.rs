@@ -143,7 +143,7 @@ impl<'f> Rftr<'f> {
         let init = if c == s { NONE as u64 } else { NO_PREFIX };
         t[c * m1..(c + 1) * m1].fill(init);
         let tr = &self.tries[s];
-        for n in tr.ending_at(c, &self.ch_dst_sw) {
+        for n in tr.ending_at(c) {
             let nd = tr.nodes[n as usize];
             let p = nd.minpath;
             let lo = self.paths.dead_lo[p as usize];

@@ -496,7 +496,7 @@ impl<'f> Rftr<'f> {
                 sw = self.ch_dst_sw[c.idx()];
             }
         }
-        self.tries[s as usize].add_chain(hops, vls, id);
+        self.tries[s as usize].add_chain(hops, vls, id, &self.ch_dst_sw);
         let mut t = std::mem::take(&mut self.pre_tab[s as usize]);
         if !t.is_empty() {
             self.add_fast_prefixes(id, &mut t);

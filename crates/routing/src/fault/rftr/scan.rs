@@ -345,10 +345,9 @@ impl<'f> Rftr<'f> {
                 continue;
             }
             let tr = &self.tries[s as usize];
-            let Some(n) = tr.ending_at(x, &self.ch_dst_sw).find(|&n| {
+            let Some(&n) = tr.indexed_ending_at(x).iter().find(|&&n| {
                 let m = tr.nodes[n as usize].minpath;
                 tr.nodes[n as usize].depth as u32 == k32
-                    && (n as usize) < tr.indexed as usize
                     && self.paths.hops_of(m).get(..k) == Some(&own[..k])
             }) else {
                 continue;

@@ -275,11 +275,16 @@ pub(super) struct TrieNode {
 pub(super) struct PrefixTrie {
     pub(super) nodes: Vec<TrieNode>,
     /// The first `indexed` nodes grouped by the switch they end at: those ending at switch
-    /// `c` are `at[at_start[c]..at_start[c + 1]]`. Nodes added later (by repairs) are few
-    /// and looked at one by one.
+    /// `c` are `at[at_start[c]..at_start[c + 1]]`.
     pub(super) at_start: Vec<u32>,
     pub(super) at: Vec<u32>,
     pub(super) indexed: u32,
+    /// Nodes added after those (the chains of repaired paths), by the switch they end at:
+    /// `later_head[c]` is the newest ending at `c` and `later_next[n - indexed]` the one
+    /// added before `n` (NONE ends a list). A later fault's prefix rows read them per
+    /// switch, not by a pass over every node the repairs added.
+    pub(super) later_head: Vec<u32>,
+    pub(super) later_next: Vec<u32>,
     /// Per indexed node: the index just past its subtree (the nodes are in preorder, so a
     /// subtree is a contiguous run). A node's children are `n + 1`, then each one past the
     /// subtree of the one before (`children`), without reading their descendants.
@@ -295,6 +300,8 @@ impl Clone for PrefixTrie {
             at: self.at.clone(),
             indexed: self.indexed,
             subtree_end: self.subtree_end.clone(),
+            later_head: self.later_head.clone(),
+            later_next: roomy(&self.later_next),
         }
     }
 }
@@ -330,6 +337,8 @@ impl PrefixTrie {
         self.at_start = start;
         self.at = at;
         self.indexed = self.nodes.len() as u32;
+        self.later_head = vec![NONE; ns];
+        self.later_next.clear();
         // A subtree ends at the next node no deeper than its root.
         let mut end = vec![self.indexed; self.nodes.len()];
         let mut open: Vec<u32> = Vec::new();
@@ -359,19 +368,26 @@ impl PrefixTrie {
         })
     }
 
-    /// The nodes ending at switch `c`.
-    pub(super) fn ending_at<'a>(
-        &'a self,
-        c: usize,
-        ch_dst_sw: &'a [u32],
-    ) -> impl Iterator<Item = u32> + 'a {
-        let grouped = match self.at_start.get(c..c + 2) {
+    /// The indexed nodes ending at switch `c`, in index order.
+    pub(super) fn indexed_ending_at(&self, c: usize) -> &[u32] {
+        match self.at_start.get(c..c + 2) {
             Some(r) => &self.at[r[0] as usize..r[1] as usize],
             None => &[],
-        };
-        let later = (self.indexed..self.nodes.len() as u32)
-            .filter(move |&n| ch_dst_sw[self.nodes[n as usize].ch as usize] as usize == c);
-        grouped.iter().copied().chain(later)
+        }
+    }
+
+    /// The nodes ending at switch `c`: the indexed ones in index order, then those added
+    /// later, newest first.
+    pub(super) fn ending_at(&self, c: usize) -> impl Iterator<Item = u32> + '_ {
+        let mut n = self.later_head.get(c).copied().unwrap_or(NONE);
+        let later = std::iter::from_fn(move || {
+            (n != NONE).then(|| {
+                let m = n;
+                n = self.later_next[(m - self.indexed) as usize];
+                m
+            })
+        });
+        self.indexed_ending_at(c).iter().copied().chain(later)
     }
 
     /// Room for a quarter more nodes, written now (`written_headroom`): repairs append a
@@ -382,10 +398,25 @@ impl PrefixTrie {
     }
 
     /// Appends a path as a fresh chain (paths added by repairs are few).
-    pub(super) fn add_chain(&mut self, hops: &[ChannelId], vls: &[u8], path: u32) {
+    /// Needs `index_ends` first (`ch_dst_sw`: a channel's far switch).
+    pub(super) fn add_chain(
+        &mut self,
+        hops: &[ChannelId],
+        vls: &[u8],
+        path: u32,
+        ch_dst_sw: &[u32],
+    ) {
+        debug_assert_eq!(
+            self.later_next.len() + self.indexed as usize,
+            self.nodes.len(),
+            "a chain added to a trie not indexed"
+        );
         let mut parent = NONE;
         for (i, (&c, &v)) in hops.iter().zip(vls).enumerate() {
             parent = self.push(c.0, parent, i as u32 + 1, v, path);
+            let head = &mut self.later_head[ch_dst_sw[c.idx()] as usize];
+            self.later_next.push(*head);
+            *head = parent;
         }
     }
 }
