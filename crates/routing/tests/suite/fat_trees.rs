@@ -291,6 +291,18 @@ fn superpod_style_trees_route_every_pair_without_credit_loops() {
         "superpod su=1 nodes=3 rails=4 spines=2 uplinks=4 cores=4 missing=6 missing-seed=61",
         false,
     );
+    // random cases of the property below: ftree's last balance phase, then at most three
+    // rounds, stopped a move short (here a leaf entry that could leave an uplink at 156
+    // for links all below it, which its fourth round moves); it now runs until a round
+    // moves nothing (2 of 1,392 random specs failed before, none of 6,926 since)
+    superpod_case(
+        "superpod su=4 nodes=6 rails=3 spines=4 uplinks=6 cores=8 missing=2 missing-seed=71",
+        true,
+    );
+    superpod_case(
+        "superpod su=2 nodes=4 rails=4 spines=2 uplinks=4 cores=4 missing=4 missing-seed=44",
+        true,
+    );
     // ftree keeps the max link load below updn's (229 against 255 over all end ports)
     // and leaves one leaf above its bound, under the busier management-spine cables
     superpod_case(

@@ -19,9 +19,6 @@ use super::*;
 /// moves than that budget has left).
 pub const SPREAD_BUDGET: usize = 1 << 24;
 
-/// Rounds over all entries at most (most moves are in the first).
-const SPREAD_ROUNDS: usize = 3;
-
 /// A bound the hosts' switches set on the busiest channel: a switch with `h` counted hosts
 /// sends `h * (N - h)` pairs (and receives as many) over its links to other switches, so one
 /// of them carries at least that over their number.
@@ -39,7 +36,9 @@ pub(super) fn host_bound(t: &Topo, hosts: &[u32], dests: usize) -> u64 {
 
 /// Moves entries of the switches with counted hosts (`hosts`) to less loaded equally short
 /// ports, in rounds over every (switch, destination) whose path carries a load above `bound`
-/// ([`host_bound`]); returns the moves made.
+/// ([`host_bound`]) until a round moves nothing or the budget is spent (most moves are in
+/// the first round; a move can open another that only a later round sees, and each lowers
+/// the sorted loads, so the rounds end); returns the moves made.
 pub(super) fn spread_host_entries(
     ps: &mut Pass,
     rk: &UpDownRanking,
@@ -58,7 +57,7 @@ pub(super) fn spread_host_entries(
     let (mut far, mut far_at, mut walk) = (vec![0u64; n], vec![u32::MAX; n], Vec::new());
     let mut work = 0usize;
     let mut moved = 0;
-    for _ in 0..SPREAD_ROUNDS {
+    loop {
         let start = moved;
         far_at.fill(u32::MAX);
         // Destination by destination (its column of the per-destination state is contiguous),
