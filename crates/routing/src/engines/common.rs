@@ -510,8 +510,9 @@ fn pick_base(cand: &[Cand], count: &[u32], p: GenericParams, rng: &mut Rng, base
     };
     let mut best = cand[start].0;
     let mut bc = count[best as usize];
-    for k in 1..n {
-        let q = cand[(start + k) % n].0;
+    // From `start` round to it (a chained scan: a modulo per candidate cost more than the
+    // rest of the choice, on every entry of every switch).
+    for &(q, _) in cand[start + 1..].iter().chain(&cand[..start]) {
         if count[q as usize] < bc {
             bc = count[q as usize];
             best = q;
