@@ -420,6 +420,8 @@ where
             // only grow), so the first candidate from `pos` on with count `m` is exactly the
             // first least-loaded one in scan order.
             let mut cursor: Option<(u32, usize)> = None;
+            // The cached candidates' summed counts (`load_sum`), for port shifting.
+            let mut cand_sum: Option<u64> = None;
             for off in 0..max_off {
                 let plain = !params.port_shifting
                     && if off == 0 {
@@ -442,6 +444,7 @@ where
                         cands(s, tsw, &mut cand);
                         cached_t = tsw;
                         cursor = None;
+                        cand_sum = None;
                     }
                     if cand.is_empty() {
                         unreached += 1;
@@ -469,12 +472,17 @@ where
                         cursor = Some((m, pos + 1));
                         cand[pos].0
                     } else if off == 0 || !params.lmc_diversity {
-                        pick_base(&cand, &count, params, &mut rng, off == 0)
+                        let sum = *cand_sum.get_or_insert_with(|| load_sum(&cand, &count));
+                        pick_base(&cand, &count, params, &mut rng, off == 0, sum)
                     } else {
                         pick_lmc(t, &cand, &count, &port_peer, &row[e.base as usize..lid])
                     };
                     row[lid] = port;
                     count[port as usize] += 1;
+                    // (the port is one of the candidates, whose sum grows with it)
+                    if let Some(sum) = cand_sum.as_mut() {
+                        *sum += 1;
+                    }
                 }
             }
             // Switch LIDs: not counted (OpenSM's port_profile_switch_nodes FALSE).
@@ -489,7 +497,9 @@ where
                     unreached += 1;
                     continue;
                 }
-                row[t.sw_lid[tsw] as usize] = pick_base(&cand, &count, params, &mut rng, false);
+                let sum = load_sum(&cand, &count);
+                row[t.sw_lid[tsw] as usize] =
+                    pick_base(&cand, &count, params, &mut rng, false, sum);
             }
             let _ = cached_t;
             unreached
@@ -498,12 +508,25 @@ where
     (r, unreached)
 }
 
+/// The candidates' counts summed (port shifting's rotation).
+fn load_sum(cand: &[Cand], count: &[u32]) -> u64 {
+    cand.iter().map(|&(q, _)| count[q as usize] as u64).sum()
+}
+
 /// Least-loaded candidate (first in scan order on ties), with OpenSM's port_shifting rotation
-/// and scatter_ports random tie-break (base LIDs only).
-fn pick_base(cand: &[Cand], count: &[u32], p: GenericParams, rng: &mut Rng, base: bool) -> u8 {
+/// (from `sum`, the candidates' counts summed: `load_sum`) and scatter_ports random
+/// tie-break (base LIDs only).
+fn pick_base(
+    cand: &[Cand],
+    count: &[u32],
+    p: GenericParams,
+    rng: &mut Rng,
+    base: bool,
+    sum: u64,
+) -> u8 {
     let n = cand.len();
     let start = if p.port_shifting && n > 1 {
-        let sum: u64 = cand.iter().map(|&(q, _)| count[q as usize] as u64).sum();
+        debug_assert_eq!(sum, load_sum(cand, count), "port shifting's running sum");
         ((sum / n as u64) % n as u64) as usize
     } else {
         0
