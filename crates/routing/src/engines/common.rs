@@ -472,7 +472,11 @@ where
                         cursor = Some((m, pos + 1));
                         cand[pos].0
                     } else if off == 0 || !params.lmc_diversity {
-                        let sum = *cand_sum.get_or_insert_with(|| load_sum(&cand, &count));
+                        let sum = if params.port_shifting {
+                            *cand_sum.get_or_insert_with(|| load_sum(&cand, &count))
+                        } else {
+                            0
+                        };
                         pick_base(&cand, &count, params, &mut rng, off == 0, sum)
                     } else {
                         pick_lmc(t, &cand, &count, &port_peer, &row[e.base as usize..lid])
@@ -497,7 +501,11 @@ where
                     unreached += 1;
                     continue;
                 }
-                let sum = load_sum(&cand, &count);
+                let sum = if params.port_shifting {
+                    load_sum(&cand, &count)
+                } else {
+                    0
+                };
                 row[t.sw_lid[tsw] as usize] =
                     pick_base(&cand, &count, params, &mut rng, false, sum);
             }
@@ -514,8 +522,8 @@ fn load_sum(cand: &[Cand], count: &[u32]) -> u64 {
 }
 
 /// Least-loaded candidate (first in scan order on ties), with OpenSM's port_shifting rotation
-/// (from `sum`, the candidates' counts summed: `load_sum`) and scatter_ports random
-/// tie-break (base LIDs only).
+/// (from `sum`, the candidates' counts summed, `load_sum`; read only with port shifting) and
+/// scatter_ports random tie-break (base LIDs only).
 fn pick_base(
     cand: &[Cand],
     count: &[u32],
