@@ -45,11 +45,12 @@
 //!   move of this phase lowers the sorted vector of loads. When it stops because nothing
 //!   moved (not by [`HOST_ROUNDS`] or a budget), no single move of an entry off a hosts'
 //!   channel is left that would lower it.
-//! - **Every host entry** (last phase, `spread`; `ftree` asks for it, on the trees it does
-//!   not balance itself), where the busiest channel is still above the bound the hosts'
-//!   switches set (their traffic over their links): each entry of a
-//!   switch with counted hosts moves to the equally short port whose path has the lowest
-//!   maximum load, if below the old path's over the same stretch. A spine's cable down to a
+//! - **Every host entry** (last phase, `spread`; `ftree` asks for it on the trees it does
+//!   not balance itself, `updn` and `dnup` on two-level trees), in rounds until one moves
+//!   nothing, where the busiest channel is still above the bound the hosts' switches set
+//!   (their traffic over their links): each entry of a switch with counted hosts moves to
+//!   the equally short port whose path has the lowest maximum load, if below the old
+//!   path's over the same stretch. A spine's cable down to a
 //!   leaf is relieved by every source leaf at once, where the phases above would take one
 //!   upstream move per search (a leaf of 32 hosts under 31 spines).
 //!

@@ -397,8 +397,8 @@ impl PrefixTrie {
         written_headroom(&mut self.nodes, extra);
     }
 
-    /// Appends a path as a fresh chain (paths added by repairs are few).
-    /// Needs `index_ends` first (`ch_dst_sw`: a channel's far switch).
+    /// Appends a path as a fresh chain of nodes, listed by the switch each ends at
+    /// (`later_head`). Needs `index_ends` first (`ch_dst_sw`: a channel's far switch).
     pub(super) fn add_chain(
         &mut self,
         hops: &[ChannelId],
