@@ -34,8 +34,13 @@ fn main() {
     };
     let start = Rftr::new(&f, &base, rule, cfg).expect("rftr");
     eprintln!("start {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
+    let (paths, hops) = start.table_size();
+    eprintln!("{paths} paths, {hops} hops");
+    for (part, bytes) in start.memory() {
+        eprintln!("  {part}: {:.1} MB", bytes as f64 / 1e6);
+    }
     let links = switch_links(&f);
-    let step = (links.len() / k).max(1);
+    let step = (links.len() / k.max(1)).max(1);
     let only: Option<usize> = std::env::var("FAULT")
         .ok()
         .map(|v| v.parse().expect("FAULT"));

@@ -43,6 +43,13 @@ pub struct RepairArgs {
     /// 2026-11-30).
     #[arg(long, value_enum, default_value_t = TieBreak::NearFailure)]
     pub tie_break: TieBreak,
+    /// Most GB RFTR's reachability tables may take: a fabric whose tables would take more
+    /// (projected from the first base paths walked, before the memory is filled) is refused
+    /// with the estimate. They hold every (switch with end ports, end port) path, about 12
+    /// bytes per hop: 3 GB on a 16x16x8 torus, 0.5 GB on a 24-ary 3-tree. Default: 80 % of
+    /// the memory available when the command starts (no limit where that is unknown).
+    #[arg(long, value_name = "GB")]
+    pub memory_limit: Option<f64>,
 }
 
 impl RepairArgs {
@@ -88,6 +95,10 @@ impl RepairArgs {
             prefer_base_lid: self.tie_break != TieBreak::LowestSwitch,
             deviate_late: self.tie_break == TieBreak::NearFailure,
             keep_sl2vl: false,
+            memory_limit: match self.memory_limit {
+                Some(gb) => Some((gb.max(0.0) * 1e9) as u64),
+                None => available_memory().map(|b| b / 5 * 4),
+            },
         }
     }
 
@@ -97,4 +108,12 @@ impl RepairArgs {
         let v = self.tie_break.to_possible_value();
         v.expect("no skipped variants").get_name().to_string()
     }
+}
+
+/// Bytes of memory available now (`MemAvailable` of `/proc/meminfo`; None elsewhere).
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }

@@ -341,6 +341,38 @@ fn chain_reports_failed_engines_and_unknown_names() {
     }
 }
 
+/// RFTR's tables over `--memory-limit`: refused before they are built, with the estimate
+/// and what to do, exit status 3; within it the same fault repairs.
+#[test]
+fn fault_refuses_tables_over_the_memory_limit() {
+    let d = tmp("fault-memory");
+    let net = example("torus2d_4x4_h2.net");
+    let args = |limit: &'static str| {
+        [
+            "fault",
+            &net,
+            "--fail",
+            "link:S_0_0/3",
+            "--summary-only",
+            "--memory-limit",
+            limit,
+            "-o",
+            d.to_str().unwrap(),
+        ]
+        .map(String::from)
+    };
+    let o = fr(&args("0.000001").each_ref().map(String::as_str));
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("reachability tables") && err.contains("--memory-limit"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let o = fr(&args("1").each_ref().map(String::as_str));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 #[test]
 fn fault_rejects_bad_specs_and_repairs_good_ones() {
     let d = tmp("fault");

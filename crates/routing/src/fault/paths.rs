@@ -15,8 +15,14 @@
 //!
 //! Paths are never removed; a failure only marks hops dead (`dead_lo`: the first dead hop),
 //! which limits the usable prefixes and suffixes.
+//!
+//! Memory is what bounds the fabrics RFTR can take (a 16x16x16 torus stores 67 million
+//! paths of a billion hops), so what is implicit is not stored: the base paths' source
+//! index is their id range, and per-hop VLs are kept only for the few paths that change VL
+//! (every other path reads a run of zeros).
 
 use fabric::ChannelId;
+use rustc_hash::FxHashMap;
 
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -33,12 +39,19 @@ pub struct PathStore {
     pub off: Vec<u8>,
     /// Service level of the path.
     pub sl: Vec<u8>,
-    /// `start[p]..start[p + 1]` is the path's range in `hops` / `vl`.
+    /// `start[p]..start[p + 1]` is the path's range in `hops`.
     pub start: Vec<u32>,
     /// Inter-switch channels, in order.
     pub hops: Vec<ChannelId>,
-    /// VL of each hop = VL transitions made up to and including entering this hop.
-    pub vl: Vec<u8>,
+    /// VL of each hop = VL transitions made up to and including entering this hop, for the
+    /// paths with a transition only: `vl[vl_at[p]..]`, as long as the path. The others
+    /// (every base path, most repaired ones) read `zeros`.
+    vl: Vec<u8>,
+    vl_at: FxHashMap<PathId, u32>,
+    /// One bit per path: set when `vl_at` holds it (a lookup only for those).
+    has_vl: Vec<u64>,
+    /// At least as long as the longest path.
+    zeros: Vec<u8>,
     /// First dead hop (index within the path), `NONE` when all alive.
     pub dead_lo: Vec<u32>,
     pub by_src: PathIndex,
@@ -46,11 +59,14 @@ pub struct PathStore {
 }
 
 /// Path lists per key (a source switch, a channel): the base paths' lists as one array of
-/// compressed rows, built once, and per key the paths added after it, in id order.
+/// compressed rows, built once, and per key the paths added after it, in id order. Where
+/// the base paths are stored key by key (by source switch) the rows are id ranges and
+/// `ids` stays empty (`consecutive`).
 #[derive(Debug, Default)]
 pub struct PathIndex {
     start: Vec<u32>,
     ids: Vec<PathId>,
+    consecutive: bool,
     extra: Vec<Vec<PathId>>,
 }
 
@@ -59,6 +75,7 @@ impl PathIndex {
         PathIndex {
             start: vec![0; keys + 1],
             ids: Vec::new(),
+            consecutive: false,
             extra: vec![Vec::new(); keys],
         }
     }
@@ -66,10 +83,15 @@ impl PathIndex {
     /// The paths of key `k`, in id order.
     #[inline]
     pub fn get(&self, k: usize) -> impl Iterator<Item = PathId> + Clone + '_ {
-        self.ids[self.start[k] as usize..self.start[k + 1] as usize]
-            .iter()
-            .chain(&self.extra[k])
-            .copied()
+        let (lo, hi) = (self.start[k], self.start[k + 1]);
+        let (range, listed) = if self.consecutive {
+            (lo..hi, &self.ids[..0])
+        } else {
+            (0..0, &self.ids[lo as usize..hi as usize])
+        };
+        range
+            .chain(listed.iter().copied())
+            .chain(self.extra[k].iter().copied())
     }
 
     /// Adds path `id` (above every path indexed so far) to key `k`, once.
@@ -114,10 +136,15 @@ impl PathIndex {
         PathIndex {
             start,
             ids,
+            consecutive: false,
             extra: lists_with_room(keys),
         }
     }
 }
+
+/// Most paths and hops the written headroom holds (`PathStore::reserve_headroom`).
+pub(crate) const HEADROOM_PATHS: usize = 2 << 20;
+pub(crate) const HEADROOM_HOPS: usize = 16 << 20;
 
 /// Per key an empty list with room for a few paths: a repair's new path joins one list per
 /// hop, and a first push into a list without room would allocate inside the repair.
@@ -130,6 +157,7 @@ impl Clone for PathIndex {
         PathIndex {
             start: self.start.clone(),
             ids: self.ids.clone(),
+            consecutive: self.consecutive,
             extra: self.extra.iter().map(|v| roomy(v)).collect(),
         }
     }
@@ -170,7 +198,10 @@ impl Clone for PathStore {
             sl: roomy(&self.sl),
             start: roomy(&self.start),
             hops: roomy(&self.hops),
-            vl: roomy(&self.vl),
+            vl: self.vl.clone(),
+            vl_at: self.vl_at.clone(),
+            has_vl: roomy(&self.has_vl),
+            zeros: self.zeros.clone(),
             dead_lo: roomy(&self.dead_lo),
             by_src: self.by_src.clone(),
             by_chan: self.by_chan.clone(),
@@ -192,12 +223,14 @@ impl PathStore {
         self.src.len()
     }
 
-    /// Room for a quarter more paths and hops in the flat arrays, taken and written now: a
-    /// repair that adds the first path beyond an exactly filled arena would otherwise copy
-    /// the whole arena (tens of MB on large fabrics), and the first write to fresh capacity
-    /// makes the kernel map and clear its pages, both inside the timed repair.
+    /// Room for a quarter more paths and hops in the flat arrays (at most 2 million paths and
+    /// 16 million hops, many faults' worth), taken and written now: a repair that adds the
+    /// first path beyond an exactly filled arena would otherwise copy the whole arena (tens
+    /// of MB on large fabrics), and the first write to fresh capacity makes the kernel map
+    /// and clear its pages, both inside the timed repair.
     pub fn reserve_headroom(&mut self) {
-        let (p, h) = (self.len() / 4 + 1024, self.hops.len() / 4 + 4096);
+        let p = (self.len() / 4).min(HEADROOM_PATHS) + 1024;
+        let h = (self.hops.len() / 4).min(HEADROOM_HOPS) + 4096;
         written_headroom(&mut self.src, p);
         written_headroom(&mut self.dst, p);
         written_headroom(&mut self.off, p);
@@ -205,38 +238,68 @@ impl PathStore {
         written_headroom(&mut self.start, p);
         written_headroom(&mut self.dead_lo, p);
         written_headroom(&mut self.hops, h);
-        written_headroom(&mut self.vl, h);
+        written_headroom(&mut self.has_vl, p / 64 + 1);
         // (The indexes' lists of added paths start empty and stay short.)
     }
     pub fn is_empty(&self) -> bool {
         self.src.is_empty()
     }
 
-    /// Capacity for `paths` more paths of `hops` hops in all in the flat arrays.
+    /// Capacity for `paths` more paths of `hops` hops in all in the flat arrays, exactly
+    /// (`Vec::reserve` would double an arena of gigabytes).
     pub fn reserve(&mut self, paths: usize, hops: usize) {
-        self.src.reserve(paths);
-        self.dst.reserve(paths);
-        self.off.reserve(paths);
-        self.sl.reserve(paths);
-        self.start.reserve(paths);
-        self.dead_lo.reserve(paths);
-        self.hops.reserve(hops);
-        self.vl.reserve(hops);
+        self.src.reserve_exact(paths);
+        self.dst.reserve_exact(paths);
+        self.off.reserve_exact(paths);
+        self.sl.reserve_exact(paths);
+        self.start.reserve_exact(paths);
+        self.dead_lo.reserve_exact(paths);
+        self.hops.reserve_exact(hops);
+        self.has_vl.reserve_exact(paths / 64 + 1);
+    }
+
+    /// Room for `hops` hops in all (stored and to come), taken now when the arena has less:
+    /// the base paths' hops are estimated from the fault-free distances before they are
+    /// walked and projected again as they are, and each growth copies the arena.
+    pub fn reserve_hops_total(&mut self, hops: usize) {
+        if hops > self.hops.capacity() {
+            self.hops.reserve_exact(hops - self.hops.len());
+        }
     }
 
     /// Adds a base path (LID offset 0, SL 0, VL 0 on every hop) without indexing it: the
     /// base paths are indexed together by [`PathStore::index_base`].
     pub fn push_base(&mut self, src: u32, dst: u32, hops: &[ChannelId]) -> PathId {
+        let id = self.push_common(src, dst, 0, 0, hops);
+        self.mark_vl(id, false);
+        id
+    }
+
+    /// The per-path arrays and the hops of a new path.
+    fn push_common(&mut self, src: u32, dst: u32, off: u8, sl: u8, hops: &[ChannelId]) -> PathId {
         let id = self.src.len() as PathId;
         self.src.push(src);
         self.dst.push(dst);
-        self.off.push(0);
-        self.sl.push(0);
+        self.off.push(off);
+        self.sl.push(sl);
         self.hops.extend_from_slice(hops);
-        self.vl.resize(self.hops.len(), 0);
         self.start.push(self.hops.len() as u32);
         self.dead_lo.push(NONE);
+        if self.zeros.len() < hops.len() {
+            self.zeros.resize(hops.len().next_power_of_two(), 0);
+        }
         id
+    }
+
+    /// Records whether path `id` (the newest) has a VL above 0.
+    fn mark_vl(&mut self, id: PathId, set: bool) {
+        let (w, b) = (id as usize / 64, id % 64);
+        if self.has_vl.len() <= w {
+            self.has_vl.push(0);
+        }
+        if set {
+            self.has_vl[w] |= 1 << b;
+        }
     }
 
     /// Indexes every path stored so far (the base paths of [`PathStore::push_base`]), before
@@ -256,7 +319,8 @@ impl PathStore {
         debug_assert!(self.src.windows(2).all(|w| w[0] <= w[1]));
         self.by_src = PathIndex {
             start,
-            ids: (0..n as PathId).collect(),
+            ids: Vec::new(),
+            consecutive: true,
             extra: lists_with_room(ns),
         };
         let (start, hops) = (&self.start, &self.hops);
@@ -276,15 +340,13 @@ impl PathStore {
         vls: &[u8],
     ) -> PathId {
         debug_assert_eq!(hops.len(), vls.len());
-        let id = self.src.len() as PathId;
-        self.src.push(src);
-        self.dst.push(dst);
-        self.off.push(off);
-        self.sl.push(sl);
-        self.hops.extend_from_slice(hops);
-        self.vl.extend_from_slice(vls);
-        self.start.push(self.hops.len() as u32);
-        self.dead_lo.push(NONE);
+        let id = self.push_common(src, dst, off, sl, hops);
+        let changes_vl = vls.iter().any(|&v| v != 0);
+        self.mark_vl(id, changes_vl);
+        if changes_vl {
+            self.vl_at.insert(id, self.vl.len() as u32);
+            self.vl.extend_from_slice(vls);
+        }
         self.by_src.add(src as usize, id);
         for &c in hops {
             self.by_chan.add(c.idx(), id);
@@ -300,7 +362,12 @@ impl PathStore {
     /// The per-hop VLs of path `p`.
     #[inline]
     pub fn vls_of(&self, p: PathId) -> &[u8] {
-        &self.vl[self.start[p as usize] as usize..self.start[p as usize + 1] as usize]
+        let len = (self.start[p as usize + 1] - self.start[p as usize]) as usize;
+        if self.has_vl[p as usize / 64] & (1 << (p % 64)) == 0 {
+            return &self.zeros[..len];
+        }
+        let at = self.vl_at[&p] as usize;
+        &self.vl[at..at + len]
     }
 
     /// Marks channel `c` dead in every path using it; returns those paths.
@@ -340,6 +407,29 @@ impl PathStore {
     /// Total stored hops (the reachability tables' size).
     pub fn total_hops(&self) -> usize {
         self.hops.len()
+    }
+
+    /// Bytes held, by part: (per-path arrays, per-hop arrays, indexes), capacities counted.
+    pub fn bytes(&self) -> (usize, usize, usize) {
+        fn cap<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        let per_path = cap(&self.src)
+            + cap(&self.dst)
+            + cap(&self.off)
+            + cap(&self.sl)
+            + cap(&self.start)
+            + cap(&self.dead_lo)
+            + cap(&self.has_vl);
+        let per_hop = cap(&self.hops) + cap(&self.vl) + self.vl_at.capacity() * 8;
+        let index = |i: &PathIndex| {
+            cap(&i.start) + cap(&i.ids) + cap(&i.extra) + i.extra.iter().map(cap).sum::<usize>()
+        };
+        (
+            per_path,
+            per_hop,
+            index(&self.by_src) + index(&self.by_chan),
+        )
     }
 }
 

@@ -123,6 +123,11 @@ pub struct RftrConfig {
     /// deployed, where rewriting what no path uses would only add to what must be pushed.
     /// Off (default): every SL of every table starts at VL 0.
     pub keep_sl2vl: bool,
+    /// Most bytes the reachability tables may take (None: no limit). They grow with every
+    /// (source switch, end port) path's hops: [`Rftr::new`] projects their size from the
+    /// first base paths it walks and refuses ([`RftrError::TooLarge`]) before filling
+    /// memory it does not have.
+    pub memory_limit: Option<u64>,
 }
 
 impl Default for RftrConfig {
@@ -134,6 +139,7 @@ impl Default for RftrConfig {
             prefer_base_lid: true,
             deviate_late: true,
             keep_sl2vl: false,
+            memory_limit: None,
         }
     }
 }
@@ -155,6 +161,22 @@ pub enum RftrError {
         "the base uses {base} SLs: none of the {available} available is left for repaired paths"
     )]
     NoFreshSl { base: u8, available: u8 },
+    #[error(
+        "RFTR's reachability tables for this fabric would take about {:.1} GB ({:.1} million \
+         paths of about {:.0} million hops, one from every switch with end ports to every end \
+         port), {}",
+        *bytes as f64 / 1e9,
+        *paths as f64 / 1e6,
+        *hops as f64 / 1e6,
+        limit.map_or("more hops than they can index".to_string(),
+            |l| format!("more than the {:.1} GB allowed", l as f64 / 1e9))
+    )]
+    TooLarge {
+        paths: u64,
+        hops: u64,
+        bytes: u64,
+        limit: Option<u64>,
+    },
     #[error(
         "the base routing breaks the {rule} turn rule at switch {at:?} (path from {from:?} to LID {lid}); \
          RFTR needs a base routing that obeys its rule"
@@ -374,6 +396,56 @@ impl<'f> Rftr<'f> {
     /// Number of stored paths and hops (the reachability tables' size).
     pub fn table_size(&self) -> (usize, usize) {
         (self.paths.len(), self.paths.total_hops())
+    }
+
+    /// Bytes the state holds, by part (capacities counted; the fabric and the turn rule
+    /// not), largest first: what a fabric's reachability tables cost.
+    pub fn memory(&self) -> Vec<(&'static str, usize)> {
+        fn cap<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        let (per_path, per_hop, index) = self.paths.bytes();
+        let tries: usize = self
+            .tries
+            .iter()
+            .map(|t| {
+                cap(&t.nodes)
+                    + cap(&t.at_start)
+                    + cap(&t.at)
+                    + cap(&t.later_head)
+                    + cap(&t.later_next)
+                    + cap(&t.subtree_end)
+            })
+            .sum();
+        let path_sl = match &self.routing.path_sl {
+            PathSl::PerPair { sl, .. } => cap(sl),
+            PathSl::PerDest(v) => cap(v),
+            PathSl::Uniform(_) => 0,
+        };
+        let mut v = vec![
+            ("paths: hops", per_hop),
+            ("paths: per path", per_path),
+            ("paths: indexes", index),
+            ("prefix tries", tries),
+            (
+                "prefix rows",
+                self.pre_tab.iter().map(cap).sum::<usize>() + cap(&self.pre_tab),
+            ),
+            ("selection", cap(&self.sel)),
+            ("path SLs", path_sl),
+            ("LFTs (two copies)", 2 * cap(&self.by_lid)),
+            (
+                "distances",
+                self.sdist.len()
+                    + self
+                        .legal
+                        .as_ref()
+                        .as_ref()
+                        .map_or(0, |l| l.from.len() + l.to.len()),
+            ),
+        ];
+        v.sort_by_key(|&(_, b)| std::cmp::Reverse(b));
+        v
     }
 
     pub fn sls_used(&self) -> u8 {

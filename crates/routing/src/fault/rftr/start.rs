@@ -247,7 +247,7 @@ impl<'f> Rftr<'f> {
             .unwrap_or(0);
         let legal = LegalDistances::new(f, &me.ch_dst_sw, &me.ch_class, &me.pen, me.ncls);
         me.legal = Arc::new(legal);
-        me.reserve_base_paths();
+        me.reserve_base_paths()?;
         me.store_base_paths()?;
         me.paths.index_base();
         me.build_tries();
@@ -263,7 +263,29 @@ impl<'f> Rftr<'f> {
         const CHUNK: usize = 8;
         let (ns, ne) = (self.f.num_switches(), self.f.end_ports.len());
         let wave = CHUNK * 8 * rayon::current_num_threads().max(1);
+        let sources = self.slot_switch.len() as u64;
+        let ends = self.end_sw.iter().filter(|&&t| t != NONE).count() as u64;
         for lo in (0..ns).step_by(wave) {
+            // The tables' size projected from the sources walked so far (their hops per
+            // source for the rest), before each wave allocates more.
+            let done = self
+                .slot_switch
+                .iter()
+                .filter(|&&s| (s as usize) < lo)
+                .count() as u64;
+            if let Some(hops) = (self.paths.total_hops() as u64 * sources).checked_div(done) {
+                self.check_size(sources * ends, hops)?;
+                // A base longer than the distances (Up*/Down* on a torus: a third more)
+                // would otherwise double the arena, and copy it, as it fills: taken once,
+                // with an eighth to spare for the projection's error (each copy of an arena
+                // of gigabytes costs seconds, and an allocator may keep the old one mapped
+                // for a while).
+                let h = hops as usize;
+                if h > self.paths.hops.capacity() {
+                    let room = (h / 4).min(crate::fault::paths::HEADROOM_HOPS) + 4096;
+                    self.paths.reserve_hops_total(h + h / 8 + room);
+                }
+            }
             let hi = (lo + wave).min(ns);
             let starts: Vec<usize> = (lo..hi).step_by(CHUNK).collect();
             let walked: Vec<Result<BasePaths, RftrError>> = starts
@@ -285,7 +307,47 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
+        let ends = self.end_sw.iter().filter(|&&t| t != NONE).count() as u64;
+        self.check_size(
+            self.slot_switch.len() as u64 * ends,
+            self.paths.total_hops() as u64,
+        )
+    }
+
+    /// Refuses tables of `paths` base paths and `hops` hops in all that would pass the
+    /// memory limit (`RftrConfig::memory_limit`) or the hop count a table can index.
+    fn check_size(&self, paths: u64, hops: u64) -> Result<(), RftrError> {
+        let bytes = self.table_bytes(paths, hops);
+        let limit = self.cfg.memory_limit;
+        // (with room for repairs: path ranges are u32 offsets)
+        let indexable = hops <= (u32::MAX / 2) as u64;
+        if !indexable || limit.is_some_and(|l| bytes > l) {
+            return Err(RftrError::TooLarge {
+                paths,
+                hops,
+                bytes,
+                limit: if indexable { limit } else { None },
+            });
+        }
         Ok(())
+    }
+
+    /// About how many bytes the reachability tables of `paths` base paths of `hops` hops
+    /// take once built: per hop its channel, its entry in the channel index and (as on a
+    /// torus, the most seen) a sixth of a 24-byte trie node; per path 18 bytes of arrays
+    /// and 4 of selection; the path-SL table, the prefix rows and the tries' per-switch
+    /// lists, whose sizes are known; the room kept for repairs.
+    pub(super) fn table_bytes(&self, paths: u64, hops: u64) -> u64 {
+        let ns = self.f.num_switches() as u64;
+        let sources = self.slot_switch.len() as u64;
+        let path_sl = match &self.routing.path_sl {
+            PathSl::PerPair { sl, .. } => sl.len() as u64,
+            _ => 0,
+        };
+        let rows = sources * ns * (self.ncls as u64 + 1) * 8;
+        let trie_lists = sources * (ns * 8 + 64 * 24);
+        let room = 1024 * 22 + 4096 * 4;
+        hops * 12 + paths * 22 + path_sl + rows + trie_lists + room + 2 * self.by_lid.len() as u64
     }
 
     /// The base paths of the switches with end ports in `range` to every end port:
@@ -337,7 +399,9 @@ impl<'f> Rftr<'f> {
     /// Reserves the path store for the base paths (one per switch and end port, about as
     /// long as the fault-free distance), so that filling it does not grow and copy arrays
     /// of hundreds of MB on large fabrics. Capacity only: pages are mapped when written.
-    pub(super) fn reserve_base_paths(&mut self) {
+    /// Refuses tables that the fault-free distances already show too large
+    /// (`check_size`): the base paths are at least that long.
+    pub(super) fn reserve_base_paths(&mut self) -> Result<(), RftrError> {
         let ns = self.f.num_switches();
         let mut ends_on = vec![0u64; ns];
         for &t in &self.end_sw {
@@ -348,11 +412,10 @@ impl<'f> Rftr<'f> {
         let paths = self.slot_switch.len() * self.end_sw.iter().filter(|&&t| t != NONE).count();
         // Hops: the fault-free distances when known (a base path may be longer: the
         // arrays grow as usual then).
-        let hops = if self.sdist.is_empty() {
+        let d: u64 = if self.sdist.is_empty() {
             0
         } else {
-            let d: u64 = self
-                .sdist
+            self.sdist
                 .chunks(ns)
                 .enumerate()
                 .filter(|&(s, _)| self.slot_of[s] != NONE)
@@ -363,12 +426,17 @@ impl<'f> Rftr<'f> {
                         .map(|(&d, &n)| d as u64 * n)
                         .sum::<u64>()
                 })
-                .sum();
-            (d + d / 8) as usize
+                .sum()
         };
+        self.check_size(paths as u64, d)?;
+        let hops = (d + d / 8) as usize;
         // with the headroom `PathStore::reserve_headroom` adds after them
-        self.paths
-            .reserve(paths + paths / 4 + 1024, hops + hops / 4 + 4096);
+        use crate::fault::paths::{HEADROOM_HOPS, HEADROOM_PATHS};
+        self.paths.reserve(
+            paths + (paths / 4).min(HEADROOM_PATHS) + 1024,
+            hops + (hops / 4).min(HEADROOM_HOPS) + 4096,
+        );
+        Ok(())
     }
 
     /// Fills the suffix tables' pool with written buffers for a repair (a few per LID

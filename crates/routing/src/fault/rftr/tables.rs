@@ -390,10 +390,10 @@ impl PrefixTrie {
         self.indexed_ending_at(c).iter().copied().chain(later)
     }
 
-    /// Room for a quarter more nodes, written now (`written_headroom`): repairs append a
-    /// chain per new path.
+    /// Room for a quarter more nodes (at most 4,096), written now (`written_headroom`):
+    /// repairs append a chain per new path.
     pub(super) fn headroom(&mut self) {
-        let extra = self.nodes.len() / 4 + 64;
+        let extra = (self.nodes.len() / 4).min(4096) + 64;
         written_headroom(&mut self.nodes, extra);
     }
 

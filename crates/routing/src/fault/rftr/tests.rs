@@ -181,3 +181,40 @@ fn early_deviation_is_only_a_shortcut() {
         tries.0
     );
 }
+
+/// The memory limit: a fabric whose tables would pass it is refused with the estimate (no
+/// tables built), one within it starts, and the estimate is within a factor of two of what
+/// the started state holds (`Rftr::memory`).
+#[test]
+fn tables_over_the_memory_limit_are_refused_with_the_estimate() {
+    for spec in ["torus 6x6x4 hcas=2", "ktree 6 3", "torus 5x4 hcas=2 lmc=1"] {
+        let f = super::super::test_fabric(spec);
+        let e = by_name("updn").unwrap();
+        let opts = e.pin_choices(&f, &RouteOptions::default()).unwrap();
+        let base = e.route(&f, &FaultMask::none(&f), &opts).unwrap();
+        let with = |limit| {
+            let rule = e.rftr_base(&f, &opts).unwrap();
+            let cfg = RftrConfig {
+                memory_limit: limit,
+                ..RftrConfig::default()
+            };
+            Rftr::new(&f, &base, rule, cfg)
+        };
+        let r = with(None).unwrap();
+        let held: usize = r.memory().iter().map(|&(_, b)| b).sum();
+        let (paths, hops) = r.table_size();
+        let estimate = r.table_bytes(paths as u64, hops as u64) as usize;
+        assert!(
+            estimate <= 2 * held && held <= 2 * estimate,
+            "{spec}: estimated {estimate} bytes, held {held}"
+        );
+        assert!(with(Some(2 * held as u64)).is_ok(), "{spec}");
+        match with(Some(held as u64 / 10)) {
+            Err(RftrError::TooLarge { bytes, limit, .. }) => {
+                assert_eq!(limit, Some(held as u64 / 10), "{spec}");
+                assert!(bytes > held as u64 / 10, "{spec}");
+            }
+            other => panic!("{spec}: {:?}", other.map(|_| ())),
+        };
+    }
+}
