@@ -35,50 +35,66 @@ impl<'f> Rftr<'f> {
         self.pre_tab = tabs;
     }
 
-    /// Source switch `s`'s prefix trie from its stored paths.
+    /// Source switch `s`'s prefix trie from its stored paths (the base paths: one VL), in
+    /// preorder with children by channel: the paths' ids, ascending, are partitioned hop by
+    /// hop (a stable counting pass per trie node over the few channels out of its switch),
+    /// so the work is one visit per stored hop, where sorting the paths compared hop runs
+    /// O(log n) times each. A node's `minpath` is the first (lowest) id of its range.
     fn trie_of(&self, s: usize) -> PrefixTrie {
         let ns = self.f.num_switches();
         let mut t = PrefixTrie::default();
-        let mut chain: Vec<u32> = Vec::new();
-        // Paths in the order of their hops, then ids: sorted on the first few hops packed
-        // into one integer (channel + 1, so that a path that ends sorts before its
-        // continuations, as slices do), the rest compared only where those agree.
-        let nch = self.ch_dst_sw.len() as u64 + 1;
-        let bits = 64 - nch.leading_zeros();
-        let packed = (63 / bits) as usize;
-        let key = |p: PathId| {
-            let hops = self.paths.hops_of(p);
-            let mut k = 0u64;
-            for i in 0..packed {
-                k = k << bits | hops.get(i).map_or(0, |c| c.0 as u64 + 1);
+        let mut ids: Vec<PathId> = self.paths.by_src.get(s).collect();
+        let mut tmp: Vec<PathId> = vec![0; ids.len()];
+        // Channels out of one switch and their counts, then their ranges' starts.
+        let mut chans: Vec<(u32, u32)> = Vec::new();
+        // Frames (lo, hi, depth, parent, channel): the paths `ids[lo..hi]` share a prefix of
+        // `depth` hops ending with `channel` after node `parent` (channel NONE: the root).
+        let mut stack: Vec<(u32, u32, u32, u32, u32)> = vec![(0, ids.len() as u32, 0, NONE, NONE)];
+        while let Some((lo, hi, d, parent, ch)) = stack.pop() {
+            let (lo, hi) = (lo as usize, hi as usize);
+            let node = if ch == NONE {
+                NONE
+            } else {
+                let p = ids[lo];
+                let vl = self.paths.vls_of(p)[d as usize - 1];
+                t.push(ch, parent, d, vl, p)
+            };
+            // Partition the paths that go on by their next hop; those that end here go
+            // nowhere (a path ends at one node: its last hop).
+            chans.clear();
+            for &p in &ids[lo..hi] {
+                if let Some(c) = self.paths.hops_of(p).get(d as usize) {
+                    match chans.iter_mut().find(|x| x.0 == c.0) {
+                        Some(x) => x.1 += 1,
+                        None => chans.push((c.0, 1)),
+                    }
+                }
             }
-            k
-        };
-        let mut ids: Vec<(u64, PathId)> = self.paths.by_src.get(s).map(|p| (key(p), p)).collect();
-        ids.sort_unstable_by(|&(ka, a), &(kb, b)| {
-            ka.cmp(&kb)
-                .then_with(|| {
-                    let (ha, hb) = (self.paths.hops_of(a), self.paths.hops_of(b));
-                    ha.get(packed..).cmp(&hb.get(packed..))
-                })
-                .then(a.cmp(&b))
-        });
-        let mut prev: &[ChannelId] = &[];
-        for &(_, p) in &ids {
-            let hops = self.paths.hops_of(p);
-            let vls = self.paths.vls_of(p);
-            let lcp = hops.iter().zip(prev).take_while(|(a, b)| a == b).count();
-            chain.truncate(lcp);
-            for &n in &chain {
-                let m = &mut t.nodes[n as usize].minpath;
-                *m = (*m).min(p);
+            if chans.is_empty() {
+                continue;
             }
-            for i in lcp..hops.len() {
-                let parent = chain.last().copied().unwrap_or(NONE);
-                let n = t.push(hops[i].0, parent, i as u32 + 1, vls[i], p);
-                chain.push(n);
+            chans.sort_unstable();
+            let mut at = lo as u32;
+            for x in chans.iter_mut() {
+                let n = x.1;
+                x.1 = at;
+                at += n;
             }
-            prev = hops;
+            let end = at as usize;
+            for &p in &ids[lo..hi] {
+                if let Some(c) = self.paths.hops_of(p).get(d as usize) {
+                    let x = chans.iter_mut().find(|x| x.0 == c.0).expect("counted");
+                    tmp[x.1 as usize] = p;
+                    x.1 += 1;
+                }
+            }
+            ids[lo..end].copy_from_slice(&tmp[lo..end]);
+            // Each channel's range ends where the fill stopped; the next one starts there.
+            // Children last channel first on the stack, so the lowest comes out first.
+            for i in (0..chans.len()).rev() {
+                let a = if i == 0 { lo as u32 } else { chans[i - 1].1 };
+                stack.push((a, chans[i].1, d + 1, node, chans[i].0));
+            }
         }
         t.index_ends(&self.ch_dst_sw, ns);
         t.headroom();

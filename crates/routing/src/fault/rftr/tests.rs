@@ -218,3 +218,53 @@ fn tables_over_the_memory_limit_are_refused_with_the_estimate() {
         };
     }
 }
+
+/// The prefix tries built hop by hop (`trie_of`) equal, node for node, the ones the paths
+/// sorted by their hops give (each path sharing the nodes of its longest common prefix with
+/// the one before), on tori, meshes, fat trees and a Dragonfly+.
+#[test]
+fn prefix_tries_equal_the_tries_of_the_sorted_paths() {
+    for spec in [
+        "torus 4x4 hcas=2",
+        "torus 3x3x3 hcas=1 lmc=2",
+        "mesh 4x3 hcas=2",
+        "ktree 4 3",
+        "dragonflyplus groups=3 leaves=2 spines=2 hosts=2 global=2",
+    ] {
+        let f = super::super::test_fabric(spec);
+        let r = start(&f, 2);
+        let mut nodes = 0;
+        for s in 0..f.num_switches() {
+            if r.slot_of[s] == NONE {
+                continue;
+            }
+            let mut ids: Vec<PathId> = r.paths.by_src.get(s).collect();
+            ids.sort_by(|&a, &b| r.paths.hops_of(a).cmp(r.paths.hops_of(b)).then(a.cmp(&b)));
+            let mut want: Vec<(u32, u32, u32, u16)> = Vec::new();
+            let mut chain: Vec<usize> = Vec::new();
+            let mut prev: &[ChannelId] = &[];
+            for &p in &ids {
+                let hops = r.paths.hops_of(p);
+                let lcp = hops.iter().zip(prev).take_while(|(a, b)| a == b).count();
+                chain.truncate(lcp);
+                for &n in &chain {
+                    want[n].2 = want[n].2.min(p);
+                }
+                for (i, c) in hops.iter().enumerate().skip(lcp) {
+                    let parent = chain.last().map_or(NONE, |&n| n as u32);
+                    want.push((c.0, parent, p, i as u16 + 1));
+                    chain.push(want.len() - 1);
+                }
+                prev = hops;
+            }
+            let got: Vec<(u32, u32, u32, u16)> = r.tries[s]
+                .nodes
+                .iter()
+                .map(|n| (n.ch, n.parent, n.minpath, n.depth))
+                .collect();
+            assert_eq!(got, want, "{spec}: switch {s}");
+            nodes += got.len();
+        }
+        assert!(nodes > 0, "{spec}");
+    }
+}
