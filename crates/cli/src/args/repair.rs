@@ -46,8 +46,9 @@ pub struct RepairArgs {
     /// Most GB RFTR's reachability tables may take: a fabric whose tables would take more
     /// (projected from the first base paths walked, before the memory is filled) is refused
     /// with the estimate. They hold every (switch with end ports, end port) path, about 12
-    /// bytes per hop: 3 GB on a 16x16x8 torus, 0.5 GB on a 24-ary 3-tree. Default: 80 % of
-    /// the memory available when the command starts (no limit where that is unknown).
+    /// bytes per hop and 22 per path: 3.0 GB on a 16x16x8 torus, 1.1 GB on a 24-ary 3-tree.
+    /// Default: 80 % of the memory available when the command starts (no limit where that
+    /// is unknown).
     #[arg(long, value_name = "GB")]
     pub memory_limit: Option<f64>,
 }
