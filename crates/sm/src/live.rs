@@ -13,7 +13,7 @@ use mad::{Method, Route, Smp, Transport};
 use routing::cdg;
 use routing::engines::{Engine, RouteOptions};
 use routing::fault::verify::Snapshot;
-use routing::fault::{Fault, RftrConfig};
+use routing::fault::{Fault, RftrConfig, RftrError, SessionError};
 use routing::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use routing::Routing;
 use serde::Serialize;
@@ -76,6 +76,10 @@ pub enum Event {
         failed_smps: u64,
         deadlock_free: bool,
         unreachable_pairs: u64,
+        /// Why RFTR was not started though asked for (its reachability tables would pass
+        /// `RftrConfig::memory_limit`): faults are then repaired by full reconfiguration.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rftr_refused: Option<String>,
     },
     /// Another SM is master: this one stands by and polls it.
     Standby {
@@ -125,6 +129,10 @@ pub enum Event {
         /// The tables now in the switches, walked and checked.
         deadlock_free: bool,
         unreachable_pairs: u64,
+        /// As in `SubnetUp`: RFTR refused for its memory, faults repaired by full
+        /// reconfiguration.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rftr_refused: Option<String>,
     },
     /// A trap arrived.
     Trap {
@@ -313,7 +321,11 @@ impl<'f, T: Transport> Live<'f, T> {
         let f = &d.fabric;
         let t0 = pipe.now();
         let sent0 = pipe.stats.sent;
-        let rep = Self::fresh_rep(f, engine, &cfg)?;
+        let mut cfg = cfg;
+        let (rep, rftr_refused) = Self::fresh_rep(f, engine, &cfg)?;
+        if rftr_refused.is_some() {
+            cfg.repair = RepairMode::Full;
+        }
         let t_routed = pipe.now();
         let mut live = Self::assemble(d, pipe, cfg, rep, Routing::empty(f));
         live.start_mcast(engine)?;
@@ -336,6 +348,7 @@ impl<'f, T: Transport> Live<'f, T> {
             failed_smps: failed + d.failed,
             deadlock_free: report.deadlock_free,
             unreachable_pairs: report.unreachable_pairs.count,
+            rftr_refused,
         };
         Ok((live, ev))
     }
@@ -403,30 +416,38 @@ impl<'f, T: Transport> Live<'f, T> {
     }
 
     /// The engine's tables for the fault-free fabric: an RFTR session over them, or the
-    /// tables alone for full reconfiguration.
+    /// tables alone for full reconfiguration. An SM must bring its fabric up: when RFTR's
+    /// reachability tables would pass the memory limit (a fabric too large for them), the
+    /// tables alone, and why (the caller then repairs by full reconfiguration).
     pub(crate) fn fresh_rep(
         f: &'f Fabric,
         engine: &'f dyn Engine,
         cfg: &SmConfig,
-    ) -> Result<RepairState<'f>, SmError> {
+    ) -> Result<(RepairState<'f>, Option<String>), SmError> {
+        let (opts, routing) =
+            Session::route_base(f, engine, &cfg.opts).map_err(|e| SmError::Routing(e.reason()))?;
+        let full = |opts, routing| {
+            RepairState::Full(Box::new(FullState {
+                engine,
+                opts,
+                routing,
+            }))
+        };
         Ok(match cfg.repair {
             RepairMode::Rftr => {
                 // The switches come up with the identity SL2VL, which the SM does not write:
                 // RFTR keeps it (SL 0 on VL 0 as the base has it) and sets only the entries
                 // its new paths need, instead of an SL2VL row for every port pair at subnet up.
-                let s = Session::start(f, engine, &cfg.opts, rftr_config(cfg))
-                    .map_err(|e| SmError::Routing(e.reason()))?;
-                RepairState::Rftr(Box::new(s))
+                match Session::from_base(f, engine, opts.clone(), routing.clone(), rftr_config(cfg))
+                {
+                    Ok(s) => (RepairState::Rftr(Box::new(s)), None),
+                    Err(e) => match too_large(&e) {
+                        Some(why) => (full(opts, routing), Some(why)),
+                        None => return Err(SmError::Routing(e.reason())),
+                    },
+                }
             }
-            RepairMode::Full => {
-                let (opts, routing) = Session::route_base(f, engine, &cfg.opts)
-                    .map_err(|e| SmError::Routing(e.reason()))?;
-                RepairState::Full(Box::new(FullState {
-                    engine,
-                    opts,
-                    routing,
-                }))
-            }
+            RepairMode::Full => (full(opts, routing), None),
         })
     }
 
@@ -680,6 +701,17 @@ impl<'f, T: Transport> Live<'f, T> {
             });
         }
         Ok(events)
+    }
+}
+
+/// Why RFTR cannot start, when it is that its tables would pass the memory limit: the one
+/// refusal the SM answers with full reconfiguration instead of giving up.
+pub(crate) fn too_large(e: &SessionError) -> Option<String> {
+    match e {
+        SessionError::Rftr(r @ RftrError::TooLarge { .. }) => Some(format!(
+            "{r}; faults are repaired by full reconfiguration (--repair full)"
+        )),
+        _ => None,
     }
 }
 

@@ -107,28 +107,35 @@ fn read_held<T: Transport>(
 
 /// The repair state over tables adopted as they are: an RFTR session with `held` as its
 /// base (refused when `held` breaks the engine's turn rule), or `held` itself for full
-/// reconfiguration.
+/// reconfiguration, also when RFTR's tables would pass the memory limit (and why).
 fn adopt<'f>(
     f: &'f Fabric,
     engine: &'f dyn Engine,
     cfg: &SmConfig,
     held: &Routing,
-) -> Result<RepairState<'f>, String> {
+) -> Result<(RepairState<'f>, Option<String>), String> {
     let opts = engine
         .pin_choices(f, &cfg.opts)
         .map_err(|e| format!("{}: {e}", engine.name()))?;
-    Ok(match cfg.repair {
-        RepairMode::Rftr => {
-            let rftr = crate::live::rftr_config(cfg);
-            let s = Session::from_base(f, engine, opts, held.clone(), rftr)
-                .map_err(|e| format!("RFTR cannot start from them: {}", e.reason()))?;
-            RepairState::Rftr(Box::new(s))
-        }
-        RepairMode::Full => RepairState::Full(Box::new(FullState {
+    let full = |opts| {
+        RepairState::Full(Box::new(FullState {
             engine,
             opts,
             routing: held.clone(),
-        })),
+        }))
+    };
+    Ok(match cfg.repair {
+        RepairMode::Rftr => {
+            let rftr = crate::live::rftr_config(cfg);
+            match Session::from_base(f, engine, opts.clone(), held.clone(), rftr) {
+                Ok(s) => (RepairState::Rftr(Box::new(s)), None),
+                Err(e) => match crate::live::too_large(&e) {
+                    Some(why) => (full(opts), Some(why)),
+                    None => return Err(format!("RFTR cannot start from them: {}", e.reason())),
+                },
+            }
+        }
+        RepairMode::Full => (full(opts), None),
     })
 }
 
@@ -174,10 +181,17 @@ impl<'f, T: Transport> Live<'f, T> {
                 held_report.unreachable_pairs.count
             ))
         };
-        let (rep, refused) = match adopted {
-            Ok(rep) => (rep, None),
-            Err(why) => (Self::fresh_rep(f, engine, &cfg)?, Some(why)),
+        let (rep, refused, rftr_refused) = match adopted {
+            Ok((rep, rftr_refused)) => (rep, None, rftr_refused),
+            Err(why) => {
+                let (rep, rftr_refused) = Self::fresh_rep(f, engine, &cfg)?;
+                (rep, Some(why), rftr_refused)
+            }
         };
+        let mut cfg = cfg;
+        if rftr_refused.is_some() {
+            cfg.repair = RepairMode::Full;
+        }
         let t_routed = pipe.now();
         let mut live = Self::assemble(d, pipe, cfg, rep, held);
         live.start_mcast(engine)?;
@@ -210,6 +224,7 @@ impl<'f, T: Transport> Live<'f, T> {
             failed_smps: failed + d.failed + read_failed + mft_failed,
             deadlock_free: report.deadlock_free,
             unreachable_pairs: report.unreachable_pairs.count,
+            rftr_refused,
         };
         Ok((live, ev))
     }

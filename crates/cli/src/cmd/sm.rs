@@ -149,6 +149,13 @@ fn event_name(e: &Event) -> &'static str {
     }
 }
 
+/// The sentence an event adds when RFTR was asked for and not started.
+fn rftr_note(refused: &Option<String>) -> String {
+    refused
+        .as_ref()
+        .map_or(String::new(), |why| format!("; RFTR not started: {why}"))
+}
+
 fn describe(e: &Event) -> String {
     match e {
         Event::SubnetUp {
@@ -166,13 +173,15 @@ fn describe(e: &Event) -> String {
             failed_smps,
             deadlock_free,
             unreachable_pairs,
+            rftr_refused,
             ..
         } => format!(
-            "subnet up: {switches} switches, {cas} end nodes, {links} links; discovered in {:.1} ms, routed with {engine} and programmed in {:.1} ms in all ({smps} SMPs: {lft_blocks} LFT blocks, {sl2vl_entries} SL2VL rows, {mft_blocks} MFT blocks, {failed_smps} failed); checked in {:.1} ms: {}, {unreachable_pairs} pairs undelivered",
+            "subnet up: {switches} switches, {cas} end nodes, {links} links; discovered in {:.1} ms, routed with {engine} and programmed in {:.1} ms in all ({smps} SMPs: {lft_blocks} LFT blocks, {sl2vl_entries} SL2VL rows, {mft_blocks} MFT blocks, {failed_smps} failed); checked in {:.1} ms: {}, {unreachable_pairs} pairs undelivered{}",
             discovery_seconds * 1e3,
             seconds * 1e3,
             check_seconds * 1e3,
-            if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
+            if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" },
+            rftr_note(rftr_refused)
         ),
         Event::Standby {
             master_guid,
@@ -198,9 +207,10 @@ fn describe(e: &Event) -> String {
             failed_smps,
             deadlock_free,
             unreachable_pairs,
+            rftr_refused,
             ..
         } => format!(
-            "took over from {master_node} ({lost}) in {:.1} ms: tables read back in {:.1} ms ({readback_smps} SMPs), {}; {lft_blocks} LFT blocks and {sl2vl_entries} SL2VL rows written ({smps} SMPs, {failed_smps} failed); {}, {unreachable_pairs} pairs undelivered",
+            "took over from {master_node} ({lost}) in {:.1} ms: tables read back in {:.1} ms ({readback_smps} SMPs), {}; {lft_blocks} LFT blocks and {sl2vl_entries} SL2VL rows written ({smps} SMPs, {failed_smps} failed); {}, {unreachable_pairs} pairs undelivered{}",
             seconds * 1e3,
             readback_seconds * 1e3,
             if *adopted {
@@ -208,7 +218,8 @@ fn describe(e: &Event) -> String {
             } else {
                 format!("not adopted ({})", refused.as_deref().unwrap_or("?"))
             },
-            if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" }
+            if *deadlock_free { "deadlock-free" } else { "CREDIT LOOPS" },
+            rftr_note(rftr_refused)
         ),
         Event::Trap { lid, node, ports_down, .. } => format!(
             "trap 128 from {node} (LID {lid}): {}",

@@ -22,8 +22,16 @@ use std::time::{Duration, Instant};
 use crate::common;
 use common::ibsim::*;
 
-/// The whole loop on one generated fabric: `cuts` cables pulled one after another.
+/// The whole loop on one generated fabric: `cuts` cables pulled one after another. `repair`
+/// is `rftr`, `full`, or `rftr-over-limit`: RFTR asked for with a memory limit its tables
+/// pass, so that the SM repairs by full reconfiguration and says why.
 fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
+    let over_limit = repair == "rftr-over-limit";
+    let (repair, extra): (&str, &[&str]) = if over_limit {
+        ("full", &["--memory-limit", "0.000001"])
+    } else {
+        (repair, &[])
+    };
     if !tools_present() {
         return;
     }
@@ -63,10 +71,11 @@ fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
                 "-R",
                 engine,
                 "--repair",
-                repair,
+                if over_limit { "rftr" } else { repair },
                 "--sweep-interval",
                 "1",
             ])
+            .args(extra)
             .args([
                 "--max-seconds",
                 "120",
@@ -89,6 +98,12 @@ fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
     assert_eq!(up["failed_smps"], 0, "{up}");
     assert_eq!(up["deadlock_free"], true, "{up}");
     assert_eq!(up["unreachable_pairs"], 0, "{up}");
+    let refused = up["rftr_refused"].as_str();
+    assert_eq!(refused.is_some(), over_limit, "{up}");
+    assert!(
+        refused.is_none_or(|why| why.contains("reachability tables")),
+        "{up}"
+    );
     copy_dir(&out, &dir.join("t0"));
 
     // The programmed tables are what `fabroute route` computes on the discovered fabric
@@ -138,6 +153,7 @@ fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
             .nth(k - 1)
             .unwrap();
         assert_eq!(rep["failed_smps"], 0, "{rep}");
+        assert_eq!(rep["repair"], repair, "{rep}");
         assert_eq!(rep["unsupported_pairs"], 0, "{rep}");
         assert_eq!(rep["deadlock_free"], true, "{rep}");
         let now = dir.join(format!("t{k}"));
@@ -318,6 +334,13 @@ fn fat_tree_ftree_three_cuts() {
 fn dragonfly_updn_three_cuts_and_full_reconfiguration() {
     live("df", &["dragonfly", "4", "2", "2"], "updn", "rftr", 3);
     live("dffull", &["dragonfly", "4", "2", "2"], "updn", "full", 1);
+    live(
+        "dflimit",
+        &["dragonfly", "4", "2", "2"],
+        "updn",
+        "rftr-over-limit",
+        1,
+    );
 }
 
 /// CA name -> (node GUID, base LID), from an opensm-subnet.lst.

@@ -490,3 +490,71 @@ fn diff_blocks(f: &Fabric, a: &Routing, b: &Routing) -> u64 {
         })
         .sum()
 }
+
+/// An SM asked for RFTR on a fabric whose reachability tables would pass the memory limit
+/// still brings the fabric up, says why RFTR was not started, and repairs a pulled cable by
+/// full reconfiguration: every pair delivered, no credit loop.
+#[test]
+fn rftr_over_the_memory_limit_falls_back_to_full_reconfiguration() {
+    let phys = fabric("torus 4x4 hcas=1");
+    let fake = FakeFabric::new(&phys, phys.end_ports[0]);
+    let mut pipe = Pipe::new(fake, PipeConfig::default());
+    let d = discover(&mut pipe, 2).unwrap();
+    let df = &d.fabric;
+    let e = by_name("updn").unwrap();
+    let mut cfg = config(e.as_ref(), df, RepairMode::Rftr);
+    cfg.rftr.memory_limit = Some(1000);
+    let (mut live, up) = Live::bring_up(&d, pipe, e.as_ref(), cfg).unwrap();
+    let Event::SubnetUp {
+        rftr_refused,
+        deadlock_free,
+        unreachable_pairs,
+        ..
+    } = &up
+    else {
+        panic!("{up:?}");
+    };
+    let why = rftr_refused.as_deref().expect("RFTR refused");
+    assert!(
+        why.contains("reachability tables") && why.contains("full reconfiguration"),
+        "{why}"
+    );
+    assert!(*deadlock_free && *unreachable_pairs == 0, "{up:?}");
+    // A cable between two switches, away from the SM's.
+    let sm_sw = df.port(df.remote(d.sm_port).unwrap()).node;
+    let l = df
+        .links
+        .iter()
+        .enumerate()
+        .map(|(i, _)| LinkId(i as u32))
+        .rev()
+        .find(|&l| {
+            let k = df.link(l);
+            let (a, b) = (df.port(k.a).node, df.port(k.b).node);
+            df.switch_of(a).is_some() && df.switch_of(b).is_some() && a != sm_sw && b != sm_sw
+        })
+        .unwrap();
+    live.pipe.transport_mut().unlink(phys_link(&phys, df, l));
+    let events = steps(&mut live, 12);
+    let repaired: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::Repaired { .. }))
+        .collect();
+    assert_eq!(repaired.len(), 1, "{events:?}");
+    let Event::Repaired {
+        repair,
+        deadlock_free,
+        unreachable_pairs,
+        failed_smps,
+        ..
+    } = repaired[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!(*repair, RepairMode::Full);
+    assert!(
+        *deadlock_free && *unreachable_pairs == 0 && *failed_smps == 0,
+        "{:?}",
+        repaired[0]
+    );
+}
