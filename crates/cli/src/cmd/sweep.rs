@@ -9,7 +9,7 @@ use routing::engines::RouteOptions;
 use routing::fault::sweep::{
     self, ScenarioResult, Scenarios, SweepContext, SweepSpec, SweepSummary,
 };
-use routing::fault::{CheckMode, RftrConfig, Session};
+use routing::fault::{CheckMode, RftrConfig, RftrError, Session, SessionError};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -138,7 +138,10 @@ fn plan(a: Args) -> Result<Plan> {
     )?;
     let max_sls = RftrConfig::default().max_sls;
     let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts, max_sls)?;
-    let cfg = a.repair.config(vls, max_sls);
+    let mut cfg = a.repair.config(vls, max_sls);
+    // Each thread keeps a state per fault level of its scenario tree, beside the start.
+    let copies = 1 + rayon::current_num_threads() as u64 * a.faults as u64;
+    cfg.memory_limit = cfg.memory_limit.map(|l| l / copies);
     let spec = SweepSpec {
         faults: a.faults,
         scenarios,
@@ -205,7 +208,16 @@ fn execute(p: Plan) -> Result<ExitCode> {
         tmp,
         mut out,
     } = p;
-    let session = Session::start(&f, engine.as_ref(), &opts, cfg).map_err(session_error)?;
+    let started = Session::start(&f, engine.as_ref(), &opts, cfg);
+    if let Err(SessionError::Rftr(e @ RftrError::TooLarge { .. })) = &started {
+        let copies = 1 + rayon::current_num_threads() * a.faults;
+        anyhow::bail!(
+            "cannot start the sweep: {e}; a sweep of {} faults on {} threads holds up to {copies} RFTR states at once (the start, and per thread one per fault level), so each gets 1/{copies} of --memory-limit; raise it if the machine has the memory, or give fewer --threads",
+            a.faults,
+            rayon::current_num_threads()
+        );
+    }
+    let session = started.map_err(session_error)?;
     let mode = match a.check {
         SweepCheck::Full => CheckMode::Full,
         SweepCheck::Incremental => CheckMode::Incremental,
