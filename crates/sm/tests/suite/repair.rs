@@ -77,6 +77,16 @@ fn phys_node(phys: &Fabric, d: &Fabric, n: NodeId) -> NodeId {
     phys.node_by_guid(d.node(n).guid).unwrap()
 }
 
+/// The one `Repaired` event among `events` (`what` names the case when there are others).
+fn the_one_repair<'a>(events: &'a [Event], what: &str) -> &'a Event {
+    let repaired: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::Repaired { .. }))
+        .collect();
+    assert_eq!(repaired.len(), 1, "{what}: {events:?}");
+    repaired[0]
+}
+
 fn steps(live: &mut Live<'_, FakeFabric>, n: usize) -> Vec<Event> {
     let mut ev = Vec::new();
     for _ in 0..n {
@@ -117,11 +127,6 @@ fn a_dead_switch_is_one_fault() {
             .transport_mut()
             .unlink_node(phys_node(&phys, df, dead));
         let events = steps(&mut live, 12);
-        let repaired: Vec<&Event> = events
-            .iter()
-            .filter(|e| matches!(e, Event::Repaired { .. }))
-            .collect();
-        assert_eq!(repaired.len(), 1, "{spec} {engine}: {events:?}");
         let Event::Repaired {
             faults,
             lft_blocks,
@@ -130,7 +135,7 @@ fn a_dead_switch_is_one_fault() {
             deadlock_free,
             unsupported_pairs,
             ..
-        } = repaired[0]
+        } = the_one_repair(&events, &format!("{spec} {engine}"))
         else {
             unreachable!()
         };
@@ -536,25 +541,20 @@ fn rftr_over_the_memory_limit_falls_back_to_full_reconfiguration() {
         .unwrap();
     live.pipe.transport_mut().unlink(phys_link(&phys, df, l));
     let events = steps(&mut live, 12);
-    let repaired: Vec<&Event> = events
-        .iter()
-        .filter(|e| matches!(e, Event::Repaired { .. }))
-        .collect();
-    assert_eq!(repaired.len(), 1, "{events:?}");
+    let rep = the_one_repair(&events, "over the limit");
     let Event::Repaired {
         repair,
         deadlock_free,
         unreachable_pairs,
         failed_smps,
         ..
-    } = repaired[0]
+    } = rep
     else {
         unreachable!()
     };
     assert_eq!(*repair, RepairMode::Full);
     assert!(
         *deadlock_free && *unreachable_pairs == 0 && *failed_smps == 0,
-        "{:?}",
-        repaired[0]
+        "{rep:?}"
     );
 }
