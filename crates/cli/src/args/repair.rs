@@ -47,8 +47,8 @@ pub struct RepairArgs {
     /// (projected from the first base paths walked, before the memory is filled) is refused
     /// with the estimate. They hold every (switch with end ports, end port) path, about 12
     /// bytes per hop and 22 per path: 3.0 GB on a 16x16x8 torus, 1.1 GB on a 24-ary 3-tree.
-    /// Default: 80 % of the memory available when the command starts (no limit where that
-    /// is unknown).
+    /// Default: 70 % of the memory available when the command starts (the rest is for the
+    /// check and full reconfiguration beside them; no limit where that is unknown).
     #[arg(long, value_name = "GB")]
     pub memory_limit: Option<f64>,
 }
@@ -98,7 +98,7 @@ impl RepairArgs {
             keep_sl2vl: false,
             memory_limit: match self.memory_limit {
                 Some(gb) => Some((gb.max(0.0) * 1e9) as u64),
-                None => available_memory().map(|b| b / 5 * 4),
+                None => available_memory().map(|b| b / 10 * 7),
             },
         }
     }
