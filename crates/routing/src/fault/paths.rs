@@ -163,10 +163,11 @@ impl Clone for PathIndex {
     }
 }
 
-/// A copy of `v` with a quarter more capacity, for state that is cloned and then grows.
-/// The spare capacity is written once now (`written_headroom`).
+/// A copy of `v` with a quarter more capacity (at most `HEADROOM_HOPS` more elements, many
+/// faults' worth: a sweep clones states of gigabytes), for state that is cloned and then
+/// grows. The spare capacity is written once now (`written_headroom`).
 pub(crate) fn roomy<T: Clone>(v: &[T]) -> Vec<T> {
-    let mut out = Vec::with_capacity(v.len() + v.len() / 4 + 8);
+    let mut out = Vec::with_capacity(v.len() + (v.len() / 4).min(HEADROOM_HOPS) + 8);
     out.extend_from_slice(v);
     written_headroom(&mut out, 0);
     out
