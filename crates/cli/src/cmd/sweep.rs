@@ -139,9 +139,6 @@ fn plan(a: Args) -> Result<Plan> {
     let max_sls = RftrConfig::default().max_sls;
     let (vls, opts) = a.repair.plan(&f, engine.as_ref(), &opts, max_sls)?;
     let mut cfg = a.repair.config(vls, max_sls);
-    // Each thread keeps a state per fault level of its scenario tree, beside the start.
-    let copies = 1 + rayon::current_num_threads() as u64 * a.faults as u64;
-    cfg.memory_limit = cfg.memory_limit.map(|l| l / copies);
     let spec = SweepSpec {
         faults: a.faults,
         scenarios,
@@ -173,6 +170,7 @@ fn plan(a: Args) -> Result<Plan> {
         }
         _ => spec,
     };
+    cfg.memory_limit = cfg.memory_limit.map(|l| l / states_held(&spec) as u64);
     let tmp = a.output.with_extension("jsonl.partial");
     let out = std::io::BufWriter::new(
         std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?,
@@ -190,6 +188,18 @@ fn plan(a: Args) -> Result<Plan> {
         tmp,
         out,
     })
+}
+
+/// RFTR states a sweep holds at once at most: the start, and per thread the state it repairs
+/// and those of the first faults its next scenario shares (scenarios are taken in the order
+/// of their fault sequences): up to one per fault level where every sequence is taken
+/// (exhaustive), about none beside the current one among random samples.
+fn states_held(spec: &SweepSpec) -> usize {
+    let per_thread = match spec.scenarios {
+        Scenarios::Exhaustive => spec.faults,
+        Scenarios::Samples { .. } => 1,
+    };
+    1 + rayon::current_num_threads() * per_thread
 }
 
 /// Routes the base, runs the scenarios of the shard with their checks, and writes the
@@ -210,10 +220,9 @@ fn execute(p: Plan) -> Result<ExitCode> {
     } = p;
     let started = Session::start(&f, engine.as_ref(), &opts, cfg);
     if let Err(SessionError::Rftr(e @ RftrError::TooLarge { .. })) = &started {
-        let copies = 1 + rayon::current_num_threads() * a.faults;
+        let copies = states_held(&spec);
         anyhow::bail!(
-            "cannot start the sweep: {e}; a sweep of {} faults on {} threads holds up to {copies} RFTR states at once (the start, and per thread one per fault level), so each gets 1/{copies} of --memory-limit; raise it if the machine has the memory, or give fewer --threads",
-            a.faults,
+            "cannot start the sweep: {e}; this sweep on {} threads holds up to {copies} RFTR states at once (the start, and per thread the state it repairs and, exhaustive, the states of the faults its next scenario shares), so each gets 1/{copies} of --memory-limit; raise it if the machine has the memory, or give fewer --threads",
             rayon::current_num_threads()
         );
     }
