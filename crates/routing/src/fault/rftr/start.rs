@@ -307,11 +307,7 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
-        let ends = self.end_sw.iter().filter(|&&t| t != NONE).count() as u64;
-        self.check_size(
-            self.slot_switch.len() as u64 * ends,
-            self.paths.total_hops() as u64,
-        )
+        self.check_size(sources * ends, self.paths.total_hops() as u64)
     }
 
     /// Refuses tables of `paths` base paths and `hops` hops in all that would pass the
