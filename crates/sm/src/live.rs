@@ -13,7 +13,7 @@ use mad::{Method, Route, Smp, Transport};
 use routing::cdg;
 use routing::engines::{Engine, RouteOptions};
 use routing::fault::verify::Snapshot;
-use routing::fault::{Fault, RftrConfig, RftrError, SessionError};
+use routing::fault::{Fault, RftrConfig, SessionError};
 use routing::forward::{Control, Forward, Hop, Plane, WalkEnd};
 use routing::Routing;
 use serde::Serialize;
@@ -424,8 +424,9 @@ impl<'f, T: Transport> Live<'f, T> {
         engine: &'f dyn Engine,
         cfg: &SmConfig,
     ) -> Result<(RepairState<'f>, Option<String>), SmError> {
-        let (opts, routing) =
-            Session::route_base(f, engine, &cfg.opts).map_err(|e| SmError::Routing(e.reason()))?;
+        let route =
+            || Session::route_base(f, engine, &cfg.opts).map_err(|e| SmError::Routing(e.reason()));
+        let (opts, routing) = route()?;
         let full = |opts, routing| {
             RepairState::Full(Box::new(FullState {
                 engine,
@@ -438,11 +439,14 @@ impl<'f, T: Transport> Live<'f, T> {
                 // The switches come up with the identity SL2VL, which the SM does not write:
                 // RFTR keeps it (SL 0 on VL 0 as the base has it) and sets only the entries
                 // its new paths need, instead of an SL2VL row for every port pair at subnet up.
-                match Session::from_base(f, engine, opts.clone(), routing.clone(), rftr_config(cfg))
-                {
+                // The base goes to RFTR whole; on the rare refusal it is routed again.
+                match Session::from_base(f, engine, opts, routing, rftr_config(cfg)) {
                     Ok(s) => (RepairState::Rftr(Box::new(s)), None),
                     Err(e) => match too_large(&e) {
-                        Some(why) => (full(opts, routing), Some(why)),
+                        Some(why) => {
+                            let (opts, routing) = route()?;
+                            (full(opts, routing), Some(why))
+                        }
                         None => return Err(SmError::Routing(e.reason())),
                     },
                 }
@@ -707,12 +711,8 @@ impl<'f, T: Transport> Live<'f, T> {
 /// Why RFTR cannot start, when it is that its tables would pass the memory limit: the one
 /// refusal the SM answers with full reconfiguration instead of giving up.
 pub(crate) fn too_large(e: &SessionError) -> Option<String> {
-    match e {
-        SessionError::Rftr(r @ RftrError::TooLarge { .. }) => Some(format!(
-            "{r}; faults are repaired by full reconfiguration (--repair full)"
-        )),
-        _ => None,
-    }
+    e.too_large()
+        .map(|r| format!("{r}; faults are repaired by full reconfiguration (--repair full)"))
 }
 
 /// RFTR's settings as the SM runs it: the switches' SL2VL tables kept.

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use fabric::link_name;
 use fabric::{Fabric, NodeId, NodeKind};
 use routing::engines::RouteOptions;
-use routing::fault::{CheckMode, Fault, Phase, RftrConfig, RftrError, Session, SessionError};
+use routing::fault::{CheckMode, Fault, Phase, RftrConfig, Session, SessionError};
 use routing::opensm::SetOptions;
 // (sm names it through this module)
 pub(crate) use super::delta::delta_listing;
@@ -404,7 +404,7 @@ fn execute(p: Plan) -> Result<ExitCode> {
         ..a.repair.config(vls, a.sls)
     };
     let started = Session::from_base(&f, engine.as_ref(), opts.clone(), base, cfg);
-    if let Err(SessionError::Rftr(e @ RftrError::TooLarge { .. })) = &started {
+    if let Some(e) = started.as_ref().err().and_then(SessionError::too_large) {
         anyhow::bail!(
             "cannot start RFTR over {}: {e}; raise --memory-limit GB if the machine has it, or repair a smaller fabric (full reconfiguration alone: `fabroute route`)",
             engine.name()

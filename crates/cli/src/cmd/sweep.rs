@@ -9,7 +9,7 @@ use routing::engines::RouteOptions;
 use routing::fault::sweep::{
     self, ScenarioResult, Scenarios, SweepContext, SweepSpec, SweepSummary,
 };
-use routing::fault::{CheckMode, RftrConfig, RftrError, Session, SessionError};
+use routing::fault::{CheckMode, RftrConfig, Session, SessionError};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -219,7 +219,7 @@ fn execute(p: Plan) -> Result<ExitCode> {
         mut out,
     } = p;
     let started = Session::start(&f, engine.as_ref(), &opts, cfg);
-    if let Err(SessionError::Rftr(e @ RftrError::TooLarge { .. })) = &started {
+    if let Some(e) = started.as_ref().err().and_then(SessionError::too_large) {
         let copies = states_held(&spec);
         anyhow::bail!(
             "cannot start the sweep: {e}; this sweep on {} threads holds up to {copies} RFTR states at once (the start, and per thread the state it repairs and, exhaustive, the states of the faults its next scenario shares), so each gets 1/{copies} of --memory-limit; raise it if the machine has the memory, or give fewer --threads",

@@ -38,6 +38,16 @@ impl SessionError {
             e => e.to_string(),
         }
     }
+
+    /// RFTR's refusal of tables over the memory limit (`RftrError::TooLarge`), the one
+    /// start error a caller may answer otherwise than by giving up (the SM by full
+    /// reconfiguration, `fault` and `sweep` by naming `--memory-limit`).
+    pub fn too_large(&self) -> Option<&RftrError> {
+        match self {
+            SessionError::Rftr(e @ RftrError::TooLarge { .. }) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// What one fault did: RFTR's repair and the independent check of the state after it (the
