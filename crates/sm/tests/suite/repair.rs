@@ -12,7 +12,7 @@ use routing::fault::verify::check_tables;
 use routing::fault::{Fault, RftrConfig, Session};
 use routing::{cdg, Routing};
 use sm::fake::FakeFabric;
-use sm::{discover, Event, Live, Pipe, PipeConfig, RepairMode, SmConfig};
+use sm::{discover, Discovery, Event, Live, Pipe, PipeConfig, RepairMode, SmConfig};
 use std::time::Duration;
 
 fn config(engine: &dyn Engine, f: &Fabric, repair: RepairMode) -> SmConfig {
@@ -77,6 +77,16 @@ fn phys_node(phys: &Fabric, d: &Fabric, n: NodeId) -> NodeId {
     phys.node_by_guid(d.node(n).guid).unwrap()
 }
 
+/// The fake fabric of `spec` (the SM on its first end port), the SM's pipe to it, and what
+/// discovery found (LMC 2).
+fn discovered(spec: &str) -> (Fabric, Pipe<FakeFabric>, Discovery) {
+    let phys = fabric(spec);
+    let fake = FakeFabric::new(&phys, phys.end_ports[0]);
+    let mut pipe = Pipe::new(fake, PipeConfig::default());
+    let d = discover(&mut pipe, 2).unwrap();
+    (phys, pipe, d)
+}
+
 /// The one `Repaired` event among `events` (`what` names the case when there are others).
 fn the_one_repair<'a>(events: &'a [Event], what: &str) -> &'a Event {
     let repaired: Vec<&Event> = events
@@ -106,10 +116,7 @@ fn a_dead_switch_is_one_fault() {
         ("ktree 4 3", "ftree", RepairMode::Rftr),
         ("torus 4x4 hcas=1", "updn", RepairMode::Full),
     ] {
-        let phys = fabric(spec);
-        let fake = FakeFabric::new(&phys, phys.end_ports[0]);
-        let mut pipe = Pipe::new(fake, PipeConfig::default());
-        let d = discover(&mut pipe, 2).unwrap();
+        let (phys, pipe, d) = discovered(spec);
         let df = &d.fabric;
         let e = by_name(engine).unwrap();
         let cfg = config(e.as_ref(), df, repair);
@@ -203,10 +210,7 @@ fn a_dead_switch_is_one_fault() {
 /// A single cable pulled is still a link fault: its far switch lives.
 #[test]
 fn a_cable_is_not_a_switch() {
-    let phys = fabric("torus 4x4 hcas=1");
-    let fake = FakeFabric::new(&phys, phys.end_ports[0]);
-    let mut pipe = Pipe::new(fake, PipeConfig::default());
-    let d = discover(&mut pipe, 2).unwrap();
+    let (phys, pipe, d) = discovered("torus 4x4 hcas=1");
     let df = &d.fabric;
     let e = by_name("updn").unwrap();
     let (mut live, _) = Live::bring_up(
@@ -242,10 +246,7 @@ fn a_cable_put_back_is_taken_in() {
         ("ktree 4 3", "ftree", RepairMode::Rftr),
         ("torus 4x4 hcas=1", "updn", RepairMode::Full),
     ] {
-        let phys = fabric(spec);
-        let fake = FakeFabric::new(&phys, phys.end_ports[0]);
-        let mut pipe = Pipe::new(fake, PipeConfig::default());
-        let d = discover(&mut pipe, 2).unwrap();
+        let (phys, pipe, d) = discovered(spec);
         let df = &d.fabric;
         let e = by_name(engine).unwrap();
         let cfg = config(e.as_ref(), df, repair);
@@ -437,10 +438,7 @@ fn a_cable_put_back_is_taken_in() {
 /// A cable of a failed switch that comes back is reported once and not taken in.
 #[test]
 fn a_dead_switch_cable_back_is_reported_and_left_failed() {
-    let phys = fabric("torus 4x4 hcas=1");
-    let fake = FakeFabric::new(&phys, phys.end_ports[0]);
-    let mut pipe = Pipe::new(fake, PipeConfig::default());
-    let d = discover(&mut pipe, 2).unwrap();
+    let (phys, pipe, d) = discovered("torus 4x4 hcas=1");
     let df = &d.fabric;
     let e = by_name("updn").unwrap();
     let (mut live, _) = Live::bring_up(
@@ -501,10 +499,7 @@ fn diff_blocks(f: &Fabric, a: &Routing, b: &Routing) -> u64 {
 /// full reconfiguration: every pair delivered, no credit loop.
 #[test]
 fn rftr_over_the_memory_limit_falls_back_to_full_reconfiguration() {
-    let phys = fabric("torus 4x4 hcas=1");
-    let fake = FakeFabric::new(&phys, phys.end_ports[0]);
-    let mut pipe = Pipe::new(fake, PipeConfig::default());
-    let d = discover(&mut pipe, 2).unwrap();
+    let (phys, pipe, d) = discovered("torus 4x4 hcas=1");
     let df = &d.fabric;
     let e = by_name("updn").unwrap();
     let mut cfg = config(e.as_ref(), df, RepairMode::Rftr);
