@@ -72,6 +72,7 @@ mod complete;
 mod prefix;
 mod repair;
 mod scan;
+use scan::Want;
 mod start;
 mod suffix;
 mod tables;
@@ -302,6 +303,11 @@ pub struct Rftr<'f> {
     /// `apply`), and their buffers for reuse.
     dist: FxHashMap<u32, Vec<u32>>,
     dist_pool: Vec<Vec<u32>>,
+    /// Per source switch, once a pair from it found only candidates with a transition: the
+    /// switches a path obeying the turn rule reaches from it over the live links (valid
+    /// during one `apply`), and their buffers for reuse.
+    legal_reach: FxHashMap<u32, Vec<bool>>,
+    legal_reach_pool: Vec<Vec<bool>>,
     bfs_queue: Vec<u32>,
     // scratch
     stamp: Vec<u32>,

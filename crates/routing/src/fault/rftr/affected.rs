@@ -59,6 +59,8 @@ impl<'f> Rftr<'f> {
         }
         self.suf_pool.extend(self.suf_cache.drain().map(|(_, t)| t));
         self.dist_pool.extend(self.dist.drain().map(|(_, d)| d));
+        self.legal_reach_pool
+            .extend(self.legal_reach.drain().map(|(_, r)| r));
         // Drop pairs of end ports on a failed switch.
         for &e in &dropped_ends {
             let s = self.end_sw[e as usize];

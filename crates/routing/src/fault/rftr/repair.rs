@@ -94,8 +94,22 @@ impl<'f> Rftr<'f> {
             .static_distance(s, t)
             .map(|d| self.legal_distance(s, t).map_or(d, |l| l.max(d)));
         let own0 = unpack_suffix(self.suffix(e, 0, s));
+        // Without virtual LIDs only a candidate without a transition can be placed, and there
+        // is none where no path obeying the turn rule leads to t (known for sources where a
+        // pair found only candidates with one).
+        let lid0 = self.lmc == 0 && self.fresh.is_none();
+        let want = match (lid0, self.legal_reach(s, t)) {
+            (false, _) => Want::Best,
+            (true, Some(false)) => Want::AnyTransition,
+            (true, _) => Want::BestOrAnyTransition,
+        };
         let mut tried_late = None;
-        if let (true, true, Some(d0)) = (self.cfg.reuse_dead_base, self.cfg.deviate_late, d0) {
+        if let (true, true, Some(d0), false) = (
+            self.cfg.reuse_dead_base,
+            self.cfg.deviate_late,
+            d0,
+            want == Want::AnyTransition,
+        ) {
             if !matches!(own0, Some((h, 0, _)) if h == d0) && self.early_deviation_pays() {
                 tried_late = Some(d0);
                 self.early_deviation.tried += 1;
@@ -106,7 +120,10 @@ impl<'f> Rftr<'f> {
             }
         }
         // Otherwise the best candidate, found by one scan, usually works.
-        let mut best = self.scan_best(s, e)?;
+        let mut best = self.scan_best(s, e, want)?;
+        if lid0 && best.trans > 0 {
+            self.learn_legal_reach(s);
+        }
         // A pair whose own base-LID walk is live, legal and as short as the best keeps it.
         if self.cfg.reuse_dead_base && best.trans == 0 {
             if let Some((h, 0, _)) = own0 {
@@ -135,6 +152,12 @@ impl<'f> Rftr<'f> {
         }
         if let Some(tr) = self.try_candidate(slot, s, e, &best, false, hops, vls) {
             return Some(tr);
+        }
+        // Without virtual LIDs only a transition-free candidate can keep the base LID; when
+        // the best needs a transition none is one, and the attempt above already found that
+        // a virtual LID was missing (all the fallback below would report).
+        if lid0 && best.trans > 0 && self.lid_short {
+            return None;
         }
         // Otherwise every candidate in order.
         let mut cands = self.candidates(s, e);

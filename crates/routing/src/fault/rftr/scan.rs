@@ -13,12 +13,31 @@ thread_local! {
     static SCAN_ORDER: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// What a scan for (s, e) looks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Want {
+    /// The best candidate: the first in the specification's order.
+    Best,
+    /// The best candidate without a transition; when there is none, any candidate within
+    /// the VL budget (the scan of every switch stops at the first). Without virtual LIDs no
+    /// candidate with a transition can be placed: the repair only reports that one existed.
+    BestOrAnyTransition,
+    /// Any candidate within the VL budget: there is none without a transition.
+    AnyTransition,
+}
+
 impl<'f> Rftr<'f> {
     /// The best candidate for (s, t = switch of e) by one scan over join switches per LID
     /// offset in use, or None when none fits the VL budget. Same choice as sorting every
     /// candidate by (transitions, hops, join switch, offset, prefix path). `bound`: a lower
-    /// bound on the hops of every candidate, when known, to stop early.
-    pub(super) fn best_candidate(&self, s: u32, e: u32, bound: Option<u32>) -> Option<Cand> {
+    /// bound on the hops of every candidate, when known, to stop early. `want`: see [`Want`].
+    pub(super) fn best_candidate(
+        &self,
+        s: u32,
+        e: u32,
+        bound: Option<u32>,
+        want: Want,
+    ) -> Option<Cand> {
         let m = self.ncls;
         let m1 = m + 1;
         let t = self.end_sw[e as usize] as usize;
@@ -69,7 +88,10 @@ impl<'f> Rftr<'f> {
             }
         };
         let mut done = false;
-        if let Some(d0) = bound {
+        // Every transition-free candidate was among the levels scanned (or there is none).
+        let mut levels_complete = want == Want::AnyTransition;
+        let any_transition = want != Want::Best;
+        if let (Some(d0), false) = (bound, levels_complete) {
             let floor = (d0 as u64) << 32;
             within(
                 self.rows(s, t as u32, false),
@@ -142,7 +164,28 @@ impl<'f> Rftr<'f> {
                 // Transition-free and no longer than every level seen, or every level seen.
                 done = best_rank & HI <= (cap as u64) << 32
                     || best_rank >> 48 == 0 && cap == last && l.top < FAR - 1;
+                levels_complete = cap == last && l.top < FAR - 1;
             }
+        }
+        let vls = self.cfg.vls as u64;
+        if !done && any_transition && levels_complete && best_rank >> 48 < vls {
+            // A candidate with a transition is at hand already.
+            done = true;
+        }
+        if !done && any_transition && levels_complete {
+            let mut bits = self.lid_used[e as usize];
+            while bits != 0 {
+                let k = bits.trailing_zeros();
+                bits &= bits - 1;
+                self.complete_suffixes(e, k);
+            }
+            for c in 0..self.f.num_switches() {
+                visit(c, &mut best_rank);
+                if best_rank >> 48 < vls {
+                    break;
+                }
+            }
+            done = true;
         }
         if !done {
             // Every switch, with every table walked in one go first (the candidates of one
@@ -219,9 +262,9 @@ impl<'f> Rftr<'f> {
     /// distance (a candidate's prefix and suffix are at least the fault-free distances to and
     /// from its join switch), so the scan ends at the first transition-free candidate that
     /// reaches it.
-    pub(super) fn scan_best(&self, s: u32, e: u32) -> Option<Cand> {
+    pub(super) fn scan_best(&self, s: u32, e: u32, want: Want) -> Option<Cand> {
         let d0 = self.static_distance(s, self.end_sw[e as usize]);
-        self.best_candidate(s, e, d0)
+        self.best_candidate(s, e, d0, want)
     }
 
     /// Every candidate join for (source switch `s`, end `e`) within the VL budget, from the

@@ -224,6 +224,8 @@ impl<'f> Rftr<'f> {
             early_deviation: EarlyDeviation::default(),
             dist: FxHashMap::default(),
             dist_pool: Vec::new(),
+            legal_reach: FxHashMap::default(),
+            legal_reach_pool: Vec::new(),
             bfs_queue: Vec::new(),
             stamp: vec![0; ns],
             stamp_gen: 0,

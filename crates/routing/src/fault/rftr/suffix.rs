@@ -207,6 +207,56 @@ impl<'f> Rftr<'f> {
         (trans as u64) << 48 | (hops as u64) << 32 | class as u64
     }
 
+    /// Whether a path obeying the turn rule leads from switch `s` to `t` over the live
+    /// links, once known for `s` ([`Rftr::learn_legal_reach`]). A candidate without a
+    /// transition is such a path, so where none leads there is none.
+    pub(super) fn legal_reach(&self, s: u32, t: u32) -> Option<bool> {
+        self.legal_reach.get(&s).map(|r| r[t as usize])
+    }
+
+    /// One breadth-first search from switch `s` over (switch, class of the channel taken
+    /// into it) on the live links, remembered for the rest of this `apply`.
+    pub(super) fn learn_legal_reach(&mut self, s: u32) {
+        if self.legal_reach.contains_key(&s) {
+            return;
+        }
+        let (ns, m) = (self.f.num_switches(), self.ncls);
+        let mut seen = self.legal_reach_pool.pop().unwrap_or_default();
+        seen.clear();
+        seen.resize(ns * m, false);
+        let mut queue = std::mem::take(&mut self.bfs_queue);
+        queue.clear();
+        // Entered by class `prev` (m: the source, where every first hop is legal).
+        let step = |u: u32, prev: usize, seen: &mut [bool], q: &mut Vec<u32>| {
+            for &c in self.f.switch_links(SwitchIdx(u)) {
+                let v = self.ch_dst_sw[c.idx()];
+                let k = self.ch_class[c.idx()] as usize;
+                if v == NONE || self.ch_dead[c.idx()] || prev < m && self.pen[prev * m + k] != 0 {
+                    continue;
+                }
+                let st = v as usize * m + k;
+                if !seen[st] {
+                    seen[st] = true;
+                    q.push(st as u32);
+                }
+            }
+        };
+        step(s, m, &mut seen, &mut queue);
+        let mut at = 0;
+        while at < queue.len() {
+            let st = queue[at] as usize;
+            at += 1;
+            step((st / m) as u32, st % m, &mut seen, &mut queue);
+        }
+        self.bfs_queue = queue;
+        // Per switch: reached in any class (the source itself too).
+        for v in 0..ns {
+            seen[v] = v == s as usize || seen[v * m..(v + 1) * m].iter().any(|&x| x);
+        }
+        seen.truncate(ns);
+        self.legal_reach.insert(s, seen);
+    }
+
     /// Hops from every switch to switch `t` over the live links (`u32::MAX`: none), by one
     /// breadth-first search per destination switch and fault.
     pub(super) fn live_distances(&mut self, t: u32) -> &[u32] {

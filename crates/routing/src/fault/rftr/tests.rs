@@ -28,7 +28,7 @@ fn start<'f>(f: &'f Fabric, vls: u8) -> Rftr<'f> {
 /// destination's switch is often already as short as the fault-free distance.
 #[test]
 fn candidate_scan_equals_the_sorted_candidate_list() {
-    let mut checked = 0;
+    let (mut checked, mut unreachable) = (0, 0);
     for (spec, vls) in [
         ("torus 4x4 hcas=1 lmc=2", 2),
         ("torus 3x3x3 hcas=1 lmc=2", 2),
@@ -51,20 +51,101 @@ fn candidate_scan_equals_the_sorted_candidate_list() {
                 }
                 let s = r.slot_switch[slot as usize];
                 r.prepare(s, e);
-                let fast = r.best_candidate(s, e, None).map(|c| (c.trans, c.hops, c.c));
-                let scan = r.scan_best(s, e).map(|c| (c.trans, c.hops, c.c));
+                let fast = r
+                    .best_candidate(s, e, None, Want::Best)
+                    .map(|c| (c.trans, c.hops, c.c));
+                let scan = r
+                    .scan_best(s, e, Want::Best)
+                    .map(|c| (c.trans, c.hops, c.c));
                 assert_eq!(fast, scan, "{spec}: link {l:?}, switch {s} to end {e}");
                 let mut all = r.candidates(s, e);
                 Rftr::sort_candidates(&mut all);
                 assert!(all.iter().all(|c| c.trans < vls), "{spec}");
                 let slow = all.first().map(|c| (c.trans, c.hops, c.c));
                 assert_eq!(fast, slow, "{spec}: link {l:?}, switch {s} to end {e}");
+                // The scans that may stop at any candidate with a transition: the best when
+                // it has none, else one of the list; none without a transition where no
+                // path obeying the turn rule leads to the destination's switch.
+                let listed = |c: Option<Cand>| {
+                    c.is_none_or(|c| {
+                        all.iter()
+                            .any(|a| (a.trans, a.hops, a.c) == (c.trans, c.hops, c.c))
+                    })
+                };
+                let either = r.scan_best(s, e, Want::BestOrAnyTransition);
+                match slow {
+                    Some((0, ..)) | None => {
+                        assert_eq!(either.map(|c| (c.trans, c.hops, c.c)), slow, "{spec}")
+                    }
+                    Some(_) => assert!(either.is_some_and(|c| c.trans > 0) && listed(either)),
+                }
+                r.learn_legal_reach(s);
+                let t = r.end_sw[e as usize];
+                if r.legal_reach(s, t) == Some(false) {
+                    assert!(all.iter().all(|c| c.trans > 0), "{spec}: {s} to end {e}");
+                    let any = r.scan_best(s, e, Want::AnyTransition);
+                    assert_eq!(any.is_some(), slow.is_some(), "{spec}: {s} to end {e}");
+                    assert!(listed(any), "{spec}: {s} to end {e}");
+                    unreachable += 1;
+                }
                 checked += 1;
                 r.repair(slot, e);
             }
         }
     }
     assert!(checked > 100, "only {checked} pairs compared");
+    assert!(
+        unreachable > 10,
+        "only {unreachable} pairs without a legal path"
+    );
+}
+
+/// The switches `learn_legal_reach` finds reachable from a source under the turn rule over
+/// the live links are those of a search over whole paths: every switch sequence extended
+/// hop by hop while each turn is legal (small fabrics, every source, after each fault).
+#[test]
+fn legal_reach_equals_a_search_over_paths() {
+    for spec in ["torus 4x4 hcas=1", "mesh 4x3 hcas=1", "ktree 4 2"] {
+        let f = super::super::test_fabric(spec);
+        let links = super::super::sweep::switch_links(&f);
+        let mut r = start(&f, 2);
+        let ns = f.num_switches();
+        let mut unreached = 0;
+        for &l in links.iter().step_by(4).take(3) {
+            r.apply(Fault::Link(l));
+            for s in 0..ns as u32 {
+                r.learn_legal_reach(s);
+                // Depth-first over simple paths (channel sequences without a repeated switch).
+                let mut seen = vec![false; ns];
+                seen[s as usize] = true;
+                let mut stack: Vec<(u32, Vec<u32>, Option<ChannelId>)> = vec![(s, vec![s], None)];
+                while let Some((u, on, last)) = stack.pop() {
+                    for &c in f.switch_links(SwitchIdx(u)) {
+                        let v = r.ch_dst_sw[c.idx()];
+                        if v == NONE || r.ch_dead[c.idx()] || on.contains(&v) {
+                            continue;
+                        }
+                        if last.is_some_and(|p| r.illegal(p, c)) {
+                            continue;
+                        }
+                        seen[v as usize] = true;
+                        let mut on2 = on.clone();
+                        on2.push(v);
+                        stack.push((v, on2, Some(c)));
+                    }
+                }
+                for t in 0..ns as u32 {
+                    assert_eq!(
+                        r.legal_reach(s, t),
+                        Some(seen[t as usize]),
+                        "{spec}: {s}->{t}"
+                    );
+                    unreached += usize::from(!seen[t as usize]);
+                }
+            }
+        }
+        assert!(unreached > 0, "{spec}: every switch reached everywhere");
+    }
 }
 
 /// A repaired state's new paths change VL only upwards and only at turns the base rule
