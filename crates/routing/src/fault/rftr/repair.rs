@@ -154,9 +154,14 @@ impl<'f> Rftr<'f> {
             return Some(tr);
         }
         // Without virtual LIDs only a transition-free candidate can keep the base LID; when
-        // the best needs a transition none is one, and the attempt above already found that
-        // a virtual LID was missing (all the fallback below would report).
-        if lid0 && best.trans > 0 && self.lid_short {
+        // the best needs a transition none is one, and all the fallback below would find out
+        // is whether some candidate materialises (a virtual LID was missing): the first that
+        // does answers it.
+        if lid0 && best.trans > 0 {
+            if !self.lid_short {
+                self.lid_short =
+                    self.each_candidate(s, e, |me, c| me.materialise(s, e, c, hops, vls));
+            }
             return None;
         }
         // Otherwise every candidate in order.

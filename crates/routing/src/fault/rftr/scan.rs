@@ -49,10 +49,11 @@ impl<'f> Rftr<'f> {
         let mut best_b = m;
         // A candidate joining at `c` has at least sdist(s, c) + sdist(c, t) hops (its prefix
         // and suffix are paths of the fabric), and a transition-free one at least lb(c) =
-        // legal(s, c) + legal(c, t) (it obeys the turn rule: `LegalDistances`). So the scan
-        // goes level by level, ascending within each: first the switches on fault-free
-        // shortest routes (`bound`, from `sdist`), then by lb from the turn rule's distance
-        // up to the best's hops. Before a level, a transition-free best of fewer hops ends
+        // legal(s, c) + legal(c, t) and at least legal(s, t) (it obeys the turn rule:
+        // `LegalDistances`; lb alone can be lower, where the two shortest legal paths meet
+        // in a forbidden turn). So the scan goes level by level, ascending within each:
+        // first the switches on fault-free shortest routes (`bound`, from `sdist`), then by
+        // max(lb, legal(s, t)) up to the best's hops. Before a level, a transition-free best of fewer hops ends
         // the scan; within one, once the best is transition-free with the level's hops, only
         // a lower join switch can beat it. Every switch is scanned when the best needs a
         // transition or there is no bound.
@@ -126,7 +127,11 @@ impl<'f> Rftr<'f> {
                         if best_rank & HI < floor {
                             break;
                         }
-                        within(rows, level, level, usize::MAX, &mut |c, _| {
+                        // A transition-free candidate obeys the turn rule, so it is at least
+                        // the turn rule's distance long, wherever it joins: a switch whose
+                        // bound is lower belongs to the first level.
+                        let lo = if level == first { 0 } else { level };
+                        within(rows, lo, level, usize::MAX, &mut |c, _| {
                             if best_rank & HI == floor && c as u64 >= best_rank & 0xFFFF_FFFF {
                                 return true;
                             }
@@ -140,11 +145,11 @@ impl<'f> Rftr<'f> {
                         order.clear();
                         within(
                             self.rows(s, t as u32, true),
-                            first,
+                            0,
                             cap,
                             usize::MAX,
                             &mut |c, lb| {
-                                order.push(lb << 16 | c as u32);
+                                order.push(lb.max(first) << 16 | c as u32);
                                 false
                             },
                         );
@@ -268,29 +273,40 @@ impl<'f> Rftr<'f> {
     }
 
     /// Every candidate join for (source switch `s`, end `e`) within the VL budget, from the
-    /// per-input-channel prefix table, sorted by (transitions, hops, join switch, offset,
-    /// prefix path, prefix length): the order the specification ranks them in. The fast scan
-    /// ([`Rftr::best_candidate`]) must find the first of them.
+    /// per-input-channel prefix table, unsorted ([`Rftr::sort_candidates`] puts them in the
+    /// order the specification ranks them in). The fast scan ([`Rftr::best_candidate`])
+    /// must find the first of them.
     pub(super) fn candidates(&mut self, s: u32, e: u32) -> Vec<Cand> {
+        let mut cands = Vec::new();
+        self.each_candidate(s, e, |_, c| {
+            cands.push(*c);
+            false
+        });
+        cands
+    }
+
+    /// Calls `visit` on the candidates of [`Rftr::candidates`], in the same order (the empty
+    /// prefix at the source, then the best prefix per input channel, per LID offset in use),
+    /// until it returns true; whether it did. Suffixes are computed as they are read.
+    pub(super) fn each_candidate(
+        &mut self,
+        s: u32,
+        e: u32,
+        mut visit: impl FnMut(&mut Self, &Cand) -> bool,
+    ) -> bool {
         let f = self.f;
         let t = self.end_sw[e as usize];
         let max_trans = self.cfg.vls - 1;
-        if !self.pre_cache.contains_key(&s) {
-            let m = self.prefixes(s);
-            self.pre_cache.insert(s, m);
-        }
-        let pre = &self.pre_cache[&s];
-        let offs: Vec<u32> = (0..128u32)
+        // The prefix map and the suffix tables leave their caches while `visit` holds the
+        // state (nothing it may call reads them there).
+        let pre = match self.pre_cache.remove(&s) {
+            Some(m) => m,
+            None => self.prefixes(s),
+        };
+        let sufs: Vec<(u32, SuffixTable)> = (0..128u32)
             .filter(|&k| self.lid_used[e as usize] >> k & 1 == 1)
+            .map(|k| (k, self.suf_cache.remove(&(e, k)).expect("prepared")))
             .collect();
-        let sufs: Vec<(u32, &SuffixTable)> = offs
-            .iter()
-            .map(|&k| {
-                self.complete_suffixes(e, k);
-                (k, &self.suf_cache[&(e, k)])
-            })
-            .collect();
-        let mut cands: Vec<Cand> = Vec::new();
         // The empty prefix at the source, then the best prefix per input channel.
         let entries = std::iter::once((s, NONE, (0u8, 0u32, NONE, 0u32))).chain(
             pre.touched.iter().map(|&ch| {
@@ -298,20 +314,25 @@ impl<'f> Rftr<'f> {
                 (c, ch, pre.best[ch as usize])
             }),
         );
-        for (c, inch, (vl, h, p, len)) in entries {
+        let mut hit = false;
+        'all: for (c, inch, (vl, h, p, len)) in entries {
             if c == t {
-                cands.push(Cand {
+                let cand = Cand {
                     trans: vl,
                     hops: h,
                     c,
                     pre_path: p,
                     pre_len: len,
                     suf_off: NONE,
-                });
+                };
+                if visit(self, &cand) {
+                    hit = true;
+                    break;
+                }
                 continue;
             }
-            for &(k, suf) in &sufs {
-                let Some((sh, st, first)) = unpack_suffix(suf.get(c as usize)) else {
+            for (k, suf) in &sufs {
+                let Some((sh, st, first)) = unpack_suffix(self.suffix_in(suf, e, *k, c)) else {
                     continue;
                 };
                 // Legality depends only on the classes (the `TurnRule` invariant).
@@ -324,17 +345,25 @@ impl<'f> Rftr<'f> {
                 if trans > max_trans {
                     continue;
                 }
-                cands.push(Cand {
+                let cand = Cand {
                     trans,
                     hops: h + sh,
                     c,
                     pre_path: p,
                     pre_len: len,
-                    suf_off: k,
-                });
+                    suf_off: *k,
+                };
+                if visit(self, &cand) {
+                    hit = true;
+                    break 'all;
+                }
             }
         }
-        cands
+        for (k, st) in sufs {
+            self.suf_cache.insert((e, k), st);
+        }
+        self.pre_cache.insert(s, pre);
+        hit
     }
 
     /// Sorts candidates in the order the specification ranks them.
