@@ -10,8 +10,8 @@ use routing::engines::RouteOptions;
 use routing::fault::{CheckMode, Fault, Phase, RftrConfig, Session, SessionError};
 use routing::opensm::SetOptions;
 // (sm names it through this module)
-pub(crate) use super::delta::delta_listing;
-use super::delta::delta_text;
+pub(crate) use super::delta::write_delta_json;
+use super::delta::write_delta_text;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -582,17 +582,13 @@ fn execute(p: Plan) -> Result<ExitCode> {
             (files, mirrored, completion, to_deployed)
         };
     let delta = r.delta.counts();
-    let delta_json = delta_listing(&f, r);
     files.insert(
         "delta.json".into(),
-        out.write(
-            "delta.json",
-            serde_json::to_string_pretty(&delta_json)?.as_bytes(),
-        )?,
+        out.stream("delta.json", |w| write_delta_json(&f, r, w))?,
     );
     files.insert(
         "delta.txt".into(),
-        out.write("delta.txt", delta_text(&f, r).as_bytes())?,
+        out.stream("delta.txt", |w| write_delta_text(&f, r, w))?,
     );
     let pairs_changed: u64 = r.delta.sources.len() as u64;
     let total = |pick: fn(&routing::fault::FaultReport) -> u64| -> u64 {

@@ -415,8 +415,9 @@ fn write_dir<T: mad::Transport>(
     let digest = out.write("fabric.json", fabric::io::writers::to_json(f).as_bytes())?;
     files.insert("fabric.json".into(), digest);
     if let Some(s) = live.session() {
-        let d = crate::cmd::fault::delta_listing(f, s.rftr());
-        let digest = out.write("delta.json", serde_json::to_string_pretty(&d)?.as_bytes())?;
+        let digest = out.stream("delta.json", |w| {
+            crate::cmd::fault::write_delta_json(f, s.rftr(), w)
+        })?;
         files.insert("delta.json".into(), digest);
     }
     let dead: Vec<String> = live

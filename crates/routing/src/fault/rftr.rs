@@ -416,6 +416,7 @@ impl<'f> Rftr<'f> {
             .iter()
             .map(|t| {
                 cap(&t.nodes)
+                    + cap(&t.later)
                     + cap(&t.at_start)
                     + cap(&t.at)
                     + cap(&t.later_head)

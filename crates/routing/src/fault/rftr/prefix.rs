@@ -160,7 +160,7 @@ impl<'f> Rftr<'f> {
         t[c * m1..(c + 1) * m1].fill(init);
         let tr = &self.tries[s];
         for n in tr.ending_at(c) {
-            let nd = tr.nodes[n as usize];
+            let nd = tr.node(n);
             let p = nd.minpath;
             let lo = self.paths.dead_lo[p as usize];
             if lo != NONE && lo < nd.depth as u32 {
@@ -240,8 +240,8 @@ impl<'f> Rftr<'f> {
         t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
         let tr = &self.tries[s as usize];
         alive.clear();
-        alive.resize(tr.nodes.len(), false);
-        for (i, nd) in tr.nodes.iter().enumerate() {
+        alive.resize(tr.len(), false);
+        for (i, nd) in tr.iter().enumerate() {
             let ch = nd.ch as usize;
             let p = nd.parent;
             if self.ch_dead[ch] || (p != NONE && !alive[p as usize]) {

@@ -94,21 +94,23 @@ impl<'f> Rftr<'f> {
             .static_distance(s, t)
             .map(|d| self.legal_distance(s, t).map_or(d, |l| l.max(d)));
         let own0 = unpack_suffix(self.suffix(e, 0, s));
-        // Without virtual LIDs only a candidate without a transition can be placed, and there
-        // is none where no path obeying the turn rule leads to t (known for sources where a
-        // pair found only candidates with one).
+        // There is no candidate without a transition where no path obeying the turn rule
+        // leads to t (known for sources where a pair found only candidates with one), and
+        // without virtual LIDs only a candidate without a transition can be placed.
         let lid0 = self.lmc == 0 && self.fresh.is_none();
         let want = match (lid0, self.legal_reach(s, t)) {
+            (false, Some(false)) => Want::BestWithTransition,
             (false, _) => Want::Best,
             (true, Some(false)) => Want::AnyTransition,
             (true, _) => Want::BestOrAnyTransition,
         };
+        let unreachable = matches!(want, Want::AnyTransition | Want::BestWithTransition);
         let mut tried_late = None;
         if let (true, true, Some(d0), false) = (
             self.cfg.reuse_dead_base,
             self.cfg.deviate_late,
             d0,
-            want == Want::AnyTransition,
+            unreachable,
         ) {
             if !matches!(own0, Some((h, 0, _)) if h == d0) && self.early_deviation_pays() {
                 tried_late = Some(d0);
@@ -121,7 +123,7 @@ impl<'f> Rftr<'f> {
         }
         // Otherwise the best candidate, found by one scan, usually works.
         let mut best = self.scan_best(s, e, want)?;
-        if lid0 && best.trans > 0 {
+        if best.trans > 0 {
             self.learn_legal_reach(s);
         }
         // A pair whose own base-LID walk is live, legal and as short as the best keeps it.

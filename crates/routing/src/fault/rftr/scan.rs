@@ -24,6 +24,8 @@ pub(super) enum Want {
     BestOrAnyTransition,
     /// Any candidate within the VL budget: there is none without a transition.
     AnyTransition,
+    /// The best candidate, knowing there is none without a transition.
+    BestWithTransition,
 }
 
 impl<'f> Rftr<'f> {
@@ -90,8 +92,8 @@ impl<'f> Rftr<'f> {
         };
         let mut done = false;
         // Every transition-free candidate was among the levels scanned (or there is none).
-        let mut levels_complete = want == Want::AnyTransition;
-        let any_transition = want != Want::Best;
+        let mut levels_complete = matches!(want, Want::AnyTransition | Want::BestWithTransition);
+        let any_transition = matches!(want, Want::BestOrAnyTransition | Want::AnyTransition);
         if let (Some(d0), false) = (bound, levels_complete) {
             let floor = (d0 as u64) << 32;
             within(
@@ -178,17 +180,35 @@ impl<'f> Rftr<'f> {
             done = true;
         }
         if !done && any_transition && levels_complete {
-            let mut bits = self.lid_used[e as usize];
-            while bits != 0 {
-                let k = bits.trailing_zeros();
-                bits &= bits - 1;
-                self.complete_suffixes(e, k);
-            }
+            // Suffixes computed as read: the scan usually stops after a few switches.
             for c in 0..self.f.num_switches() {
                 visit(c, &mut best_rank);
                 if best_rank >> 48 < vls {
                     break;
                 }
+            }
+            done = true;
+        }
+        let best_wanted = matches!(want, Want::Best | Want::BestWithTransition);
+        if let (false, true, true, Some(d0)) = (done, levels_complete, best_wanted, bound) {
+            // No candidate is transition-free, so one with a single transition is the best
+            // there can be, and a candidate joining at `c` is at least sdist(s, c) + sdist(c,
+            // t) long: the switches go by that sum, ascending, until the best has one
+            // transition and fewer hops than the level (at the level's hops only a lower
+            // join switch can beat it).
+            let rows = self.rows(s, t as u32, false);
+            for level in d0..=2 * self.sdist_top as u32 {
+                let floor = 1u64 << 48 | (level as u64) << 32;
+                if best_rank & HI < floor {
+                    break;
+                }
+                within(rows, level, level, usize::MAX, &mut |c, _| {
+                    if best_rank & HI == floor && c as u64 >= best_rank & 0xFFFF_FFFF {
+                        return true;
+                    }
+                    visit(c, &mut best_rank);
+                    false
+                });
             }
             done = true;
         }

@@ -2,7 +2,7 @@
 //! the sources, the packed suffix tables and keys, the LID-major copy of the LFTs and the
 //! fault-free switch distances. No RFTR state; `Rftr` owns one of each.
 
-use super::super::paths::{roomy, written_headroom, PathId, NONE};
+use super::super::paths::{roomy, PathId, NONE};
 use crate::tables::Routing;
 use fabric::SwitchIdx;
 use fabric::{ChannelId, Fabric, NO_PORT};
@@ -259,7 +259,7 @@ impl PrefixMap {
 /// the source), `depth` hops long, with VL `vl` on that hop; `minpath` is the oldest stored
 /// path that starts with it. One 16-byte record, so that appending a node or reading one
 /// touches one cache line.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct TrieNode {
     pub(super) ch: u32,
     pub(super) parent: u32,
@@ -273,7 +273,11 @@ pub(super) struct TrieNode {
 /// however many paths share it.
 #[derive(Debug, Default)]
 pub(super) struct PrefixTrie {
+    /// The nodes of the base paths, fixed once indexed (`index_ends`).
     pub(super) nodes: Vec<TrieNode>,
+    /// The nodes added after those (node `indexed + i` is `later[i]`): kept apart so that
+    /// growing them never copies the base nodes.
+    pub(super) later: Vec<TrieNode>,
     /// The first `indexed` nodes grouped by the switch they end at: those ending at switch
     /// `c` are `at[at_start[c]..at_start[c + 1]]`.
     pub(super) at_start: Vec<u32>,
@@ -294,29 +298,59 @@ pub(super) struct PrefixTrie {
 /// Copies keep room to grow (see `PathStore`'s `Clone`).
 impl Clone for PrefixTrie {
     fn clone(&self) -> Self {
-        PrefixTrie {
-            nodes: roomy(&self.nodes),
+        let mut t = PrefixTrie {
+            nodes: self.nodes.clone(),
+            later: roomy(&self.later),
             at_start: self.at_start.clone(),
             at: self.at.clone(),
             indexed: self.indexed,
             subtree_end: self.subtree_end.clone(),
             later_head: self.later_head.clone(),
             later_next: roomy(&self.later_next),
+        };
+        if self.later.is_empty() {
+            t.headroom();
         }
+        t
     }
 }
 
 impl PrefixTrie {
+    /// Appends a node of the base paths (before `index_ends`).
     pub(super) fn push(&mut self, ch: u32, parent: u32, depth: u32, vl: u8, path: u32) -> u32 {
+        debug_assert!(self.later.is_empty(), "a base node after the index");
+        self.nodes.push(Self::make(ch, parent, depth, vl, path));
+        (self.nodes.len() - 1) as u32
+    }
+
+    fn make(ch: u32, parent: u32, depth: u32, vl: u8, path: u32) -> TrieNode {
         debug_assert!(depth <= u16::MAX as u32, "a path longer than 65,535 hops");
-        self.nodes.push(TrieNode {
+        TrieNode {
             ch,
             parent,
             minpath: path,
             depth: depth as u16,
             vl,
-        });
-        (self.nodes.len() - 1) as u32
+        }
+    }
+
+    /// Node `n`.
+    #[inline]
+    pub(super) fn node(&self, n: u32) -> TrieNode {
+        match n.checked_sub(self.indexed) {
+            Some(i) => self.later[i as usize],
+            None => self.nodes[n as usize],
+        }
+    }
+
+    /// How many nodes there are.
+    pub(super) fn len(&self) -> usize {
+        self.indexed as usize + self.later.len()
+    }
+
+    /// Every node, parents before children.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &TrieNode> + '_ {
+        self.nodes.iter().chain(&self.later)
     }
     /// Groups the nodes so far by the switch they end at (`ch_dst_sw`: a channel's far switch).
     pub(super) fn index_ends(&mut self, ch_dst_sw: &[u32], ns: usize) {
@@ -337,6 +371,7 @@ impl PrefixTrie {
         self.at_start = start;
         self.at = at;
         self.indexed = self.nodes.len() as u32;
+        self.later.clear();
         self.later_head = vec![NONE; ns];
         self.later_next.clear();
         // A subtree ends at the next node no deeper than its root.
@@ -390,11 +425,19 @@ impl PrefixTrie {
         self.indexed_ending_at(c).iter().copied().chain(later)
     }
 
-    /// Room for a quarter more nodes (at most 4,096), written now (`written_headroom`):
+    /// Room for a quarter more nodes (at most 4,096), written now (see `written_headroom`):
     /// repairs append a chain per new path.
     pub(super) fn headroom(&mut self) {
         let extra = (self.nodes.len() / 4).min(4096) + 64;
-        written_headroom(&mut self.nodes, extra);
+        let n = self.later.len();
+        self.later.reserve_exact(extra);
+        self.later
+            .resize(self.later.capacity(), TrieNode::default());
+        self.later.truncate(n);
+        let n = self.later_next.len();
+        self.later_next.reserve_exact(extra);
+        self.later_next.resize(self.later_next.capacity(), NONE);
+        self.later_next.truncate(n);
     }
 
     /// Appends a path as a fresh chain of nodes, listed by the switch each ends at
@@ -407,13 +450,15 @@ impl PrefixTrie {
         ch_dst_sw: &[u32],
     ) {
         debug_assert_eq!(
-            self.later_next.len() + self.indexed as usize,
-            self.nodes.len(),
+            self.later_next.len(),
+            self.later.len(),
             "a chain added to a trie not indexed"
         );
         let mut parent = NONE;
         for (i, (&c, &v)) in hops.iter().zip(vls).enumerate() {
-            parent = self.push(c.0, parent, i as u32 + 1, v, path);
+            self.later
+                .push(Self::make(c.0, parent, i as u32 + 1, v, path));
+            parent = self.len() as u32 - 1;
             let head = &mut self.later_head[ch_dst_sw[c.idx()] as usize];
             self.later_next.push(*head);
             *head = parent;

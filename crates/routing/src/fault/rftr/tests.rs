@@ -83,6 +83,8 @@ fn candidate_scan_equals_the_sorted_candidate_list() {
                 let t = r.end_sw[e as usize];
                 if r.legal_reach(s, t) == Some(false) {
                     assert!(all.iter().all(|c| c.trans > 0), "{spec}: {s} to end {e}");
+                    let with = r.scan_best(s, e, Want::BestWithTransition);
+                    assert_eq!(with.map(|c| (c.trans, c.hops, c.c)), slow, "{spec}");
                     let any = r.scan_best(s, e, Want::AnyTransition);
                     assert_eq!(any.is_some(), slow.is_some(), "{spec}: {s} to end {e}");
                     assert!(listed(any), "{spec}: {s} to end {e}");
