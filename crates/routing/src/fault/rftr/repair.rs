@@ -171,14 +171,24 @@ impl<'f> Rftr<'f> {
         if self.lmc == 0 && self.fresh.is_none() {
             return self.fallback_base_lid_only(slot, s, e, &mut cands, hops, vls);
         }
-        Self::sort_candidates(&mut cands);
-        // Pass 0: an SL already in use; pass 1: open a new SL.
+        // Pass 0: an SL already in use; pass 1: open a new SL. The list is put in order only
+        // as far as the first pass gets: a few candidates usually settle it, and the list
+        // runs to thousands.
+        let head = Self::sort_front(&mut cands, 16);
+        let mut sorted = head;
         for pass in 0..2 {
-            for cand in &cands {
-                if self.doomed(s, e, cand, pass == 1) {
+            let mut i = 0;
+            while i < cands.len() {
+                if i == sorted {
+                    Self::sort_candidates(&mut cands[sorted..]);
+                    sorted = cands.len();
+                }
+                let cand = cands[i];
+                i += 1;
+                if self.doomed(s, e, &cand, pass == 1) {
                     continue;
                 }
-                if let Some(tr) = self.try_candidate(slot, s, e, cand, pass == 1, hops, vls) {
+                if let Some(tr) = self.try_candidate(slot, s, e, &cand, pass == 1, hops, vls) {
                     return Some(tr);
                 }
             }

@@ -314,7 +314,6 @@ impl<'f> Rftr<'f> {
         e: u32,
         mut visit: impl FnMut(&mut Self, &Cand) -> bool,
     ) -> bool {
-        let f = self.f;
         let t = self.end_sw[e as usize];
         let max_trans = self.cfg.vls - 1;
         // The prefix map and the suffix tables leave their caches while `visit` holds the
@@ -327,15 +326,16 @@ impl<'f> Rftr<'f> {
             .filter(|&k| self.lid_used[e as usize] >> k & 1 == 1)
             .map(|k| (k, self.suf_cache.remove(&(e, k)).expect("prepared")))
             .collect();
-        // The empty prefix at the source, then the best prefix per input channel.
-        let entries = std::iter::once((s, NONE, (0u8, 0u32, NONE, 0u32))).chain(
-            pre.touched.iter().map(|&ch| {
-                let c = f.dst_switch(ChannelId(ch)).map_or(NONE, |s| s.0);
-                (c, ch, pre.best[ch as usize])
-            }),
-        );
         let mut hit = false;
-        'all: for (c, inch, (vl, h, p, len)) in entries {
+        // The empty prefix at the source, then the best prefix per input channel.
+        'all: for i in 0..=pre.touched.len() {
+            let (c, inch, (vl, h, p, len)) = match i.checked_sub(1) {
+                None => (s, NONE, (0u8, 0u32, NONE, 0u32)),
+                Some(j) => {
+                    let ch = pre.touched[j];
+                    (self.ch_dst_sw[ch as usize], ch, pre.best[ch as usize])
+                }
+            };
             if c == t {
                 let cand = Cand {
                     trans: vl,
@@ -388,8 +388,25 @@ impl<'f> Rftr<'f> {
 
     /// Sorts candidates in the order the specification ranks them.
     pub(super) fn sort_candidates(cands: &mut [Cand]) {
-        let key = |c: &Cand| (c.trans, c.hops, c.c, c.suf_off, c.pre_path, c.pre_len);
-        cands.sort_unstable_by_key(key);
+        cands.sort_unstable_by_key(Self::rank_key);
+    }
+
+    /// The order of [`Rftr::sort_candidates`] (no two candidates of a list share a key: the
+    /// last hop of a prefix is its input channel).
+    fn rank_key(c: &Cand) -> (u8, u32, u32, u32, u32, u32) {
+        (c.trans, c.hops, c.c, c.suf_off, c.pre_path, c.pre_len)
+    }
+
+    /// Puts the first `k` candidates of the order in front, sorted, the rest behind them
+    /// unsorted; returns how many are in place.
+    pub(super) fn sort_front(cands: &mut [Cand], k: usize) -> usize {
+        if cands.len() <= k {
+            Self::sort_candidates(cands);
+            return cands.len();
+        }
+        cands.select_nth_unstable_by_key(k, Self::rank_key);
+        Self::sort_candidates(&mut cands[..k]);
+        k
     }
 
     /// A transition-free candidate of `hops` hops that follows the pair's own broken path as
