@@ -167,30 +167,32 @@ impl<'f> Rftr<'f> {
             return None;
         }
         // Otherwise every candidate in order.
-        let mut cands = self.candidates(s, e);
         if self.lmc == 0 && self.fresh.is_none() {
+            let mut cands = self.candidates(s, e);
             return self.fallback_base_lid_only(slot, s, e, &mut cands, hops, vls);
         }
-        // Pass 0: an SL already in use; pass 1: open a new SL. The list is put in order only
-        // as far as the first pass gets: a few candidates usually settle it, and the list
-        // runs to thousands.
-        let head = Self::sort_front(&mut cands, 16);
-        let mut sorted = head;
-        for pass in 0..2 {
-            let mut i = 0;
-            while i < cands.len() {
-                if i == sorted {
-                    Self::sort_candidates(&mut cands[sorted..]);
-                    sorted = cands.len();
-                }
-                let cand = cands[i];
-                i += 1;
-                if self.doomed(s, e, &cand, pass == 1) {
-                    continue;
-                }
-                if let Some(tr) = self.try_candidate(slot, s, e, &cand, pass == 1, hops, vls) {
-                    return Some(tr);
-                }
+        // Pass 0: an SL already in use; pass 1: open a new SL. The first pass builds the
+        // list only as far as it reads it (a few candidates usually settle the pair); the
+        // second reads what the first saw, the whole list.
+        let mut seen = Vec::new();
+        let mut found = None;
+        self.each_candidate_in_order(s, e, best.trans, |me, cand| {
+            seen.push(*cand);
+            if me.doomed(s, e, cand, false) {
+                return false;
+            }
+            found = me.try_candidate(slot, s, e, cand, false, hops, vls);
+            found.is_some()
+        });
+        if found.is_some() {
+            return found;
+        }
+        for cand in &seen {
+            if self.doomed(s, e, cand, true) {
+                continue;
+            }
+            if let Some(tr) = self.try_candidate(slot, s, e, cand, true, hops, vls) {
+                return Some(tr);
             }
         }
         None

@@ -305,6 +305,148 @@ impl<'f> Rftr<'f> {
         cands
     }
 
+    /// Calls `visit` on the candidates of [`Rftr::candidates`] in the order
+    /// [`Rftr::sort_candidates`] gives them, until it returns true; whether it did. The list
+    /// is built only as far as it is read: a candidate joining at `c` has at least sdist(s,
+    /// c) + sdist(c, t) hops, so per number of transitions the join switches go by that sum,
+    /// and a candidate found is read once no switch of a later sum can rank before it.
+    /// Without the fault-free distances, the whole list, sorted. `min_tier`: no candidate
+    /// has fewer transitions. The caches stay in place while `visit` runs (it may commit a
+    /// path).
+    pub(super) fn each_candidate_in_order(
+        &mut self,
+        s: u32,
+        e: u32,
+        min_tier: u8,
+        mut visit: impl FnMut(&mut Self, &Cand) -> bool,
+    ) -> bool {
+        use std::cmp::Reverse;
+        let t = self.end_sw[e as usize];
+        // Distances of 126 hops or more may be cut off (`FAR`): the whole list then.
+        let d0 = self
+            .static_distance(s, t)
+            .filter(|_| self.sdist_top < FAR - 1);
+        let Some(d0) = d0 else {
+            let mut all = self.candidates(s, e);
+            Self::sort_candidates(&mut all);
+            return all.iter().any(|c| visit(self, c));
+        };
+        if !self.pre_cache.contains_key(&s) {
+            let m = self.prefixes(s);
+            self.pre_cache.insert(s, m);
+        }
+        let last = 2 * self.sdist_top as u32;
+        // Candidates of the fewest transitions go through the heap as the levels come;
+        // the others wait, and are read sorted once every level is seen.
+        let (mut members, mut pool, mut more) = (Vec::new(), Vec::new(), Vec::new());
+        let mut heap = std::collections::BinaryHeap::new();
+        for level in d0..=last + 1 {
+            if level <= last {
+                members.clear();
+                within(
+                    self.rows(s, t, false),
+                    level,
+                    level,
+                    usize::MAX,
+                    &mut |c, _| {
+                        members.push(c as u32);
+                        false
+                    },
+                );
+                let from = pool.len();
+                self.candidates_at(s, e, &members, min_tier, &mut pool);
+                let mut i = from;
+                while i < pool.len() {
+                    if pool[i].trans == min_tier {
+                        heap.push(Reverse((Self::rank_key(&pool[i]), i as u32)));
+                        i += 1;
+                    } else {
+                        more.push(pool.swap_remove(i));
+                    }
+                }
+            }
+            while let Some(&Reverse((key, i))) = heap.peek() {
+                if level <= last && key.1 > level {
+                    break;
+                }
+                heap.pop();
+                let cand = pool[i as usize];
+                if visit(self, &cand) {
+                    return true;
+                }
+            }
+        }
+        Self::sort_candidates(&mut more);
+        more.iter().any(|c| visit(self, c))
+    }
+
+    /// Appends to `out` the candidates for (s, e) joining at the switches `at` with at least
+    /// `min_tier` transitions (those [`Rftr::each_candidate`] lists there).
+    fn candidates_at(&self, s: u32, e: u32, at: &[u32], min_tier: u8, out: &mut Vec<Cand>) {
+        let t = self.end_sw[e as usize];
+        let max_trans = self.cfg.vls - 1;
+        let pre = &self.pre_cache[&s];
+        let mut at_hand: [Option<&SuffixTable>; 8] = [None; 8];
+        for (k, slot) in at_hand.iter_mut().enumerate() {
+            if self.lid_used[e as usize] >> k & 1 == 1 {
+                *slot = self.suf_cache.get(&(e, k as u32));
+            }
+        }
+        let table = |k: u32| match at_hand.get(k as usize) {
+            Some(&Some(st)) => st,
+            _ => &self.suf_cache[&(e, k)],
+        };
+        for &c in at {
+            let here = (c == s).then_some((NONE, (0u8, 0u32, NONE, 0u32)));
+            let into = self.f.switch_links(SwitchIdx(c)).iter().filter_map(|o| {
+                let ch = o.reverse().0;
+                let b = pre.best[ch as usize];
+                (b.1 != 0).then_some((ch, b))
+            });
+            for (inch, (vl, h, p, len)) in here.into_iter().chain(into) {
+                if c == t {
+                    if vl >= min_tier {
+                        out.push(Cand {
+                            trans: vl,
+                            hops: h,
+                            c,
+                            pre_path: p,
+                            pre_len: len,
+                            suf_off: NONE,
+                        });
+                    }
+                    continue;
+                }
+                let mut bits = self.lid_used[e as usize];
+                while bits != 0 {
+                    let k = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    let Some((sh, st, first)) = unpack_suffix(self.suffix_in(table(k), e, k, c))
+                    else {
+                        continue;
+                    };
+                    let ill = if inch != NONE {
+                        self.pen_class(self.ch_class[inch as usize], first)
+                    } else {
+                        0
+                    };
+                    let trans = vl + ill + st;
+                    if trans > max_trans || trans < min_tier {
+                        continue;
+                    }
+                    out.push(Cand {
+                        trans,
+                        hops: h + sh,
+                        c,
+                        pre_path: p,
+                        pre_len: len,
+                        suf_off: k,
+                    });
+                }
+            }
+        }
+    }
+
     /// Calls `visit` on the candidates of [`Rftr::candidates`], in the same order (the empty
     /// prefix at the source, then the best prefix per input channel, per LID offset in use),
     /// until it returns true; whether it did. Suffixes are computed as they are read.
@@ -393,20 +535,8 @@ impl<'f> Rftr<'f> {
 
     /// The order of [`Rftr::sort_candidates`] (no two candidates of a list share a key: the
     /// last hop of a prefix is its input channel).
-    fn rank_key(c: &Cand) -> (u8, u32, u32, u32, u32, u32) {
+    pub(super) fn rank_key(c: &Cand) -> (u8, u32, u32, u32, u32, u32) {
         (c.trans, c.hops, c.c, c.suf_off, c.pre_path, c.pre_len)
-    }
-
-    /// Puts the first `k` candidates of the order in front, sorted, the rest behind them
-    /// unsorted; returns how many are in place.
-    pub(super) fn sort_front(cands: &mut [Cand], k: usize) -> usize {
-        if cands.len() <= k {
-            Self::sort_candidates(cands);
-            return cands.len();
-        }
-        cands.select_nth_unstable_by_key(k, Self::rank_key);
-        Self::sort_candidates(&mut cands[..k]);
-        k
     }
 
     /// A transition-free candidate of `hops` hops that follows the pair's own broken path as

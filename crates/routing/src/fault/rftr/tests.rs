@@ -28,7 +28,7 @@ fn start<'f>(f: &'f Fabric, vls: u8) -> Rftr<'f> {
 /// destination's switch is often already as short as the fault-free distance.
 #[test]
 fn candidate_scan_equals_the_sorted_candidate_list() {
-    let (mut checked, mut unreachable) = (0, 0);
+    let (mut checked, mut unreachable, mut listed_in_order) = (0, 0, 0);
     for (spec, vls) in [
         ("torus 4x4 hcas=1 lmc=2", 2),
         ("torus 3x3x3 hcas=1 lmc=2", 2),
@@ -63,6 +63,16 @@ fn candidate_scan_equals_the_sorted_candidate_list() {
                 assert!(all.iter().all(|c| c.trans < vls), "{spec}");
                 let slow = all.first().map(|c| (c.trans, c.hops, c.c));
                 assert_eq!(fast, slow, "{spec}: link {l:?}, switch {s} to end {e}");
+                // The list read in order as it is built: the sorted list, whole.
+                let mut lazy = Vec::new();
+                let least = all.first().map_or(0, |c| c.trans);
+                r.each_candidate_in_order(s, e, least, |_, c| {
+                    lazy.push(Rftr::rank_key(c));
+                    false
+                });
+                let sorted: Vec<_> = all.iter().map(Rftr::rank_key).collect();
+                assert_eq!(lazy, sorted, "{spec}: link {l:?}, switch {s} to end {e}");
+                listed_in_order += sorted.len();
                 // The scans that may stop at any candidate with a transition: the best when
                 // it has none, else one of the list; none without a transition where no
                 // path obeying the turn rule leads to the destination's switch.
@@ -99,6 +109,10 @@ fn candidate_scan_equals_the_sorted_candidate_list() {
     assert!(
         unreachable > 10,
         "only {unreachable} pairs without a legal path"
+    );
+    assert!(
+        listed_in_order > 1000,
+        "only {listed_in_order} candidates read in order"
     );
 }
 
