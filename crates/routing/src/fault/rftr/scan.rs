@@ -28,7 +28,39 @@ pub(super) enum Want {
     BestWithTransition,
 }
 
+/// The suffix tables of one end's LID offsets in use, the first eight looked up once: a scan
+/// reads them for hundreds of join switches.
+struct SuffixTables<'a> {
+    first: [Option<&'a SuffixTable>; 8],
+    all: &'a FxHashMap<(u32, u32), SuffixTable>,
+    e: u32,
+}
+
+impl<'a> SuffixTables<'a> {
+    fn get(&self, k: u32) -> &'a SuffixTable {
+        match self.first.get(k as usize) {
+            Some(&Some(st)) => st,
+            _ => &self.all[&(self.e, k)],
+        }
+    }
+}
+
 impl<'f> Rftr<'f> {
+    /// The suffix tables of end `e` ([`SuffixTables`]).
+    fn suffix_tables(&self, e: u32) -> SuffixTables<'_> {
+        let mut first = [None; 8];
+        for (k, slot) in first.iter_mut().enumerate() {
+            if self.lid_used[e as usize] >> k & 1 == 1 {
+                *slot = self.suf_cache.get(&(e, k as u32));
+            }
+        }
+        SuffixTables {
+            first,
+            all: &self.suf_cache,
+            e,
+        }
+    }
+
     /// The best candidate for (s, t = switch of e) by one scan over join switches per LID
     /// offset in use, or None when none fits the VL budget. Same choice as sorting every
     /// candidate by (transitions, hops, join switch, offset, prefix path). `bound`: a lower
@@ -55,22 +87,12 @@ impl<'f> Rftr<'f> {
         // `LegalDistances`; lb alone can be lower, where the two shortest legal paths meet
         // in a forbidden turn). So the scan goes level by level, ascending within each:
         // first the switches on fault-free shortest routes (`bound`, from `sdist`), then by
-        // max(lb, legal(s, t)) up to the best's hops. Before a level, a transition-free best of fewer hops ends
-        // the scan; within one, once the best is transition-free with the level's hops, only
-        // a lower join switch can beat it. Every switch is scanned when the best needs a
-        // transition or there is no bound.
-        // The suffix tables of the first offsets in use, looked up once (`visit` runs for
-        // hundreds of join switches per scan).
-        let mut at_hand: [Option<&SuffixTable>; 8] = [None; 8];
-        for (k, slot) in at_hand.iter_mut().enumerate() {
-            if self.lid_used[e as usize] >> k & 1 == 1 {
-                *slot = self.suf_cache.get(&(e, k as u32));
-            }
-        }
-        let table = |k: u32| match at_hand.get(k as usize) {
-            Some(&Some(st)) => st,
-            _ => &self.suf_cache[&(e, k)],
-        };
+        // max(lb, legal(s, t)) up to the best's hops. Before a level, a transition-free best
+        // of fewer hops ends the scan; within one, once the best is transition-free with the
+        // level's hops, only a lower join switch can beat it. Every switch is scanned when
+        // the best needs a transition or there is no bound.
+        let tables = self.suffix_tables(e);
+        let table = |k: u32| tables.get(k);
         let mut visit = |c: usize, best_rank: &mut u64| {
             let mut bits = self.lid_used[e as usize];
             while bits != 0 {
@@ -386,16 +408,8 @@ impl<'f> Rftr<'f> {
         let t = self.end_sw[e as usize];
         let max_trans = self.cfg.vls - 1;
         let pre = &self.pre_cache[&s];
-        let mut at_hand: [Option<&SuffixTable>; 8] = [None; 8];
-        for (k, slot) in at_hand.iter_mut().enumerate() {
-            if self.lid_used[e as usize] >> k & 1 == 1 {
-                *slot = self.suf_cache.get(&(e, k as u32));
-            }
-        }
-        let table = |k: u32| match at_hand.get(k as usize) {
-            Some(&Some(st)) => st,
-            _ => &self.suf_cache[&(e, k)],
-        };
+        let tables = self.suffix_tables(e);
+        let table = |k: u32| tables.get(k);
         for &c in at {
             let here = (c == s).then_some((NONE, (0u8, 0u32, NONE, 0u32)));
             let into = self.f.switch_links(SwitchIdx(c)).iter().filter_map(|o| {
