@@ -96,14 +96,7 @@ impl Serialize for Listing<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let (f, d) = (self.f, self.d);
-        // Switches with a changed entry, ascending (the map is ordered by switch, then LID).
-        let mut touched: Vec<u32> = d
-            .lft
-            .iter()
-            .filter(|(_, (o, n))| o != n)
-            .map(|(&(s, _), _)| s)
-            .collect();
-        touched.dedup();
+        let touched = d.touched_switches();
         let name = |e: u32| f.node(f.port(f.end_ports[e as usize]).node).name.as_str();
         let mut m = ser.serialize_map(Some(3))?;
         m.serialize_entry(

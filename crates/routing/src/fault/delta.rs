@@ -48,8 +48,12 @@ impl Delta {
         blocks.dedup();
         blocks.len()
     }
-    /// Switches with at least one changed LFT entry.
+    /// How many switches have at least one changed LFT entry.
     pub fn switches_touched(&self) -> usize {
+        self.touched_switches().len()
+    }
+    /// The switches with at least one changed LFT entry, ascending.
+    pub fn touched_switches(&self) -> Vec<u32> {
         let mut s: Vec<u32> = self
             .lft
             .iter()
@@ -57,7 +61,7 @@ impl Delta {
             .map(|(&(sw, _), _)| sw)
             .collect();
         s.dedup();
-        s.len()
+        s
     }
     pub fn sl2vl_entries(&self) -> usize {
         self.sl2vl.values().filter(|(o, n)| o != n).count()
