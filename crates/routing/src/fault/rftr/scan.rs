@@ -353,10 +353,7 @@ impl<'f> Rftr<'f> {
             Self::sort_candidates(&mut all);
             return all.iter().any(|c| visit(self, c));
         };
-        if !self.pre_cache.contains_key(&s) {
-            let m = self.prefixes(s);
-            self.pre_cache.insert(s, m);
-        }
+        self.fill_prefix_map(s);
         let last = 2 * self.sdist_top as u32;
         // Candidates of the fewest transitions go through the heap as the levels come;
         // the others wait, and are read sorted once every level is seen.
@@ -403,7 +400,9 @@ impl<'f> Rftr<'f> {
     }
 
     /// Appends to `out` the candidates for (s, e) joining at the switches `at` with at least
-    /// `min_tier` transitions (those [`Rftr::each_candidate`] lists there).
+    /// `min_tier` transitions: the empty prefix where `c` is the source, else the best prefix
+    /// per input channel into `c`, joined to the suffix of every LID offset in use (or none
+    /// at the destination's switch). Needs the prefix map (`fill_prefix_map`).
     fn candidates_at(&self, s: u32, e: u32, at: &[u32], min_tier: u8, out: &mut Vec<Cand>) {
         let t = self.end_sw[e as usize];
         let max_trans = self.cfg.vls - 1;
@@ -461,85 +460,39 @@ impl<'f> Rftr<'f> {
         }
     }
 
-    /// Calls `visit` on the candidates of [`Rftr::candidates`], in the same order (the empty
-    /// prefix at the source, then the best prefix per input channel, per LID offset in use),
-    /// until it returns true; whether it did. Suffixes are computed as they are read.
+    /// Calls `visit` on the candidates of [`Rftr::candidates`] (join switches ascending,
+    /// built 64 switches at a time), until it returns true; whether it did. Suffixes are
+    /// computed as they are read.
     pub(super) fn each_candidate(
         &mut self,
         s: u32,
         e: u32,
         mut visit: impl FnMut(&mut Self, &Cand) -> bool,
     ) -> bool {
-        let t = self.end_sw[e as usize];
-        let max_trans = self.cfg.vls - 1;
-        // The prefix map and the suffix tables leave their caches while `visit` holds the
-        // state (nothing it may call reads them there).
-        let pre = match self.pre_cache.remove(&s) {
-            Some(m) => m,
-            None => self.prefixes(s),
-        };
-        let sufs: Vec<(u32, SuffixTable)> = (0..128u32)
-            .filter(|&k| self.lid_used[e as usize] >> k & 1 == 1)
-            .map(|k| (k, self.suf_cache.remove(&(e, k)).expect("prepared")))
-            .collect();
-        let mut hit = false;
-        // The empty prefix at the source, then the best prefix per input channel.
-        'all: for i in 0..=pre.touched.len() {
-            let (c, inch, (vl, h, p, len)) = match i.checked_sub(1) {
-                None => (s, NONE, (0u8, 0u32, NONE, 0u32)),
-                Some(j) => {
-                    let ch = pre.touched[j];
-                    (self.ch_dst_sw[ch as usize], ch, pre.best[ch as usize])
-                }
-            };
-            if c == t {
-                let cand = Cand {
-                    trans: vl,
-                    hops: h,
-                    c,
-                    pre_path: p,
-                    pre_len: len,
-                    suf_off: NONE,
-                };
-                if visit(self, &cand) {
-                    hit = true;
-                    break;
-                }
-                continue;
+        self.fill_prefix_map(s);
+        let ns = self.f.num_switches() as u32;
+        let mut buf = Vec::new();
+        let mut at = [0u32; 64];
+        for lo in (0..ns).step_by(64) {
+            let n = (ns - lo).min(64) as usize;
+            for (i, c) in at[..n].iter_mut().enumerate() {
+                *c = lo + i as u32;
             }
-            for (k, suf) in &sufs {
-                let Some((sh, st, first)) = unpack_suffix(self.suffix_in(suf, e, *k, c)) else {
-                    continue;
-                };
-                // Legality depends only on the classes (the `TurnRule` invariant).
-                let ill = if inch != NONE {
-                    self.pen_class(self.ch_class[inch as usize], first)
-                } else {
-                    0
-                };
-                let trans = vl + ill + st;
-                if trans > max_trans {
-                    continue;
-                }
-                let cand = Cand {
-                    trans,
-                    hops: h + sh,
-                    c,
-                    pre_path: p,
-                    pre_len: len,
-                    suf_off: *k,
-                };
-                if visit(self, &cand) {
-                    hit = true;
-                    break 'all;
-                }
+            buf.clear();
+            self.candidates_at(s, e, &at[..n], 0, &mut buf);
+            if buf.iter().any(|c| visit(self, c)) {
+                return true;
             }
         }
-        for (k, st) in sufs {
-            self.suf_cache.insert((e, k), st);
+        false
+    }
+
+    /// Builds source `s`'s per-input-channel prefix map for this fault, unless there.
+    fn fill_prefix_map(&mut self, s: u32) {
+        if !self.pre_cache.contains_key(&s) {
+            let m = self.prefixes(s);
+            self.pre_cache.insert(s, m);
         }
-        self.pre_cache.insert(s, pre);
-        hit
     }
 
     /// Sorts candidates in the order the specification ranks them.
