@@ -299,8 +299,11 @@ pub struct Rftr<'f> {
     /// The near-failure deviation tried before the scan, at the least length: how often it
     /// was considered, tried, and found the path (`Rftr::early_deviation_pays`).
     early_deviation: EarlyDeviation,
-    /// Per destination switch: hops from every switch over live links (valid during one
-    /// `apply`), and their buffers for reuse.
+    /// The channels into every (switch, class), for the search below (shared by clones).
+    in_links: Arc<InLinks>,
+    /// Per destination switch: hops to it from every (switch, class of the channel in) over
+    /// the live links, obeying the turn rule (`Rftr::learn_live_legal_states`; valid during
+    /// one `apply`), and their buffers for reuse.
     dist: FxHashMap<u32, Vec<u32>>,
     dist_pool: Vec<Vec<u32>>,
     /// Per source switch, once a pair from it found only candidates with a transition: the

@@ -64,16 +64,17 @@ impl<'f> Rftr<'f> {
         self.lid_short = false;
         let s = self.slot_switch[slot as usize];
         // A pair whose base-LID walk is live again (through entries an earlier repair of
-        // this destination rewrote), legal, and as short as the live fabric or the turn rule
-        // allows keeps it: no transition-free candidate is shorter, and the walk is itself
-        // one, so the scan below would choose it too. Most pairs behind a repaired switch end here, without the
-        // scan or their source's prefix table.
+        // this destination rewrote), legal, and as short as a walk obeying the turn rule
+        // over the live links can be keeps it: no transition-free candidate is shorter, and
+        // the walk is itself one, so the scan below would choose it too. Most pairs behind a
+        // repaired switch end here, without the scan or their source's prefix table. (The
+        // fault-free distances bound that walk from below and need no search.)
         if self.cfg.reuse_dead_base {
             if let Some((h, 0, _)) = unpack_suffix(self.suffix(e, 0, s)) {
                 let t = self.end_sw[e as usize];
                 if self.static_distance(s, t) == Some(h)
                     || self.legal_distance(s, t) == Some(h)
-                    || self.live_distances(t)[s as usize] == h
+                    || self.live_legal_distance(s, t) == h
                 {
                     let keep = Cand::base_walk(s, h);
                     if let Some(tr) = self.try_candidate(slot, s, e, &keep, false, hops, vls) {

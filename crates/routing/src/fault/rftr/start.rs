@@ -222,6 +222,7 @@ impl<'f> Rftr<'f> {
             legal: Arc::default(),
             deviation_scratch: (Vec::new(), Vec::new()),
             early_deviation: EarlyDeviation::default(),
+            in_links: Arc::default(),
             dist: FxHashMap::default(),
             dist_pool: Vec::new(),
             legal_reach: FxHashMap::default(),
@@ -249,6 +250,7 @@ impl<'f> Rftr<'f> {
             .unwrap_or(0);
         let legal = LegalDistances::new(f, &me.ch_dst_sw, &me.ch_class, &me.pen, me.ncls);
         me.legal = Arc::new(legal);
+        me.in_links = Arc::new(InLinks::new(f, &me.ch_dst_sw, &me.ch_class, me.ncls));
         me.reserve_base_paths()?;
         me.store_base_paths()?;
         me.paths.index_base();

@@ -137,6 +137,58 @@ impl LegalDistances {
     }
 }
 
+/// The inter-switch channels into every (switch, class of the channel), for searches that
+/// go backwards from a destination: `of(w, b)` lists (switch v, channel v -> w) for the
+/// channels of class b into w. Built once from the fabric (dead or alive).
+#[derive(Debug, Default)]
+pub(super) struct InLinks {
+    start: Vec<u32>,
+    from: Vec<(u32, ChannelId)>,
+    classes: usize,
+}
+
+impl InLinks {
+    pub(super) fn new(f: &Fabric, ch_dst_sw: &[u32], ch_class: &[u8], classes: usize) -> Self {
+        let ns = f.num_switches();
+        let key = |w: usize, c: ChannelId| w * classes + ch_class[c.reverse().idx()] as usize;
+        let mut start = vec![0u32; ns * classes + 1];
+        for w in 0..ns {
+            for &c in f.switch_links(SwitchIdx(w as u32)) {
+                if ch_dst_sw[c.idx()] != NONE {
+                    start[key(w, c) + 1] += 1;
+                }
+            }
+        }
+        for k in 0..ns * classes {
+            start[k + 1] += start[k];
+        }
+        let mut at = start.clone();
+        let mut from = vec![(0, ChannelId(0)); start[ns * classes] as usize];
+        for w in 0..ns {
+            for &c in f.switch_links(SwitchIdx(w as u32)) {
+                let v = ch_dst_sw[c.idx()];
+                if v != NONE {
+                    let k = key(w, c);
+                    from[at[k] as usize] = (v, c.reverse());
+                    at[k] += 1;
+                }
+            }
+        }
+        InLinks {
+            start,
+            from,
+            classes,
+        }
+    }
+
+    /// (switch v, channel v -> w) for the channels of class `b` into switch `w`.
+    #[inline]
+    pub(super) fn of(&self, w: usize, b: usize) -> &[(u32, ChannelId)] {
+        let k = w * self.classes + b;
+        &self.from[self.start[k] as usize..self.start[k + 1] as usize]
+    }
+}
+
 /// Bit `i` set when `lo <= a[i] + b[i] <= lo + span` (at most 64 entries, each at most
 /// `FAR`, so the sum fits a byte; below `lo` it wraps above `lo + span`).
 pub(super) fn range_mask(a: &[u8], b: &[u8], lo: u8, span: u8) -> u64 {

@@ -164,6 +164,87 @@ fn legal_reach_equals_a_search_over_paths() {
     }
 }
 
+/// The distances of the keep check (`live_legal_distance`, a search backwards from the
+/// destination over (switch, class)) are those of a search forwards from the source over
+/// (switch, channel taken into it) that asks the turn rule of each pair of channels, on the
+/// live links after each fault; somewhere the turn rule and somewhere the faults make them
+/// longer than the plain live and the fault-free turn-rule distances.
+#[test]
+fn live_legal_distances_equal_a_forward_search() {
+    for spec in [
+        "torus 4x4 hcas=1",
+        "mesh 4x3 hcas=1",
+        "ktree 4 2",
+        "torus 3x3x3 hcas=1",
+    ] {
+        let f = super::super::test_fabric(spec);
+        let links = super::super::sweep::switch_links(&f);
+        let mut r = start(&f, 2);
+        let (ns, nch) = (f.num_switches(), f.links.len() * 2);
+        let (mut by_rule, mut by_fault) = (0, 0);
+        for &l in links.iter().step_by(4).take(3) {
+            r.apply(Fault::Link(l));
+            for s in 0..ns as u32 {
+                // Breadth-first over channels: dist[c] = hops of the shortest legal walk
+                // from s whose last hop is c.
+                let mut dist = vec![u32::MAX; nch];
+                let mut queue: Vec<ChannelId> = Vec::new();
+                let mut to = vec![u32::MAX; ns];
+                to[s as usize] = 0;
+                let mut plain = vec![u32::MAX; ns];
+                plain[s as usize] = 0;
+                for &c in f.switch_links(SwitchIdx(s)) {
+                    if r.ch_dst_sw[c.idx()] != NONE && !r.ch_dead[c.idx()] {
+                        dist[c.idx()] = 1;
+                        queue.push(c);
+                    }
+                }
+                let mut at = 0;
+                while at < queue.len() {
+                    let c = queue[at];
+                    at += 1;
+                    let v = r.ch_dst_sw[c.idx()];
+                    to[v as usize] = to[v as usize].min(dist[c.idx()]);
+                    for &n in f.switch_links(SwitchIdx(v)) {
+                        if r.ch_dst_sw[n.idx()] == NONE || r.ch_dead[n.idx()] {
+                            continue;
+                        }
+                        if !r.illegal(c, n) && dist[n.idx()] == u32::MAX {
+                            dist[n.idx()] = dist[c.idx()] + 1;
+                            queue.push(n);
+                        }
+                    }
+                }
+                // The live fabric's distances, ignoring the turn rule.
+                let mut q = vec![s];
+                let mut i = 0;
+                while i < q.len() {
+                    let u = q[i];
+                    i += 1;
+                    for &c in f.switch_links(SwitchIdx(u)) {
+                        let v = r.ch_dst_sw[c.idx()];
+                        if v != NONE && !r.ch_dead[c.idx()] && plain[v as usize] == u32::MAX {
+                            plain[v as usize] = plain[u as usize] + 1;
+                            q.push(v);
+                        }
+                    }
+                }
+                for t in 0..ns as u32 {
+                    let got = r.live_legal_distance(s, t);
+                    assert_eq!(got, to[t as usize], "{spec}: {s}->{t}");
+                    assert!(got >= plain[t as usize], "{spec}: {s}->{t}");
+                    by_rule += usize::from(got > plain[t as usize]);
+                    let free = r.legal_distance(s, t).unwrap_or(u32::MAX);
+                    assert!(got >= free, "{spec}: {s}->{t} below the fault-free bound");
+                    by_fault += usize::from(got > free);
+                }
+            }
+        }
+        assert!(by_rule > 0, "{spec}: the turn rule never lengthened a walk");
+        assert!(by_fault > 0, "{spec}: the faults never lengthened a walk");
+    }
+}
+
 /// A repaired state's new paths change VL only upwards and only at turns the base rule
 /// forbids, and no switch is visited twice.
 #[test]
