@@ -171,10 +171,10 @@ impl<'f> Rftr<'f> {
                 &hops,
                 &vls,
             );
-            self.tries[s as usize].add_chain(&hops, &vls, id, &self.ch_dst_sw);
+            self.tries[s as usize].add_chain(&hops, &vls, id, &self.ch_dst_sw, 0);
             let mut t = std::mem::take(&mut self.pre_tab[s as usize]);
             if !t.is_empty() {
-                self.add_fast_prefixes(id, &mut t);
+                self.add_fast_prefixes(id, &mut t, 0);
             }
             self.pre_tab[s as usize] = t;
         }

@@ -190,12 +190,14 @@ impl<'f> Rftr<'f> {
         }
     }
 
-    /// Adds the live prefixes of path `p` to a packed prefix table (see [`Rftr::fast_prefixes`]).
-    pub(super) fn add_fast_prefixes(&self, p: PathId, t: &mut [u64]) {
+    /// Adds the live prefixes of path `p` longer than `from` hops to a packed prefix table
+    /// (see [`Rftr::fast_prefixes`]; the shorter ones may be left out when an older path of
+    /// the source has them with the same VLs: the table holds theirs, with a lower id).
+    pub(super) fn add_fast_prefixes(&self, p: PathId, t: &mut [u64], from: usize) {
         let live = self.paths.live_prefix(p);
         let hops = self.paths.hops_of(p);
         let vls = self.paths.vls_of(p);
-        for i in 0..live {
+        for i in from..live {
             let ch = hops[i].idx();
             let key = (vls[i] as u64) << 48 | ((i as u64 + 1) << 32) | p as u64;
             self.relax_prefix(t, ch, key);
@@ -234,7 +236,7 @@ impl<'f> Rftr<'f> {
     }
 
     /// [`Rftr::fast_prefixes`] with the caller's scratch.
-    fn prefix_table(&self, s: u32, alive: &mut Vec<bool>) -> Vec<u64> {
+    pub(super) fn prefix_table(&self, s: u32, alive: &mut Vec<bool>) -> Vec<u64> {
         let m1 = self.ncls + 1;
         let mut t = written(self.f.num_switches() * m1, NO_PREFIX);
         t[s as usize * m1..s as usize * m1 + m1].fill(NONE as u64);
@@ -244,7 +246,16 @@ impl<'f> Rftr<'f> {
         for (i, nd) in tr.iter().enumerate() {
             let ch = nd.ch as usize;
             let p = nd.parent;
-            if self.ch_dead[ch] || (p != NONE && !alive[p as usize]) {
+            // A base node is live when its hop and its parent are; a node added by a repair
+            // when its path's first dead hop lies beyond it (its chain may start below the
+            // root: `PrefixTrie::add_chain`).
+            let live = if (i as u32) < tr.indexed {
+                !self.ch_dead[ch] && (p == NONE || alive[p as usize])
+            } else {
+                let lo = self.paths.dead_lo[nd.minpath as usize];
+                lo == NONE || lo >= nd.depth as u32
+            };
+            if !live {
                 continue;
             }
             alive[i] = true;

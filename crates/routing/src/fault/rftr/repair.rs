@@ -513,6 +513,18 @@ impl<'f> Rftr<'f> {
                 self.paths.sl[prev as usize],
             )
         });
+        // The hops (and VLs) it shares with the path it replaces: that path's nodes and
+        // prefix rows stand for those prefixes already.
+        let shared = if prev < DROPPED {
+            let (ph, pv) = (self.paths.hops_of(prev), self.paths.vls_of(prev));
+            hops.iter()
+                .zip(vls)
+                .zip(ph.iter().zip(pv))
+                .take_while(|((a, x), (b, y))| a == b && x == y)
+                .count()
+        } else {
+            0
+        };
         let id = self.paths.push(s, e, off as u8, sl, hops, vls);
         // Base-LID rewrites change only walks that were dead when the group started (live
         // entries are never rewritten): those dead now, and the live ones that pass a
@@ -539,10 +551,10 @@ impl<'f> Rftr<'f> {
                 sw = self.ch_dst_sw[c.idx()];
             }
         }
-        self.tries[s as usize].add_chain(hops, vls, id, &self.ch_dst_sw);
+        self.tries[s as usize].add_chain(hops, vls, id, &self.ch_dst_sw, shared);
         let mut t = std::mem::take(&mut self.pre_tab[s as usize]);
         if !t.is_empty() {
-            self.add_fast_prefixes(id, &mut t);
+            self.add_fast_prefixes(id, &mut t, shared);
         }
         self.pre_tab[s as usize] = t;
         if let Some(mut m) = self.pre_cache.remove(&s) {

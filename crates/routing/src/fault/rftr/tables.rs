@@ -492,14 +492,20 @@ impl PrefixTrie {
         self.later_next.truncate(n);
     }
 
-    /// Appends a path as a fresh chain of nodes, listed by the switch each ends at
-    /// (`later_head`). Needs `index_ends` first (`ch_dst_sw`: a channel's far switch).
+    /// Appends the nodes of a path's prefixes longer than `from` hops as a chain, listed by
+    /// the switch each ends at (`later_head`). Needs `index_ends` first (`ch_dst_sw`: a
+    /// channel's far switch). The first `from` hops must be those of an older stored path
+    /// of the same source (with the same VLs), whose nodes stand for the shorter prefixes
+    /// (their `minpath` is lower, so every prefix table keeps theirs anyway); the chain's
+    /// first node then has no parent (NONE), and its liveness is read from its path's dead
+    /// hops (`Rftr::prefix_table`).
     pub(super) fn add_chain(
         &mut self,
         hops: &[ChannelId],
         vls: &[u8],
         path: u32,
         ch_dst_sw: &[u32],
+        from: usize,
     ) {
         debug_assert_eq!(
             self.later_next.len(),
@@ -507,7 +513,7 @@ impl PrefixTrie {
             "a chain added to a trie not indexed"
         );
         let mut parent = NONE;
-        for (i, (&c, &v)) in hops.iter().zip(vls).enumerate() {
+        for (i, (&c, &v)) in hops.iter().zip(vls).enumerate().skip(from) {
             self.later
                 .push(Self::make(c.0, parent, i as u32 + 1, v, path));
             parent = self.len() as u32 - 1;

@@ -245,6 +245,49 @@ fn live_legal_distances_equal_a_forward_search() {
     }
 }
 
+/// The prefix tables kept in step with faults and repairs (rows refreshed where a fault
+/// killed the best, repaired paths added past the prefix they share with the path they
+/// replace) equal tables built afresh from every stored path's live prefixes, and those
+/// built from the tries; after each of several faults, at LMC 0 and 2.
+#[test]
+fn kept_prefix_tables_equal_fresh_ones() {
+    for spec in [
+        "torus 4x4 hcas=2 lmc=2",
+        "torus 4x4 hcas=1",
+        "mesh 4x3 hcas=1 lmc=2",
+        "ktree 4 3 lmc=2",
+    ] {
+        let f = super::super::test_fabric(spec);
+        let links = super::super::sweep::switch_links(&f);
+        let mut r = start(&f, 3);
+        let m1 = r.ncls + 1;
+        let mut repaired = 0;
+        for &l in links.iter().step_by(5).take(4) {
+            repaired += r.apply(Fault::Link(l)).repaired_pairs;
+            for s in 0..f.num_switches() {
+                if r.slot_of[s] == NONE {
+                    continue;
+                }
+                let mut fresh = vec![NO_PREFIX; f.num_switches() * m1];
+                fresh[s * m1..(s + 1) * m1].fill(NONE as u64);
+                for p in r.paths.by_src.get(s) {
+                    r.add_fast_prefixes(p, &mut fresh, 0);
+                }
+                assert!(
+                    r.pre_tab[s] == fresh,
+                    "{spec}: source {s} against its paths"
+                );
+                let mut alive = Vec::new();
+                assert!(
+                    r.prefix_table(s as u32, &mut alive) == fresh,
+                    "{spec}: source {s} against its trie"
+                );
+            }
+        }
+        assert!(repaired > 0, "{spec}: nothing repaired");
+    }
+}
+
 /// A repaired state's new paths change VL only upwards and only at turns the base rule
 /// forbids, and no switch is visited twice.
 #[test]
