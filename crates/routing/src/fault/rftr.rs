@@ -259,6 +259,9 @@ pub struct Rftr<'f> {
     pen: Vec<u8>,
     /// Per channel: switch index at its far end (NONE for end ports).
     ch_dst_sw: Vec<u32>,
+    /// Per channel: its port number at the near end (the LFT entry that sends a packet
+    /// into it).
+    ch_port: Vec<u8>,
     /// The forwarding plane under the faults so far (every walk of the tables goes through
     /// it), and the channels failed so far (for the stored paths).
     plane: Plane,

@@ -256,7 +256,7 @@ impl<'f> Rftr<'f> {
         let base = f.port(f.end_ports[e as usize]).lid;
         let mut cur = s;
         self.paths.hops_of(p)[..len as usize].iter().all(|&c| {
-            let ok = self.base_entry_usable(cur, base, f.port(f.channel_src(c)).num);
+            let ok = self.base_entry_usable(cur, base, self.ch_port[c.idx()]);
             cur = self.ch_dst_sw[c.idx()];
             ok
         })
@@ -382,11 +382,10 @@ impl<'f> Rftr<'f> {
         hops: &[ChannelId],
         v: &mut Vec<(u32, u8)>,
     ) {
-        let f = self.f;
         v.clear();
         let mut cur = s;
         for &c in hops {
-            v.push((cur, f.port(f.channel_src(c)).num));
+            v.push((cur, self.ch_port[c.idx()]));
             cur = self.ch_dst_sw[c.idx()];
         }
         v.push((cur, self.end_swport[e as usize]));
@@ -421,7 +420,7 @@ impl<'f> Rftr<'f> {
         let mut v = Vec::new();
         for (i, &c) in hops.iter().enumerate() {
             let sw = f.src_switch(c).map_or(NONE, |s| s.0);
-            let out = f.port(f.channel_src(c)).num;
+            let out = self.ch_port[c.idx()];
             if i == 0 {
                 for &e in &self.slot_ends[self.slot_of[s as usize] as usize] {
                     v.push(Need {
@@ -451,6 +450,54 @@ impl<'f> Rftr<'f> {
         } else {
             self.colours.find(cons)
         }
+    }
+
+    /// How many first hops (with their VLs) a new path of source `s` shares with `prev`,
+    /// the path it replaces (0 when there is none).
+    ///
+    /// Both on the base LID without a VL (SL 0, no fresh VLs), this needs no read of the old
+    /// path (a cache miss for every repaired pair): a selected base-LID path follows the
+    /// base-LID entries of its switches (live entries are never rewritten, and a dead one
+    /// only for the pairs being repaired, whose new paths follow them again), so the old
+    /// path is the walk the entries gave when this destination's repair began, and the new
+    /// one the walk they give now; the two part at the first switch whose entry this repair
+    /// rewrote (`rewritten`), the current pair's rewrites included.
+    #[allow(clippy::too_many_arguments)]
+    fn shared_with_old(
+        &self,
+        s: u32,
+        prev: PathId,
+        prev_lid_sl: Option<(u32, u8)>,
+        off: u32,
+        sl: u8,
+        hops: &[ChannelId],
+        vls: &[u8],
+    ) -> usize {
+        if prev >= DROPPED {
+            return 0;
+        }
+        let explicit = || {
+            let (ph, pv) = (self.paths.hops_of(prev), self.paths.vls_of(prev));
+            hops.iter()
+                .zip(vls)
+                .zip(ph.iter().zip(pv))
+                .take_while(|((a, x), (b, y))| a == b && x == y)
+                .count()
+        };
+        if off != 0 || sl != 0 || prev_lid_sl != Some((0, 0)) || self.fresh.is_some() {
+            return explicit();
+        }
+        let mut cur = s;
+        let mut n = 0;
+        for &c in hops {
+            if self.rewritten[cur as usize] == self.group {
+                break;
+            }
+            n += 1;
+            cur = self.ch_dst_sw[c.idx()];
+        }
+        debug_assert_eq!(n, explicit(), "a base-LID path that left its walk");
+        n
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -515,16 +562,7 @@ impl<'f> Rftr<'f> {
         });
         // The hops (and VLs) it shares with the path it replaces: that path's nodes and
         // prefix rows stand for those prefixes already.
-        let shared = if prev < DROPPED {
-            let (ph, pv) = (self.paths.hops_of(prev), self.paths.vls_of(prev));
-            hops.iter()
-                .zip(vls)
-                .zip(ph.iter().zip(pv))
-                .take_while(|((a, x), (b, y))| a == b && x == y)
-                .count()
-        } else {
-            0
-        };
+        let shared = self.shared_with_old(s, prev, prev_lid_sl, off, sl, hops, vls);
         let id = self.paths.push(s, e, off as u8, sl, hops, vls);
         // Base-LID rewrites change only walks that were dead when the group started (live
         // entries are never rewritten): those dead now, and the live ones that pass a

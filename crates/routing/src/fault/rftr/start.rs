@@ -183,6 +183,9 @@ impl<'f> Rftr<'f> {
         let ch_dst_sw: Vec<u32> = (0..nch as u32)
             .map(|c| f.dst_switch(ChannelId(c)).map_or(NONE, |s| s.0))
             .collect();
+        let ch_port: Vec<u8> = (0..nch as u32)
+            .map(|c| f.port(f.channel_src(ChannelId(c))).num)
+            .collect();
         let mut me = Rftr {
             f,
             rule,
@@ -208,6 +211,7 @@ impl<'f> Rftr<'f> {
             ncls,
             pen,
             ch_dst_sw,
+            ch_port,
             plane: Plane::new(f, None),
             ch_dead: vec![false; nch],
             pre_tab: Vec::new(),
