@@ -304,11 +304,12 @@ pub struct Rftr<'f> {
     early_deviation: EarlyDeviation,
     /// The channels into every (switch, class), for the search below (shared by clones).
     in_links: Arc<InLinks>,
-    /// Per destination switch: hops to it from every (switch, class of the channel in) over
-    /// the live links, obeying the turn rule (`Rftr::learn_live_legal_states`; valid during
-    /// one `apply`), and their buffers for reuse.
-    dist: FxHashMap<u32, Vec<u32>>,
-    dist_pool: Vec<Vec<u32>>,
+    /// Per destination switch: the search for the hops to it from every (switch, class of
+    /// the channel in) over the live links, obeying the turn rule, as far as it has gone
+    /// (`Rftr::no_shorter_legal_walk`; valid during one `apply`), and their buffers for
+    /// reuse.
+    dist: FxHashMap<u32, BackSearch>,
+    dist_pool: Vec<BackSearch>,
     /// Per source switch, once a pair from it found only candidates with a transition: the
     /// switches a path obeying the turn rule reaches from it over the live links (valid
     /// during one `apply`), and their buffers for reuse.

@@ -74,7 +74,7 @@ impl<'f> Rftr<'f> {
                 let t = self.end_sw[e as usize];
                 if self.static_distance(s, t) == Some(h)
                     || self.legal_distance(s, t) == Some(h)
-                    || self.live_legal_distance(s, t) == h
+                    || self.no_shorter_legal_walk(s, t, h)
                 {
                     let keep = Cand::base_walk(s, h);
                     if let Some(tr) = self.try_candidate(slot, s, e, &keep, false, hops, vls) {

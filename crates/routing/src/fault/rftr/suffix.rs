@@ -257,68 +257,34 @@ impl<'f> Rftr<'f> {
         self.legal_reach.insert(s, seen);
     }
 
-    /// Hops from switch `s` to switch `t` of the shortest walk over the live links that
-    /// obeys the turn rule (`u32::MAX`: none). A lower bound on every transition-free
-    /// candidate's hops (each is such a walk), and at least the live fabric's distance. One
-    /// breadth-first search per destination switch and fault
-    /// (`learn_live_legal_states`).
-    pub(super) fn live_legal_distance(&mut self, s: u32, t: u32) -> u32 {
+    /// True when no walk over the live links that obeys the turn rule leads from switch `s`
+    /// to switch `t` in fewer than `h` hops. Every transition-free candidate is such a walk,
+    /// so a live legal walk of `h` hops is then as short as any. The search behind it goes
+    /// backwards from `t` (`BackSearch`), once per destination switch and fault, only as
+    /// deep as the questions need: for `h` hops, the states up to `h - 2` hops from `t`.
+    pub(super) fn no_shorter_legal_walk(&mut self, s: u32, t: u32, h: u32) -> bool {
         if s == t {
-            return 0;
+            return h == 0;
         }
-        let m = self.ncls;
-        self.learn_live_legal_states(t);
-        let d = &self.dist[&t];
-        // From a source every first hop is legal: the best over its live channels.
-        let mut best = u32::MAX;
-        for &c in self.f.switch_links(SwitchIdx(s)) {
+        let (ns, m) = (self.f.num_switches(), self.ncls);
+        let pool = &mut self.dist_pool;
+        let search = self.dist.entry(t).or_insert_with(|| {
+            let mut b = pool.pop().unwrap_or_default();
+            b.reset(t, ns * m, m);
+            b
+        });
+        if h >= 3 {
+            search.advance(h - 3, &self.in_links, &self.ch_dead, &self.pen, m);
+        }
+        // From a source every first hop is legal: a shorter walk starts with a live channel
+        // into a state at most h - 2 hops from t (every such state holds its distance now).
+        !self.f.switch_links(SwitchIdx(s)).iter().any(|&c| {
             let v = self.ch_dst_sw[c.idx()];
-            if v != NONE && !self.ch_dead[c.idx()] {
-                let dv = d[v as usize * m + self.ch_class[c.idx()] as usize];
-                best = best.min(dv.saturating_add(1));
-            }
-        }
-        best
-    }
-
-    /// Per (switch v, class a): hops from v to `t` over the live links obeying the turn rule,
-    /// v entered by a channel of class a (`u32::MAX`: none), at `v * ncls + a`; by one
-    /// breadth-first search backwards from `t`, remembered in `dist` for the rest of this
-    /// `apply`.
-    fn learn_live_legal_states(&mut self, t: u32) {
-        if !self.dist.contains_key(&t) {
-            let (ns, m) = (self.f.num_switches(), self.ncls);
-            let mut d = self.dist_pool.pop().unwrap_or_default();
-            d.clear();
-            d.resize(ns * m, u32::MAX);
-            let mut queue = std::mem::take(&mut self.bfs_queue);
-            queue.clear();
-            for a in 0..m {
-                d[t as usize * m + a] = 0;
-                queue.push(t * m as u32 + a as u32);
-            }
-            let mut at = 0;
-            while at < queue.len() {
-                let st = queue[at] as usize;
-                at += 1;
-                let (w, b, dw) = (st / m, st % m, d[st]);
-                // From the far end v of each live channel of class b into w, entered by any
-                // class that may turn into b.
-                for &(v, c) in self.in_links.of(w, b) {
-                    if self.ch_dead[c.idx()] {
-                        continue;
-                    }
-                    for a in 0..m {
-                        let sv = v as usize * m + a;
-                        if self.pen[a * m + b] == 0 && d[sv] == u32::MAX {
-                            d[sv] = dw + 1;
-                            queue.push(sv as u32);
-                        }
-                    }
-                }
-            }
-            self.bfs_queue = queue;
-            self.dist.insert(t, d);
-        }
+            v != NONE
+                && !self.ch_dead[c.idx()]
+                && search.d[v as usize * m + self.ch_class[c.idx()] as usize]
+                    .checked_add(1)
+                    .is_some_and(|x| x < h)
+        })
     }
 }

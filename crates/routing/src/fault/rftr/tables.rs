@@ -189,6 +189,67 @@ impl InLinks {
     }
 }
 
+/// A breadth-first search backwards from one destination switch over (switch v, class a
+/// of the channel v was entered by), on the live links and obeying the turn rule: `d[v *
+/// classes + a]` is the hops from there to the destination, `u32::MAX` until reached. It
+/// runs only as deep as the questions asked so far need (`advance`), and goes on from there.
+#[derive(Clone, Debug, Default)]
+pub(super) struct BackSearch {
+    pub(super) d: Vec<u32>,
+    queue: Vec<u32>,
+    at: usize,
+}
+
+impl BackSearch {
+    /// Starts over from switch `t`, with `states` (switches times classes) entries.
+    pub(super) fn reset(&mut self, t: u32, states: usize, classes: usize) {
+        self.d.clear();
+        self.d.resize(states, u32::MAX);
+        self.queue.clear();
+        self.at = 0;
+        for a in 0..classes {
+            let st = t as usize * classes + a;
+            self.d[st] = 0;
+            self.queue.push(st as u32);
+        }
+    }
+
+    /// Expands every state at most `limit` hops from the destination, so that every state
+    /// at most `limit + 1` hops away holds its distance. From the far end v of each live
+    /// channel of class b into a state's switch, entered by any class a that may turn into
+    /// b (`pen[a * classes + b] == 0`).
+    pub(super) fn advance(
+        &mut self,
+        limit: u32,
+        links: &InLinks,
+        ch_dead: &[bool],
+        pen: &[u8],
+        classes: usize,
+    ) {
+        while let Some(&st) = self.queue.get(self.at) {
+            let st = st as usize;
+            let dw = self.d[st];
+            if dw > limit {
+                break;
+            }
+            self.at += 1;
+            let (w, b) = (st / classes, st % classes);
+            for &(v, c) in links.of(w, b) {
+                if ch_dead[c.idx()] {
+                    continue;
+                }
+                for a in 0..classes {
+                    let sv = v as usize * classes + a;
+                    if pen[a * classes + b] == 0 && self.d[sv] == u32::MAX {
+                        self.d[sv] = dw + 1;
+                        self.queue.push(sv as u32);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Bit `i` set when `lo <= a[i] + b[i] <= lo + span` (at most 64 entries, each at most
 /// `FAR`, so the sum fits a byte; below `lo` it wraps above `lo + span`).
 pub(super) fn range_mask(a: &[u8], b: &[u8], lo: u8, span: u8) -> u64 {
