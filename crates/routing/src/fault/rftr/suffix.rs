@@ -1,6 +1,6 @@
 //! RFTR's suffix side: the lazy suffix tables per (destination, LID offset), filled by
-//! walking the LFTs, the group of repairs toward one destination, and the live distances
-//! toward its switch.
+//! walking the LFTs, the group of repairs toward one destination, and the search for the
+//! shortest live walks that obey the turn rule toward its switch.
 
 use super::*;
 use fabric::SwitchIdx;
@@ -30,8 +30,8 @@ impl<'f> Rftr<'f> {
     }
 
     /// Done with end `e` (pairs come destination by destination, and `next` is the next
-    /// one): its suffix tables go back to the pool, and so do the live distances toward its
-    /// switch unless the next destination hangs off the same one. A fault that moves
+    /// one): its suffix tables go back to the pool, and so does the search toward its switch
+    /// (`no_shorter_legal_walk`) unless the next destination hangs off the same one. A fault that moves
     /// thousands of destinations then needs a handful of tables, not one each of fresh
     /// memory.
     pub(super) fn end_group(&mut self, e: u32, next: Option<u32>) {
