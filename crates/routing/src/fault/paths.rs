@@ -56,6 +56,9 @@ pub struct PathStore {
     pub dead_lo: Vec<u32>,
     pub by_src: PathIndex,
     pub by_chan: PathIndex,
+    /// The number of base paths ([`PathStore::index_base`]): ids below it have LID offset 0
+    /// and SL 0.
+    base_len: u32,
 }
 
 /// Path lists per key (a source switch, a channel): the base paths' lists as one array of
@@ -206,6 +209,7 @@ impl Clone for PathStore {
             dead_lo: roomy(&self.dead_lo),
             by_src: self.by_src.clone(),
             by_chan: self.by_chan.clone(),
+            base_len: self.base_len,
         }
     }
 }
@@ -309,6 +313,7 @@ impl PathStore {
         let (ns, nch) = (self.by_src.extra.len(), self.by_chan.extra.len());
         debug_assert!(self.by_chan.extra.iter().all(Vec::is_empty));
         let n = self.len();
+        self.base_len = n as u32;
         // Base paths are stored by source switch: one row each.
         let mut start = vec![0u32; ns + 1];
         for &s in &self.src {
@@ -353,6 +358,17 @@ impl PathStore {
             self.by_chan.add(c.idx(), id);
         }
         id
+    }
+
+    /// The LID offset and SL of path `p`, without a read for a base path (a cache miss
+    /// each in arrays of every path).
+    #[inline]
+    pub fn off_sl(&self, p: PathId) -> (u8, u8) {
+        if p < self.base_len {
+            (0, 0)
+        } else {
+            (self.off[p as usize], self.sl[p as usize])
+        }
     }
 
     /// The hops of path `p`.

@@ -555,10 +555,8 @@ impl<'f> Rftr<'f> {
         self.lid_used[e as usize] |= 1u128 << off;
         let prev = self.sel[slot as usize * ne + e as usize];
         let prev_lid_sl = (prev < DROPPED).then(|| {
-            (
-                self.paths.off[prev as usize] as u32,
-                self.paths.sl[prev as usize],
-            )
+            let (o, l) = self.paths.off_sl(prev);
+            (o as u32, l)
         });
         // The hops (and VLs) it shares with the path it replaces: that path's nodes and
         // prefix rows stand for those prefixes already.
