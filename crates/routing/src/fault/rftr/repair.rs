@@ -76,6 +76,10 @@ impl<'f> Rftr<'f> {
                     || self.legal_distance(s, t) == Some(h)
                     || self.no_shorter_legal_walk(s, t, h)
                 {
+                    if self.fresh.is_none() {
+                        self.keep_own_walk(slot, s, e, hops, vls);
+                        return Some(0);
+                    }
                     let keep = Cand::base_walk(s, h);
                     if let Some(tr) = self.try_candidate(slot, s, e, &keep, false, hops, vls) {
                         return Some(tr);
@@ -260,6 +264,36 @@ impl<'f> Rftr<'f> {
             cur = self.ch_dst_sw[c.idx()];
             ok
         })
+    }
+
+    /// Commits the pair's own base-LID walk, live again and transition-free (the keep
+    /// check), as its path on SL 0 (no fresh VLs). What `try_candidate` would check cannot
+    /// fail here, and is not checked again: a walk that arrives visits no switch twice (a
+    /// walk that did would loop), its VLs are all 0, and it follows the base-LID entries,
+    /// so every entry it needs points its way already (`free_offset` gives 0).
+    fn keep_own_walk(
+        &mut self,
+        slot: u32,
+        s: u32,
+        e: u32,
+        hops: &mut Vec<ChannelId>,
+        vls: &mut Vec<u8>,
+    ) {
+        let f = self.f;
+        let lid = f.port(f.end_ports[e as usize]).lid;
+        hops.clear();
+        let arrived = self.walk(s, e, lid, hops);
+        debug_assert!(arrived, "a kept walk that does not arrive");
+        vls.clear();
+        vls.resize(hops.len(), 0);
+        let mut req = std::mem::take(&mut self.cand_req);
+        self.required_ports(s, e, hops, &mut req);
+        debug_assert_eq!(self.free_offset(e, &req, 0), Some(0));
+        let (h, v) = (std::mem::take(hops), std::mem::take(vls));
+        self.commit(slot, s, e, 0, 0, &h, &v, &req, &[]);
+        *hops = h;
+        *vls = v;
+        self.cand_req = req;
     }
 
     /// Materialises a candidate, finds a LID offset and an SL for it and commits it.
