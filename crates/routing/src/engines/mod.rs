@@ -353,6 +353,23 @@ pub fn by_name(name: &str) -> Option<Box<dyn Engine>> {
     lookup(name).map(|e| (e.new)())
 }
 
+/// The up/down ranking the engine called `name` routes the fault-free fabric `f` with under
+/// `opts`: `updn`, `dnup` and `ftree` (whose ranks, and so whose legal up*/down* paths and
+/// down->up turns, it chooses itself); `None` for the other engines.
+pub fn updown_ranking(
+    name: &str,
+    f: &Fabric,
+    opts: &RouteOptions,
+) -> Result<Option<ranking::UpDownRanking>, EngineError> {
+    let t = Topo::live(f, &FaultMask::none(f))?;
+    Ok(match lookup(name).map(|e| e.name) {
+        Some("updn") => Some(roots::updn_ranking(&t, &t.mask, opts)?.rk),
+        Some("dnup") => Some(roots::dnup_ranking(&t, &t.mask, opts)?.rk),
+        Some("ftree") => Some(ftree::fault_free_ranking(f, opts)?.0),
+        _ => None,
+    })
+}
+
 /// Result of [`route_chain`]: never silent about what happened.
 #[derive(Clone, Debug)]
 pub struct ChainResult {

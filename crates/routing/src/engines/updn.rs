@@ -187,7 +187,7 @@ fn route_ranked(t: &Topo, r: Ranked, opts: &RouteOptions) -> Result<Routed, Engi
     // and Dragonflies it added seconds for little.
     let two_levels = super::tree::detect(t, &hosts)
         .is_ok_and(|shape| shape.level.iter().all(|&l| l <= 1 || l == u32::MAX));
-    match rebalance(t, &rk, &mut routing, counted, budget, two_levels) {
+    match rebalance(t, &rk, &mut routing, counted, budget, false, two_levels) {
         Some(b) if b.moved > 0 => notes.push(b.note(if all { "" } else { "host " })),
         Some(_) => {}
         None => notes.push(super::rebalance::skipped_note(t)),

@@ -55,11 +55,13 @@ fn loads(f: &Fabric, r: &Routing) -> (Vec<u64>, Paths) {
     (load, paths)
 }
 
-/// The balance pass never raises the busiest counted link (its note: "... load A -> B").
+/// The balance pass never raises the busiest counted link (its note: "... load A -> B", A
+/// after the shorter paths of its first phase where it has one).
 fn assert_balance_never_worse(what: &str, notes: &[String]) {
     for n in notes.iter().filter(|n| n.starts_with("balance pass")) {
         let figs = n.rsplit_once("link load ").map(|x| x.1).expect("figures");
         let (a, b) = figs.split_once(" -> ").expect("A -> B");
+        let b = b.split_whitespace().next().expect("B");
         let (a, b): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
         assert!(
             b <= a,
@@ -228,8 +230,13 @@ fn superpod_case(spec: &str, lenient: bool) {
         // at the pass's objective too: the bound (Hall's, per leaf) need not be reachable
         // with the other leaves' destinations on the same spines (a random case: ftree's
         // uplinks at 324 against 306 with 318 elsewhere, where updn's uplinks reach 312
-        // with 348 elsewhere).
-        let u = superpod_uplinks(&f, &r);
+        // with 348 elsewhere). Loads move in steps of a leaf's hosts (one destination's
+        // traffic), so "at least as much" is up to one step of the busiest uplink's leaf:
+        // a random case had a leaf without its cable to one spine at 252 on its cable to
+        // another, while the third spine's core cables, shared with two management leaves
+        // and cut to at least 240 by the traffic leaving the unit, stood at 246 (a move of
+        // one destination of 6 hosts there would give them 252: no lower sorted vector).
+        let u = superpod_uplinks(engine, &f, &r);
         let (up, bound) = (u.max, u.bound);
         eprintln!(
             "{what}: leaf uplinks {up}, bound {bound}, busiest other link {}, uplinks above 1.05x the bound {}",
@@ -237,7 +244,9 @@ fn superpod_case(spec: &str, lenient: bool) {
         );
         assert!(
             up * 100 <= bound * 105
-                || (lenient && u.free.is_none() && (u.elsewhere >= up || up * 100 <= bound * 110)),
+                || (lenient
+                    && u.free.is_none()
+                    && (u.elsewhere + u.step >= up || up * 100 <= bound * 110)),
             "{what}: leaf uplinks carry {up} host pairs, the bound is {bound} (busiest other link {}); a leaf entry that could move off an uplink above it onto links all below it: {:?}; notes {notes:?}",
             u.elsewhere, u.free
         );
@@ -313,6 +322,26 @@ fn superpod_style_trees_route_every_pair_without_credit_loops() {
     // single move left (see `superpod_case`)
     superpod_case(
         "superpod su=4 nodes=6 rails=4 spines=4 uplinks=4 cores=8 missing=6 missing-seed=43",
+        true,
+    );
+    // a random case: ftree's fan-down gave a leaf a six-hop path to a management host (up
+    // through a spine that lost its core cables to the one root) where a neighbouring spine
+    // offers a legal four-hop one; the balance pass's moves keep lengths, so the leaf's
+    // uplink carried 27 host pairs against a bound of 24 until its first phase shortened
+    // such paths
+    superpod_case(
+        "superpod su=2 nodes=3 rails=1 spines=4 uplinks=4 cores=8 missing=4 missing-seed=15",
+        true,
+    );
+    // random cases: a move the uplink check offered would have added a down->up turn
+    // (su2-leaf0 onto the spine that lost both core cables); uplinks at 252 against a bound
+    // of 156 where the core cables beyond them stand at 246 (see `superpod_case`)
+    superpod_case(
+        "superpod su=3 nodes=4 rails=2 spines=4 uplinks=5 cores=8 missing=4 missing-seed=48",
+        true,
+    );
+    superpod_case(
+        "superpod su=4 nodes=6 rails=3 spines=3 uplinks=4 cores=6 missing=2 missing-seed=17",
         true,
     );
     // ftree keeps the max link load below updn's (229 against 255 over all end ports)
@@ -483,8 +512,12 @@ fn is_aggregation(f: &Fabric, p: fabric::PortId) -> bool {
         .contains("aggregation node")
 }
 
-fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
+fn superpod_uplinks(engine: &str, f: &Fabric, r: &Routing) -> Uplinks {
     let paths = Paths::of(f, r, None);
+    // the ranking the engine routed with: a move may not add a down->up turn to the path
+    let rk = routing::engines::updown_ranking(engine, f, &RouteOptions::default())
+        .unwrap()
+        .expect("an up/down engine");
     // hosts: every CA but the aggregation nodes (service HCAs on management leaves count)
     let is_compute = |e: u32| !is_aggregation(f, f.end_ports[e as usize]);
     let n = f.num_switches();
@@ -637,6 +670,22 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
                     if rest.len() + 1 > old.len() {
                         continue;
                     }
+                    // no down->up turn more than the path it would replace (the rules of
+                    // the engine's ranking: a legal path stays legal)
+                    let turns = |first: usize, chans: &mut dyn Iterator<Item = u32>| {
+                        let (mut at, mut down, mut k) = (first, false, 0);
+                        for x in chans {
+                            let next = peer(x).unwrap();
+                            let up = rk.is_up_sw(at, next);
+                            k += usize::from(down && up);
+                            (at, down) = (next, !up);
+                        }
+                        k
+                    };
+                    let new_turns = turns(s, &mut std::iter::once(c2).chain(rest.iter().copied()));
+                    if new_turns > turns(s, &mut old.iter().copied()) {
+                        continue;
+                    }
                     // the links that gain the traffic: the new path's, up to where it joins
                     // the old one
                     if std::iter::once(c2)
@@ -657,11 +706,18 @@ fn superpod_uplinks(f: &Fabric, r: &Routing) -> Uplinks {
             }
         }
     }
+    let step = leaves
+        .iter()
+        .filter(|(_, ups)| ups.iter().any(|&(c, _)| load[c as usize] == max))
+        .map(|&(s, _)| hosts[s])
+        .max()
+        .unwrap_or(0);
     Uplinks {
         max,
         bound,
         elsewhere,
         over,
+        step,
         free,
     }
 }
@@ -675,7 +731,7 @@ fn the_leaf_uplink_check_finds_a_leaf_piled_on_one_uplink() {
     let mut f = gen("superpod su=2 nodes=4 rails=2 spines=2 uplinks=4 cores=4");
     f.hints = Default::default();
     let (mut r, _) = route_plain("updn", &f);
-    let u = superpod_uplinks(&f, &r);
+    let u = superpod_uplinks("updn", &f, &r);
     assert!(
         u.max * 100 <= u.bound * 105 && u.free.is_none(),
         "{:?}",
@@ -703,7 +759,7 @@ fn the_leaf_uplink_check_finds_a_leaf_piled_on_one_uplink() {
         }
     }
     assert!(piled > 0);
-    let u = superpod_uplinks(&f, &r);
+    let u = superpod_uplinks("updn", &f, &r);
     assert!(
         u.max * 100 > u.bound * 105 && u.free.is_some(),
         "leaf uplinks {} against the bound {}, free move {:?}",
@@ -723,6 +779,9 @@ struct Uplinks {
     elsewhere: u64,
     /// Leaf uplinks above 1.05x the bound.
     over: usize,
+    /// One destination's traffic on the busiest uplink: its leaf's hosts (the most of such
+    /// leaves where several uplinks are that busy).
+    step: u64,
     /// A move that would relieve one of them without loading a link as busy, if any.
     free: Option<String>,
 }
@@ -815,7 +874,7 @@ fn a_leaf_stays_above_its_bound_where_meeting_it_would_raise_the_busiest_link() 
     for engine in ["ftree", "updn", "dnup"] {
         let (r, notes) = route_plain(engine, &f);
         assert_complete_and_deadlock_free(&f, &r, engine, &notes);
-        let u = superpod_uplinks(&f, &r);
+        let u = superpod_uplinks(engine, &f, &r);
         // the busiest link carries exactly the forced traffic; the leaf's cable to spine 1
         // carries all 6 destinations behind the management spine
         assert_eq!(

@@ -105,7 +105,7 @@ fn tree_shape(
 }
 
 /// The ftree ranking of the fault-free fabric under `opts`.
-fn fault_free_ranking(
+pub(super) fn fault_free_ranking(
     f: &Fabric,
     opts: &RouteOptions,
 ) -> Result<(UpDownRanking, Vec<usize>), EngineError> {
@@ -323,8 +323,8 @@ impl Engine for FatTree {
             && ft.is_regular(&rk, &is_cn);
         let moves = super::rebalance::MOVE_BUDGET_PER_END * t.ends.len();
         if !regular {
-            match super::rebalance::rebalance(t, &rk, &mut r, Some(&is_cn), moves, true) {
-                Some(b) if b.moved > 0 => notes.push(b.note("compute-node ")),
+            match super::rebalance::rebalance(t, &rk, &mut r, Some(&is_cn), moves, true, true) {
+                Some(b) if b.moved + b.shortened > 0 => notes.push(b.note("compute-node ")),
                 Some(_) => {}
                 None => notes.push(super::rebalance::skipped_note(t)),
             }

@@ -9,6 +9,9 @@
 //! - **Loads** are what [`crate::metrics`] counts: per directed switch-to-switch channel, the
 //!   (source end port, destination end port) pairs whose path crosses it. Per destination the
 //!   traffic `w(s)` entering each switch is kept, so a move is priced exactly.
+//! - **Shorter paths first** (`shorten`, which `ftree` asks for): per destination, a switch
+//!   whose table path is longer than the shortest walk the move rules below allow (a
+//!   fan-down from far above on a degraded tree) takes that walk's first hop.
 //! - **A move** of the entry at switch `s` for destination `d` from the busiest channel `e`
 //!   (whose tail is `s`) to a channel `s → q` is allowed when the path from `q` is as long as
 //!   the one it replaces (path lengths do not change), `q`'s path is legal under the ranking
@@ -72,10 +75,12 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 mod moves;
+mod shorten;
 mod singles;
 mod spread;
 
 use moves::*;
+use shorten::*;
 use singles::*;
 use spread::*;
 
@@ -156,6 +161,8 @@ fn may_move(up: bool, fs: u8, fq: u8) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rebalanced {
     pub moved: usize,
+    /// Entries given a shorter path first (`shorten`; counted apart from `moved`).
+    pub shortened: usize,
     /// Busiest channel's load (counted traffic) before and after.
     pub before: u64,
     pub after: u64,
@@ -164,8 +171,19 @@ pub struct Rebalanced {
 impl Rebalanced {
     /// The engine note; `what` names the traffic counted ("" = every end port's).
     pub fn note(&self, what: &str) -> String {
+        let (shorter, after_them) = if self.shortened > 0 {
+            (
+                format!(
+                    "{} entries given a shorter path under the same rules first, then ",
+                    self.shortened
+                ),
+                " (the first figure after the shorter paths)",
+            )
+        } else {
+            (String::new(), "")
+        };
         format!(
-            "balance pass: {} entries moved to equally short up*/down* ports; max {what}link load {} -> {}",
+            "balance pass: {shorter}{} entries moved to equally short up*/down* ports; max {what}link load {} -> {}{after_them}",
             self.moved, self.before, self.after
         )
     }
@@ -237,8 +255,9 @@ pub fn skipped_note(t: &Topo) -> String {
 
 /// Move entries of `r` (built on the ranking `rk`) off the busiest channels. `counted` (per
 /// index of `t.ends`; `None` = all) says which end ports' traffic the loads count, as sources
-/// and as destinations (`ftree` balances its compute nodes' traffic); `spread` adds the last
-/// phase (`spread`). Returns `None` when the pass does not apply (LMC > 0, too
+/// and as destinations (`ftree` balances its compute nodes' traffic); `shorten` adds the
+/// first phase (`shorten`: paths longer than the rules need are shortened; the loads given as
+/// `before` are those after it), `spread` the last (`spread`). Returns `None` when the pass does not apply (LMC > 0, too
 /// large, no inter-switch traffic).
 pub fn rebalance(
     t: &Topo,
@@ -246,6 +265,7 @@ pub fn rebalance(
     r: &mut Routing,
     counted: Option<&[bool]>,
     max_moves: usize,
+    shorten: bool,
     spread: bool,
 ) -> Option<Rebalanced> {
     let counts = |i: usize| counted.is_none_or(|c| c[i]);
@@ -275,6 +295,11 @@ pub fn rebalance(
         h: vec![UNKNOWN; d_n * n],
         fl: vec![0; d_n * n],
         w: vec![0; d_n * n],
+    };
+    let shortened = if shorten {
+        shorten_paths(&mut ps, rk, r)
+    } else {
+        0
     };
     let nch = t.f.links.len() * 2;
     let load = {
@@ -421,6 +446,7 @@ pub fn rebalance(
     let after = st.load.iter().copied().max().unwrap_or(0);
     Some(Rebalanced {
         moved,
+        shortened,
         before,
         after,
     })
