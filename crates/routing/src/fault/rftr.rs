@@ -316,6 +316,8 @@ pub struct Rftr<'f> {
     legal_reach: FxHashMap<u32, Vec<bool>>,
     legal_reach_pool: Vec<Vec<bool>>,
     bfs_queue: Vec<u32>,
+    /// `learn_legal_reach`'s distances per (switch, class), kept for the next source.
+    reach_dist: Vec<u8>,
     // scratch
     stamp: Vec<u32>,
     stamp_gen: u32,
@@ -324,6 +326,10 @@ pub struct Rftr<'f> {
     cand_hops: Vec<ChannelId>,
     cand_vls: Vec<u8>,
     cand_req: Vec<(u32, u8)>,
+    /// The fallback's candidate lists and the ordered reading's buffers (pools: a list is
+    /// taken while another is held).
+    cand_bufs: Vec<Vec<Cand>>,
+    order_scratch: Vec<scan::OrderScratch>,
     /// Per switch: `group` when a new path of this repair uses its base-LID entry toward the
     /// destination being repaired (`claimed`), or when that entry was rewritten
     /// (`rewritten`).

@@ -173,13 +173,16 @@ impl<'f> Rftr<'f> {
         }
         // Otherwise every candidate in order.
         if self.lmc == 0 && self.fresh.is_none() {
-            let mut cands = self.candidates(s, e);
-            return self.fallback_base_lid_only(slot, s, e, &mut cands, hops, vls);
+            let mut cands = self.take_cands();
+            self.candidates_into(s, e, &mut cands);
+            let r = self.fallback_base_lid_only(slot, s, e, &mut cands, hops, vls);
+            self.give_cands(cands);
+            return r;
         }
         // Pass 0: an SL already in use; pass 1: open a new SL. The first pass builds the
         // list only as far as it reads it (a few candidates usually settle the pair); the
         // second reads what the first saw, the whole list.
-        let mut seen = Vec::new();
+        let mut seen = self.take_cands();
         let mut found = None;
         self.each_candidate_in_order(s, e, best.trans, |me, cand| {
             seen.push(*cand);
@@ -189,18 +192,19 @@ impl<'f> Rftr<'f> {
             found = me.try_candidate(slot, s, e, cand, false, hops, vls);
             found.is_some()
         });
-        if found.is_some() {
-            return found;
-        }
-        for cand in &seen {
-            if self.doomed(s, e, cand, true) {
-                continue;
+        if found.is_none() {
+            for cand in &seen {
+                if self.doomed(s, e, cand, true) {
+                    continue;
+                }
+                found = self.try_candidate(slot, s, e, cand, true, hops, vls);
+                if found.is_some() {
+                    break;
+                }
             }
-            if let Some(tr) = self.try_candidate(slot, s, e, cand, true, hops, vls) {
-                return Some(tr);
-            }
         }
-        None
+        self.give_cands(seen);
+        found
     }
 
     /// Whether to try the near-failure deviation at the least length before the scan. It

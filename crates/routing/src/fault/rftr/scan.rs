@@ -318,13 +318,32 @@ impl<'f> Rftr<'f> {
     /// per-input-channel prefix table, unsorted ([`Rftr::sort_candidates`] puts them in the
     /// order the specification ranks them in). The fast scan ([`Rftr::best_candidate`])
     /// must find the first of them.
+    #[cfg(test)]
     pub(super) fn candidates(&mut self, s: u32, e: u32) -> Vec<Cand> {
         let mut cands = Vec::new();
+        self.candidates_into(s, e, &mut cands);
+        cands
+    }
+
+    /// [`Rftr::candidates`] into `out` (cleared first).
+    pub(super) fn candidates_into(&mut self, s: u32, e: u32, out: &mut Vec<Cand>) {
+        out.clear();
         self.each_candidate(s, e, |_, c| {
-            cands.push(*c);
+            out.push(*c);
             false
         });
-        cands
+    }
+
+    /// A candidate buffer from the pool (empty): the fallback's lists are reused from pair
+    /// to pair. Give it back with [`Rftr::give_cands`].
+    pub(super) fn take_cands(&mut self) -> Vec<Cand> {
+        let mut v = self.cand_bufs.pop().unwrap_or_default();
+        v.clear();
+        v
+    }
+
+    pub(super) fn give_cands(&mut self, v: Vec<Cand>) {
+        self.cand_bufs.push(v);
     }
 
     /// Calls `visit` on the candidates of [`Rftr::candidates`] in the order
@@ -342,23 +361,52 @@ impl<'f> Rftr<'f> {
         min_tier: u8,
         mut visit: impl FnMut(&mut Self, &Cand) -> bool,
     ) -> bool {
-        use std::cmp::Reverse;
         let t = self.end_sw[e as usize];
         // Distances of 126 hops or more may be cut off (`FAR`): the whole list then.
         let d0 = self
             .static_distance(s, t)
             .filter(|_| self.sdist_top < FAR - 1);
         let Some(d0) = d0 else {
-            let mut all = self.candidates(s, e);
+            let mut all = self.take_cands();
+            self.candidates_into(s, e, &mut all);
             Self::sort_candidates(&mut all);
-            return all.iter().any(|c| visit(self, c));
+            let found = all.iter().any(|c| visit(self, c));
+            self.give_cands(all);
+            return found;
         };
         self.fill_prefix_map(s);
+        let mut sc = self.order_scratch.pop().unwrap_or_default();
+        sc.members.clear();
+        sc.pool.clear();
+        sc.more.clear();
+        sc.heap.clear();
+        let found = self.read_in_order(s, e, t, d0, min_tier, &mut sc, &mut visit);
+        self.order_scratch.push(sc);
+        found
+    }
+
+    /// The levels of [`Rftr::each_candidate_in_order`] from `d0` on, in buffers `sc`.
+    #[allow(clippy::too_many_arguments)]
+    fn read_in_order(
+        &mut self,
+        s: u32,
+        e: u32,
+        t: u32,
+        d0: u32,
+        min_tier: u8,
+        sc: &mut OrderScratch,
+        visit: &mut impl FnMut(&mut Self, &Cand) -> bool,
+    ) -> bool {
+        use std::cmp::Reverse;
         let last = 2 * self.sdist_top as u32;
         // Candidates of the fewest transitions go through the heap as the levels come;
         // the others wait, and are read sorted once every level is seen.
-        let (mut members, mut pool, mut more) = (Vec::new(), Vec::new(), Vec::new());
-        let mut heap = std::collections::BinaryHeap::new();
+        let OrderScratch {
+            members,
+            pool,
+            more,
+            heap,
+        } = sc;
         for level in d0..=last + 1 {
             if level <= last {
                 members.clear();
@@ -373,7 +421,7 @@ impl<'f> Rftr<'f> {
                     },
                 );
                 let from = pool.len();
-                self.candidates_at(s, e, &members, min_tier, &mut pool);
+                self.candidates_at(s, e, members, min_tier, pool);
                 let mut i = from;
                 while i < pool.len() {
                     if pool[i].trans == min_tier {
@@ -395,7 +443,7 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
-        Self::sort_candidates(&mut more);
+        Self::sort_candidates(more);
         more.iter().any(|c| visit(self, c))
     }
 
@@ -502,7 +550,7 @@ impl<'f> Rftr<'f> {
 
     /// The order of [`Rftr::sort_candidates`] (no two candidates of a list share a key: the
     /// last hop of a prefix is its input channel).
-    pub(super) fn rank_key(c: &Cand) -> (u8, u32, u32, u32, u32, u32) {
+    pub(super) fn rank_key(c: &Cand) -> RankKey {
         (c.trans, c.hops, c.c, c.suf_off, c.pre_path, c.pre_len)
     }
 
@@ -660,3 +708,17 @@ impl<'f> Rftr<'f> {
         found
     }
 }
+
+/// Buffers of the ordered reading ([`Rftr::each_candidate_in_order`]), reused from pair to
+/// pair: the join switches of one level, the candidates read so far (those of the fewest
+/// transitions ranked in the heap), and the others.
+#[derive(Clone, Default)]
+pub(super) struct OrderScratch {
+    members: Vec<u32>,
+    pool: Vec<Cand>,
+    more: Vec<Cand>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(RankKey, u32)>>,
+}
+
+/// A candidate's place in the specification's order ([`Rftr::rank_key`]).
+pub(super) type RankKey = (u8, u32, u32, u32, u32, u32);

@@ -221,39 +221,32 @@ impl<'f> Rftr<'f> {
             return;
         }
         let (ns, m) = (self.f.num_switches(), self.ncls);
+        let (mut dist, mut queue) = (
+            std::mem::take(&mut self.reach_dist),
+            std::mem::take(&mut self.bfs_queue),
+        );
+        dist.resize(ns * m, FAR);
+        let rule = TurnSearch {
+            f: self.f,
+            ch_dst_sw: &self.ch_dst_sw,
+            ch_class: &self.ch_class,
+            pen: &self.pen,
+            ncls: m,
+        };
+        rule.forward(
+            s as usize,
+            Some(&self.ch_dead),
+            false,
+            &mut dist,
+            &mut queue,
+        );
+        // Per switch: reached in any class (the source itself too).
         let mut seen = self.legal_reach_pool.pop().unwrap_or_default();
         seen.clear();
-        seen.resize(ns * m, false);
-        let mut queue = std::mem::take(&mut self.bfs_queue);
-        queue.clear();
-        // Entered by class `prev` (m: the source, where every first hop is legal).
-        let step = |u: u32, prev: usize, seen: &mut [bool], q: &mut Vec<u32>| {
-            for &c in self.f.switch_links(SwitchIdx(u)) {
-                let v = self.ch_dst_sw[c.idx()];
-                let k = self.ch_class[c.idx()] as usize;
-                if v == NONE || self.ch_dead[c.idx()] || prev < m && self.pen[prev * m + k] != 0 {
-                    continue;
-                }
-                let st = v as usize * m + k;
-                if !seen[st] {
-                    seen[st] = true;
-                    q.push(st as u32);
-                }
-            }
-        };
-        step(s, m, &mut seen, &mut queue);
-        let mut at = 0;
-        while at < queue.len() {
-            let st = queue[at] as usize;
-            at += 1;
-            step((st / m) as u32, st % m, &mut seen, &mut queue);
-        }
-        self.bfs_queue = queue;
-        // Per switch: reached in any class (the source itself too).
-        for v in 0..ns {
-            seen[v] = v == s as usize || seen[v * m..(v + 1) * m].iter().any(|&x| x);
-        }
-        seen.truncate(ns);
+        seen.extend(
+            (0..ns).map(|v| v == s as usize || dist[v * m..(v + 1) * m].iter().any(|&d| d != FAR)),
+        );
+        (self.reach_dist, self.bfs_queue) = (dist, queue);
         self.legal_reach.insert(s, seen);
     }
 

@@ -48,6 +48,67 @@ pub(super) fn static_distances(f: &Fabric, ch_dst_sw: &[u32]) -> Vec<u8> {
     d
 }
 
+/// What a search over (switch, class of the channel taken into it) needs: the switch-to-switch
+/// channels (`ch_dst_sw`: the far switch, `NONE` for none), their classes, and the turn rule
+/// (no turn from class `a` into class `b` with `pen[a * ncls + b] != 0`).
+pub(super) struct TurnSearch<'a> {
+    pub f: &'a Fabric,
+    pub ch_dst_sw: &'a [u32],
+    pub ch_class: &'a [u8],
+    pub pen: &'a [u8],
+    pub ncls: usize,
+}
+
+impl TurnSearch<'_> {
+    /// Breadth-first from switch `s` over the walks that obey the rule (every first hop is
+    /// legal), skipping channels `dead` marks: `dist[v * ncls + k]` becomes the hops of the
+    /// shortest such walk into `v` by a channel of class `k` (`FAR`: none). `capped`: states
+    /// 126 hops away are not expanded (a distance table's cut-off); else they are, every
+    /// state further away counted 126 (enough for reachability). `dist` (`ns * ncls`) and
+    /// `queue` are the caller's buffers.
+    pub(super) fn forward(
+        &self,
+        s: usize,
+        dead: Option<&[bool]>,
+        capped: bool,
+        dist: &mut [u8],
+        queue: &mut Vec<u32>,
+    ) {
+        let m = self.ncls;
+        dist.fill(FAR);
+        queue.clear();
+        // Hops into the states out of switch `u`, entered by class `prev` (None: the
+        // source, where every first hop is legal), `d` hops from `s`.
+        let step = |u: usize, prev: Option<usize>, d: u8, dist: &mut [u8], q: &mut Vec<u32>| {
+            for &c in self.f.switch_links(SwitchIdx(u as u32)) {
+                let v = self.ch_dst_sw[c.idx()];
+                let k = self.ch_class[c.idx()] as usize;
+                if v == NONE
+                    || dead.is_some_and(|x| x[c.idx()])
+                    || prev.is_some_and(|p| self.pen[p * m + k] != 0)
+                {
+                    continue;
+                }
+                let st = v as usize * m + k;
+                if dist[st] == FAR {
+                    dist[st] = (d + 1).min(FAR - 1);
+                    q.push(st as u32);
+                }
+            }
+        };
+        step(s, None, 0, dist, queue);
+        let mut at = 0;
+        while at < queue.len() {
+            let st = queue[at] as usize;
+            at += 1;
+            let d = dist[st];
+            if d < FAR - 1 || !capped {
+                step(st / m, Some(st % m), d, dist, queue);
+            }
+        }
+    }
+}
+
 /// Hops of the shortest paths between switches that obey a turn rule (no turn from class
 /// `a` into class `b` with `pen[a * ncls + b] != 0`), over the fault-free fabric's
 /// inter-switch links: `from[s * ns + c]` from `s` to `c` and `to[t * ns + c]` from `c` to
@@ -81,36 +142,15 @@ impl LegalDistances {
         from.par_chunks_mut(ns).enumerate().for_each_init(
             || (vec![FAR; ns * ncls], Vec::with_capacity(ns * ncls)),
             |(dist, queue), (s, row)| {
-                dist.fill(FAR);
-                queue.clear();
+                let rule = TurnSearch {
+                    f,
+                    ch_dst_sw,
+                    ch_class,
+                    pen,
+                    ncls,
+                };
+                rule.forward(s, None, true, dist, queue);
                 row[s] = 0;
-                // Hops into state `st` from switch `u`, entered by class `prev` (None: the
-                // source, where every first hop is legal).
-                let step =
-                    |u: usize, prev: Option<usize>, d: u8, dist: &mut [u8], q: &mut Vec<u32>| {
-                        for &c in f.switch_links(SwitchIdx(u as u32)) {
-                            let v = ch_dst_sw[c.idx()];
-                            let k = ch_class[c.idx()] as usize;
-                            if v == NONE || prev.is_some_and(|p| pen[p * ncls + k] != 0) {
-                                continue;
-                            }
-                            let st = v as usize * ncls + k;
-                            if dist[st] == FAR {
-                                dist[st] = d + 1;
-                                q.push(st as u32);
-                            }
-                        }
-                    };
-                step(s, None, 0, dist, queue);
-                let mut at = 0;
-                while at < queue.len() {
-                    let st = queue[at] as usize;
-                    at += 1;
-                    let d = dist[st];
-                    if d < FAR - 1 {
-                        step(st / ncls, Some(st % ncls), d, dist, queue);
-                    }
-                }
                 for (c, d) in row.iter_mut().enumerate() {
                     let best = dist[c * ncls..(c + 1) * ncls]
                         .iter()
