@@ -69,6 +69,7 @@
 
 mod affected;
 mod complete;
+mod distances;
 mod prefix;
 mod repair;
 mod scan;
@@ -77,6 +78,7 @@ mod start;
 mod suffix;
 mod tables;
 pub use complete::{Completion, Programmed};
+use distances::*;
 use fabric::SwitchIdx;
 use tables::*;
 
