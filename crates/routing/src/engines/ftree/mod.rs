@@ -326,7 +326,18 @@ impl Engine for FatTree {
             match super::rebalance::rebalance(t, &rk, &mut r, Some(&is_cn), moves, true, true) {
                 Some(b) if b.moved + b.shortened > 0 => notes.push(b.note("compute-node ")),
                 Some(_) => {}
-                None => notes.push(super::rebalance::skipped_note(t)),
+                None => {
+                    // (LMC > 0: the pass's first phase still runs, over every LID)
+                    if let Some(k) =
+                        super::rebalance::shorten_every_lid(t, &rk, &mut r, Some(&is_cn))
+                            .filter(|&k| k > 0)
+                    {
+                        notes.push(format!(
+                            "{k} entries given a shorter path under the same rules (the fat-tree pass had made them longer than the ranking needs)"
+                        ));
+                    }
+                    notes.push(super::rebalance::skipped_note(t));
+                }
             }
         }
         if bad > 0 {

@@ -238,6 +238,43 @@ impl Pass<'_, '_> {
     }
 }
 
+/// The pass's first phase alone (`shorten`) where the rest does not run because the end
+/// ports have LMC > 0: every LID of every counted end port is a destination (each keeps the
+/// port the engine chose unless that path is longer than the rules need). Returns the
+/// entries changed; `None` when the state would be above [`MAX_STATE`].
+pub fn shorten_every_lid(
+    t: &Topo,
+    rk: &UpDownRanking,
+    r: &mut Routing,
+    counted: Option<&[bool]>,
+) -> Option<usize> {
+    let counts = |i: usize| counted.is_none_or(|c| c[i]);
+    let (n, stride) = (t.n, r.stride());
+    let dests: Vec<(usize, usize)> = t
+        .ends
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| counts(i))
+        .flat_map(|(_, e)| (0..e.nlids as usize).map(move |o| (e.base as usize + o, e.sw as usize)))
+        .filter(|&(lid, _)| lid < stride)
+        .collect();
+    if dests.len().saturating_mul(n) > MAX_STATE {
+        return None;
+    }
+    let mut ps = Pass {
+        t,
+        n,
+        stride,
+        plane: Plane::new(t.f, Some(&t.mask)),
+        dests,
+        col: super::common::transpose_rect(&r.lft, n, stride),
+        h: Vec::new(),
+        fl: Vec::new(),
+        w: Vec::new(),
+    };
+    Some(shorten_paths(&mut ps, rk, r))
+}
+
 /// Why [`rebalance`] left a fabric alone (it returned `None`), as a routing note.
 pub fn skipped_note(t: &Topo) -> String {
     if t.ends.iter().any(|e| e.nlids != 1) {
