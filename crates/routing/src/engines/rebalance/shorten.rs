@@ -12,14 +12,16 @@
 //! down-only status; a path without an up*/down* path keeps its first hop's direction and
 //! gains no down->up turn) are edges of a graph on which the table's own paths are walks; a
 //! breadth-first search from the destination over them gives each switch the shortest walk
-//! it may take. A switch whose table path is longer takes the first hop of such a walk,
-//! unless its next hop's path got that short itself. Every switch then follows hops of
+//! it may take. A switch whose table path is longer takes the first hop of such a walk (the
+//! LID picks among the neighbours one hop nearer), unless its next hop's path got that short
+//! itself. Every switch then follows hops of
 //! decreasing distance (no loop), and no switch's status gets worse, so the tables stay
 //! within the ranking's rules (the transitions' VLs are assigned after the pass from the
 //! final tables).
 
 use super::moves::{resolve, DestScratch, NO_NEXT};
 use super::*;
+use crate::engines::common::Adj;
 
 /// One destination's buffers: the resolution's and the search's.
 #[derive(Default)]
@@ -28,7 +30,6 @@ struct ShortScratch {
     h: Vec<u8>,
     fl: Vec<u8>,
     dist: Vec<u8>,
-    parent: Vec<u32>,
     queue: Vec<u32>,
 }
 
@@ -65,8 +66,6 @@ fn shorter_entries(
     let dist = &mut sc.dist;
     dist.clear();
     dist.resize(n, UNKNOWN);
-    sc.parent.clear();
-    sc.parent.resize(n, u32::MAX);
     sc.queue.clear();
     dist[ds] = 0;
     sc.queue.push(ds as u32);
@@ -80,7 +79,6 @@ fn shorter_entries(
                 continue;
             }
             dist[s] = dist[q] + 1;
-            sc.parent[s] = q as u32;
             sc.queue.push(s as u32);
         }
     }
@@ -92,13 +90,23 @@ fn shorter_entries(
         if cur != NO_NEXT.0 && dist[cur as usize].wrapping_add(1) == dist[s] {
             continue; // its next hop got that short
         }
-        let p = sc.parent[s];
-        let port = t.adj[t.adj_start[s] as usize..t.adj_start[s + 1] as usize]
-            .iter()
-            .find(|a| a.peer == p)
-            .map(|a| a.port)
-            .expect("the search reached the switch over a link of its own");
-        out.push((lid, s as u32, port));
+        // Among the links to switches one hop nearer (the search found one), the LID picks
+        // which: the LIDs of one port, and destinations in turn, spread over them (with
+        // LMC above 0 nothing after this phase balances them).
+        let adj = &t.adj[t.adj_start[s] as usize..t.adj_start[s + 1] as usize];
+        let nearer = |a: &&Adj| {
+            let q = a.peer as usize;
+            dist[q] != UNKNOWN && dist[q] + 1 == dist[s] && allowed(s, q)
+        };
+        let k = adj.iter().filter(nearer).count();
+        debug_assert!(
+            k > 0,
+            "the search reached the switch over a link of its own"
+        );
+        let Some(a) = adj.iter().filter(nearer).nth(lid % k.max(1)) else {
+            continue;
+        };
+        out.push((lid, s as u32, a.port));
     }
     out
 }
