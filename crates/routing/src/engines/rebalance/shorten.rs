@@ -38,7 +38,7 @@ fn shorter_entries(
     ps: &Pass,
     rk: &UpDownRanking,
     i: usize,
-    raw: &[u8],
+    raw: &[u32],
     sc: &mut ShortScratch,
 ) -> Vec<(usize, u32, u8)> {
     let (t, n) = (ps.t, ps.n);
@@ -60,7 +60,7 @@ fn shorter_entries(
     let allowed = |s: usize, q: usize| may_move(rk.is_up_sw(s, q), fl[s], fl[q]);
     // Most destinations stop here: no table path is longer than the switch graph's
     // distance (`raw`, the destination switch's row), so none has a shorter walk.
-    if (0..n).all(|s| !known(s) || h[s] <= raw[s]) {
+    if (0..n).all(|s| !known(s) || h[s] as u32 <= raw[s]) {
         return out;
     }
     let dist = &mut sc.dist;
@@ -125,35 +125,16 @@ pub(super) fn shorten_paths(ps: &mut Pass, rk: &UpDownRanking, r: &mut Routing) 
             sws.push(ds);
         }
     }
-    let mut raw = vec![UNKNOWN; sws.len() * n];
-    raw.par_chunks_mut(n.max(1))
-        .zip(&sws)
-        .for_each_init(Vec::new, |queue, (row, &ds)| {
-            if !t.alive[ds] {
-                return;
-            }
-            queue.clear();
-            row[ds] = 0;
-            queue.push(ds as u32);
-            let mut head = 0;
-            while let Some(&q) = queue.get(head) {
-                head += 1;
-                let q = q as usize;
-                for a in &t.adj[t.adj_start[q] as usize..t.adj_start[q + 1] as usize] {
-                    let s = a.peer as usize;
-                    if row[s] == UNKNOWN && row[q] < UNKNOWN - 1 {
-                        row[s] = row[q] + 1;
-                        queue.push(s as u32);
-                    }
-                }
-            }
-        });
+    let raw: Vec<Vec<u32>> = sws
+        .par_iter()
+        .map(|&ds| super::super::ranking::bfs_levels(t, &[ds]))
+        .collect();
     let psr = &*ps;
     let changes: Vec<Vec<(usize, u32, u8)>> = (0..psr.dests.len())
         .into_par_iter()
         .map_init(ShortScratch::default, |sc, i| {
             let row = row_of[psr.dests[i].1] as usize;
-            shorter_entries(psr, rk, i, &raw[row * n..(row + 1) * n], sc)
+            shorter_entries(psr, rk, i, &raw[row], sc)
         })
         .collect();
     let mut moved = 0;
