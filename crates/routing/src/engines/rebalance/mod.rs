@@ -207,7 +207,25 @@ struct Pass<'t, 'a> {
     w: Vec<u32>,
 }
 
-impl Pass<'_, '_> {
+impl<'t, 'a> Pass<'t, 'a> {
+    /// The pass over destinations `dests` of tables `r`; `state`: with the per (destination,
+    /// switch) hops, flags and traffic (the shortening alone needs none).
+    fn new(t: &'t Topo<'a>, r: &Routing, dests: Vec<(usize, usize)>, state: bool) -> Self {
+        let (n, stride) = (t.n, r.stride());
+        let cells = if state { dests.len() * n } else { 0 };
+        Pass {
+            t,
+            n,
+            stride,
+            plane: Plane::new(t.f, Some(&t.mask)),
+            dests,
+            col: super::common::transpose_rect(&r.lft, n, stride),
+            h: vec![UNKNOWN; cells],
+            fl: vec![0; cells],
+            w: vec![0; cells],
+        }
+    }
+
     /// Tail switch, head switch and output port of switch-to-switch channel `e`.
     fn ends(&self, e: u32) -> (usize, usize, u8) {
         let f = self.t.f;
@@ -248,31 +266,24 @@ pub fn shorten_every_lid(
     r: &mut Routing,
     counted: Option<&[bool]>,
 ) -> Option<usize> {
-    let counts = |i: usize| counted.is_none_or(|c| c[i]);
-    let (n, stride) = (t.n, r.stride());
-    let dests: Vec<(usize, usize)> = t
-        .ends
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| counts(i))
-        .flat_map(|(_, e)| (0..e.nlids as usize).map(move |o| (e.base as usize + o, e.sw as usize)))
-        .filter(|&(lid, _)| lid < stride)
-        .collect();
-    if dests.len().saturating_mul(n) > MAX_STATE {
+    let dests = counted_dests(t, r.stride(), counted);
+    if dests.len().saturating_mul(t.n) > MAX_STATE {
         return None;
     }
-    let mut ps = Pass {
-        t,
-        n,
-        stride,
-        plane: Plane::new(t.f, Some(&t.mask)),
-        dests,
-        col: super::common::transpose_rect(&r.lft, n, stride),
-        h: Vec::new(),
-        fl: Vec::new(),
-        w: Vec::new(),
-    };
+    let mut ps = Pass::new(t, r, dests, false);
     Some(shorten_paths(&mut ps, rk, r))
+}
+
+/// (LID, switch) of every LID of every counted end port (`counted`: per index of `t.ends`,
+/// `None` = all) that the tables have a column for.
+fn counted_dests(t: &Topo, stride: usize, counted: Option<&[bool]>) -> Vec<(usize, usize)> {
+    t.ends
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| counted.is_none_or(|c| c[i]))
+        .flat_map(|(_, e)| (0..e.nlids as usize).map(move |o| (e.base as usize + o, e.sw as usize)))
+        .filter(|&(lid, _)| lid < stride)
+        .collect()
 }
 
 /// Why [`rebalance`] left a fabric alone (it returned `None`), as a routing note.
@@ -314,25 +325,9 @@ pub fn rebalance(
     let hosts: Vec<u32> = (0..n)
         .map(|s| t.ends_on(s).iter().filter(|&&i| counts(i as usize)).count() as u32)
         .collect();
-    let dests: Vec<(usize, usize)> = t
-        .ends
-        .iter()
-        .enumerate()
-        .filter(|&(i, e)| (e.base as usize) < stride && counts(i))
-        .map(|(_, e)| (e.base as usize, e.sw as usize))
-        .collect();
-    let d_n = dests.len();
-    let mut ps = Pass {
-        t,
-        n,
-        stride,
-        plane: Plane::new(t.f, Some(&t.mask)),
-        dests,
-        col: super::common::transpose_rect(&r.lft, n, stride),
-        h: vec![UNKNOWN; d_n * n],
-        fl: vec![0; d_n * n],
-        w: vec![0; d_n * n],
-    };
+    // (every end port has one LID here)
+    let dests = counted_dests(t, stride, counted);
+    let mut ps = Pass::new(t, r, dests, true);
     let shortened = if shorten {
         shorten_paths(&mut ps, rk, r)
     } else {

@@ -73,7 +73,7 @@ fn shorter_entries(
     while let Some(&q) = sc.queue.get(head) {
         head += 1;
         let q = q as usize;
-        for a in &t.adj[t.adj_start[q] as usize..t.adj_start[q + 1] as usize] {
+        for a in t.links(q) {
             let s = a.peer as usize;
             if dist[s] != UNKNOWN || !known(s) || !allowed(s, q) {
                 continue;
@@ -93,7 +93,7 @@ fn shorter_entries(
         // Among the links to switches one hop nearer (the search found one), the LID picks
         // which: the LIDs of one port, and destinations in turn, spread over them (with
         // LMC above 0 nothing after this phase balances them).
-        let adj = &t.adj[t.adj_start[s] as usize..t.adj_start[s + 1] as usize];
+        let adj = t.links(s);
         let nearer = |a: &&Adj| {
             let q = a.peer as usize;
             dist[q] != UNKNOWN && dist[q] + 1 == dist[s] && allowed(s, q)

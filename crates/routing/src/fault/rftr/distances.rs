@@ -137,16 +137,16 @@ impl LegalDistances {
             return None;
         }
         let mut from = written(ns * ns, FAR);
+        let rule = TurnSearch {
+            f,
+            ch_dst_sw,
+            ch_class,
+            pen,
+            ncls,
+        };
         from.par_chunks_mut(ns).enumerate().for_each_init(
             || (vec![FAR; ns * ncls], Vec::with_capacity(ns * ncls)),
             |(dist, queue), (s, row)| {
-                let rule = TurnSearch {
-                    f,
-                    ch_dst_sw,
-                    ch_class,
-                    pen,
-                    ncls,
-                };
                 rule.forward(s, None, true, dist, queue);
                 row[s] = 0;
                 for (c, d) in row.iter_mut().enumerate() {
