@@ -401,6 +401,11 @@ impl<'f, T: Transport> Live<'f, T> {
         moved.sort_unstable();
         moved.dedup();
         let reports = self.notify(&moved, &end_ports_of(f, faults), &[])?;
+        // The repair is in the switches and the hosts know: RFTR's bookkeeping for the next
+        // fault (`Rftr::settle`) runs now, outside the time to repair.
+        if let RepairState::Rftr(s) = &mut self.rep {
+            s.settle();
+        }
         // The multicast trees the faults cut, mended; their changed blocks pushed.
         let mft = self.repair_mcast()?;
         // The completion for checkers (RFTR only).

@@ -56,6 +56,9 @@ pub struct PathStore {
     pub dead_lo: Vec<u32>,
     pub by_src: PathIndex,
     pub by_chan: PathIndex,
+    /// Paths added since the last [`PathStore::index_pending`], ascending: not yet in
+    /// `by_chan`, which only a fault's start reads (`kill_channel` indexes them first).
+    unindexed: Vec<PathId>,
     /// The number of base paths ([`PathStore::index_base`]): ids below it have LID offset 0
     /// and SL 0.
     base_len: u32,
@@ -209,6 +212,7 @@ impl Clone for PathStore {
             dead_lo: roomy(&self.dead_lo),
             by_src: self.by_src.clone(),
             by_chan: self.by_chan.clone(),
+            unindexed: self.unindexed.clone(),
             base_len: self.base_len,
         }
     }
@@ -354,10 +358,31 @@ impl PathStore {
             self.vl.extend_from_slice(vls);
         }
         self.by_src.add(src as usize, id);
-        for &c in hops {
-            self.by_chan.add(c.idx(), id);
-        }
+        self.unindexed.push(id);
         id
+    }
+
+    /// Adds the paths pushed since the last call to the per-channel index (`by_chan`), in
+    /// id order. A repair leaves this for after its delta ([`crate::fault::Rftr::settle`]);
+    /// a fault's start does it first if nobody did.
+    pub fn index_pending(&mut self) {
+        let mut ids = std::mem::take(&mut self.unindexed);
+        for &id in &ids {
+            let (a, b) = (
+                self.start[id as usize] as usize,
+                self.start[id as usize + 1] as usize,
+            );
+            for &c in &self.hops[a..b] {
+                self.by_chan.add(c.idx(), id);
+            }
+        }
+        ids.clear();
+        self.unindexed = ids;
+    }
+
+    /// True when every path is in the per-channel index.
+    pub fn indexed(&self) -> bool {
+        self.unindexed.is_empty()
     }
 
     /// The LID offset and SL of path `p`, without a read for a base path (a cache miss
@@ -389,6 +414,7 @@ impl PathStore {
 
     /// Marks channel `c` dead in every path using it; returns those paths.
     pub fn kill_channel(&mut self, c: ChannelId) -> Vec<PathId> {
+        self.index_pending();
         let ids: Vec<PathId> = self.by_chan.get(c.idx()).collect();
         for &p in &ids {
             let (s, e) = (
@@ -467,6 +493,10 @@ mod tests {
         );
         let b = s.push(1, 0, 0, 0, &[ChannelId(2)], &[0]);
         assert_eq!(s.by_src.get(0).collect::<Vec<_>>(), vec![a]);
+        // the per-channel index waits for `index_pending` (or a fault's start)
+        assert!(!s.indexed() && s.by_chan.get(2).next().is_none());
+        s.index_pending();
+        assert!(s.indexed());
         assert_eq!(s.by_chan.get(2).collect::<Vec<_>>(), vec![a, b]);
         assert_eq!(s.kill_channel(ChannelId(2)), vec![a, b]);
         assert_eq!(s.live_prefix(a), 1);
@@ -484,6 +514,7 @@ mod tests {
         let c = s.push_base(1, 0, &ch(&[3, 5, 3]));
         s.index_base();
         let d = s.push(1, 1, 0, 2, &ch(&[5, 1]), &[0, 1]);
+        s.index_pending();
         let get = |i: &PathIndex, k| i.get(k).collect::<Vec<_>>();
         assert_eq!(get(&s.by_src, 0), vec![a, b]);
         assert_eq!(get(&s.by_src, 1), vec![c, d]);

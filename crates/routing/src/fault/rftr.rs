@@ -65,7 +65,8 @@
 //! Files: this one holds the state, `apply` and the queries; `start.rs` takes the base in,
 //! `affected.rs` finds the pairs a fault breaks, `repair.rs` repairs one pair, `scan.rs`
 //! finds its candidates, `prefix.rs` and `suffix.rs` keep the two halves of a join,
-//! `tables.rs` holds the flat tables, `complete/` the tables for whole-fabric checkers.
+//! `tables.rs` holds the flat tables, `complete/` the tables for whole-fabric checkers, and
+//! `settle.rs` the bookkeeping a repair leaves for after its delta ([`Rftr::settle`]).
 
 mod affected;
 mod complete;
@@ -74,6 +75,8 @@ mod prefix;
 mod repair;
 mod scan;
 use scan::Want;
+mod settle;
+use settle::Pending;
 mod start;
 mod suffix;
 mod tables;
@@ -280,6 +283,8 @@ pub struct Rftr<'f> {
     // input channel (`pre_cache`, built only when the best candidate fails), and suffix
     // tables per (end, LID offset).
     pre_cache: FxHashMap<u32, PrefixMap>,
+    /// What the last repair left for [`Rftr::settle`] (`settle.rs`).
+    pending: Pending,
     /// `pre_cache`'s maps from earlier faults, cleared, for reuse.
     pre_map_pool: Vec<PrefixMap>,
     suf_cache: FxHashMap<(u32, u32), SuffixTable>,
@@ -562,6 +567,7 @@ impl<'f> Rftr<'f> {
         self.last.lft.clear();
         self.last.sources.clear();
         self.last.sl2vl.clear();
+        self.settle();
         let pairs = self.start_fault(fault, &mut report);
         // A pair left without a candidate is tried again after the other pairs toward the
         // same destination, whose new paths add suffixes, until a round repairs nothing.

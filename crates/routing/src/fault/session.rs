@@ -104,7 +104,10 @@ pub enum CheckMode {
 pub enum Phase {
     /// RFTR starts the repair (what the check needs from before it is ready).
     Repairing,
-    /// The repair is done; its check starts.
+    /// The repair is done (its delta is ready); the bookkeeping it left for the next fault
+    /// starts ([`Rftr::settle`]).
+    Settling,
+    /// That is done too; the repair's check starts.
     Checking,
 }
 
@@ -208,6 +211,8 @@ impl<'f> Session<'f> {
                 let before = Snapshot::of(&self.rftr);
                 at(Phase::Repairing);
                 let repair = self.rftr.apply(fault);
+                at(Phase::Settling);
+                self.rftr.settle();
                 at(Phase::Checking);
                 (repair, check_state(&self.rftr, Some(&before)))
             }
@@ -217,6 +222,8 @@ impl<'f> Session<'f> {
                 }
                 at(Phase::Repairing);
                 let repair = self.rftr.apply(fault);
+                at(Phase::Settling);
+                self.rftr.settle();
                 at(Phase::Checking);
                 let t = self.tracker.as_mut().expect("started above");
                 (repair, t.step(&self.rftr, fault))
@@ -240,6 +247,13 @@ impl<'f> Session<'f> {
         self.rftr.apply(fault)
     }
 
+    /// Does the bookkeeping the last repair left for the next fault ([`Rftr::settle`]): for
+    /// a caller of [`Session::apply_unchecked`] once the repair is pushed (the next repair
+    /// does it first otherwise, inside its own time).
+    pub fn settle(&mut self) {
+        self.rftr.settle();
+    }
+
     /// Starts RFTR again from the base tables and applies `faults` in order, unchecked (as
     /// [`Session::apply_unchecked`]): the state the session would be in had only these
     /// faults happened. RFTR itself only takes elements away; this is how an element that
@@ -258,7 +272,9 @@ impl<'f> Session<'f> {
         self.rftr = Rftr::new(self.f, &self.base, rule, self.cfg)?;
         self.steps.clear();
         self.tracker = None;
-        Ok(faults.iter().map(|&x| self.rftr.apply(x)).collect())
+        let reports = faults.iter().map(|&x| self.rftr.apply(x)).collect();
+        self.rftr.settle();
+        Ok(reports)
     }
 
     /// Runs the engine again on the fabric with every fault so far (`Err` when it cannot

@@ -98,7 +98,7 @@ impl<'f> Rftr<'f> {
         }
         hit.sort_unstable();
         hit.dedup();
-        self.drop_dead_prefixes(&hit);
+        self.defer_dead_prefixes(&hit);
         // Destination by destination; within one, nearest the failure first (hops before the
         // first dead hop of the broken path), so that rewritten dead base-LID entries serve
         // the pairs behind them.
@@ -171,12 +171,7 @@ impl<'f> Rftr<'f> {
                 &hops,
                 &vls,
             );
-            self.tries[s as usize].add_chain(&hops, &vls, id, &self.ch_dst_sw, 0);
-            let mut t = std::mem::take(&mut self.pre_tab[s as usize]);
-            if !t.is_empty() {
-                self.add_fast_prefixes(id, &mut t, 0);
-            }
-            self.pre_tab[s as usize] = t;
+            self.defer_prefixes(s, id, 0);
         }
     }
 }

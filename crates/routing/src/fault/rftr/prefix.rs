@@ -101,26 +101,23 @@ impl<'f> Rftr<'f> {
         t
     }
 
-    /// After a fault killed the paths `hit`: recomputes, in every source's prefix table, the
-    /// rows whose best prefix ran over a dead hop. Only rows of switches behind a dead hop of
-    /// a hit path can hold one (the best prefix of a row is the start of its `minpath`, which
-    /// then uses the dead channel), and a row keeps its value when its best survives.
-    pub(super) fn drop_dead_prefixes(&mut self, hit: &[PathId]) {
+    /// After a fault killed the paths `hit` of source `s`: recomputes the rows of its prefix
+    /// table whose best prefix ran over a dead hop. Only rows of switches behind a dead hop
+    /// of a hit path can hold one (the best prefix of a row is the start of its `minpath`,
+    /// which then uses the dead channel), and a row keeps its value when its best survives.
+    pub(super) fn drop_dead_prefixes(&mut self, s: u32, hit: impl Iterator<Item = PathId>) {
+        let s = s as usize;
+        if self.pre_tab[s].is_empty() {
+            return;
+        }
         let m1 = self.ncls + 1;
-        // Rows of the current source looked at already (`stamp`): the hit paths of one
-        // source run behind the same dead hop to the same switches, and a row's verdict
-        // cannot change once looked at (its refresh takes live prefixes only).
-        let mut cur = NONE as usize;
-        for &p in hit {
-            let s = self.paths.src[p as usize] as usize;
-            if self.pre_tab[s].is_empty() {
-                continue;
-            }
-            if s != cur {
-                cur = s;
-                self.stamp_gen += 1;
-            }
-            let g = self.stamp_gen;
+        // Rows looked at already (`stamp`): the hit paths of one source run behind the same
+        // dead hop to the same switches, and a row's verdict cannot change once looked at
+        // (its refresh takes live prefixes only).
+        self.stamp_gen += 1;
+        let g = self.stamp_gen;
+        for p in hit {
+            debug_assert_eq!(self.paths.src[p as usize] as usize, s);
             let lo = self.paths.dead_lo[p as usize] as usize;
             let (a, b) = (
                 self.paths.start[p as usize] as usize,
@@ -282,6 +279,7 @@ impl<'f> Rftr<'f> {
     /// Fills the caches the candidate scan of (source switch `s`, end `e`) reads: the best
     /// prefixes of `s` and the suffix tables of `e` for every LID offset in use.
     pub(super) fn prepare(&mut self, s: u32, e: u32) {
+        self.flush_source(s);
         if self.pre_tab[s as usize].is_empty() {
             self.pre_tab[s as usize] = self.fast_prefixes(s);
         }

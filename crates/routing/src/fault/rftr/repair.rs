@@ -625,16 +625,9 @@ impl<'f> Rftr<'f> {
                 sw = self.ch_dst_sw[c.idx()];
             }
         }
-        self.tries[s as usize].add_chain(hops, vls, id, &self.ch_dst_sw, shared);
-        let mut t = std::mem::take(&mut self.pre_tab[s as usize]);
-        if !t.is_empty() {
-            self.add_fast_prefixes(id, &mut t, shared);
-        }
-        self.pre_tab[s as usize] = t;
-        if let Some(mut m) = self.pre_cache.remove(&s) {
-            self.add_prefixes(id, &mut m);
-            self.pre_cache.insert(s, m);
-        }
+        // Its prefixes go to the source's trie and tables before anything reads them
+        // (`settle.rs`).
+        self.defer_prefixes(s, id, shared as u32);
         self.sel[slot as usize * ne + e as usize] = id;
         if let PathSl::PerPair { stride, sl: table } = &mut self.routing.path_sl {
             // A pair that keeps its (DLID, SL) has its entries already: skip the writes, a

@@ -72,6 +72,10 @@ impl<'f> Rftr<'f> {
         bound: Option<u32>,
         want: Want,
     ) -> Option<Cand> {
+        debug_assert!(
+            self.pending.clean(s),
+            "a source's prefixes read before its flush"
+        );
         let m = self.ncls;
         let m1 = m + 1;
         let t = self.end_sw[e as usize] as usize;
@@ -452,6 +456,10 @@ impl<'f> Rftr<'f> {
     /// per input channel into `c`, joined to the suffix of every LID offset in use (or none
     /// at the destination's switch). Needs the prefix map (`fill_prefix_map`).
     fn candidates_at(&self, s: u32, e: u32, at: &[u32], min_tier: u8, out: &mut Vec<Cand>) {
+        debug_assert!(
+            self.pending.clean(s),
+            "a source's prefixes read before its flush"
+        );
         let t = self.end_sw[e as usize];
         let max_trans = self.cfg.vls - 1;
         let pre = &self.pre_cache[&s];
@@ -537,6 +545,10 @@ impl<'f> Rftr<'f> {
 
     /// Builds source `s`'s per-input-channel prefix map for this fault, unless there.
     fn fill_prefix_map(&mut self, s: u32) {
+        debug_assert!(
+            self.pending.clean(s),
+            "a source's prefixes read before its flush"
+        );
         if !self.pre_cache.contains_key(&s) {
             let m = self.prefixes(s);
             self.pre_cache.insert(s, m);
@@ -652,6 +664,10 @@ impl<'f> Rftr<'f> {
     /// `base_lid_prefix_ok`; lowest join switch first. None when `best` is such a candidate
     /// already or there is none.
     pub(super) fn base_lid_tie(&self, s: u32, e: u32, best: &Cand) -> Option<Cand> {
+        debug_assert!(
+            self.pending.clean(s),
+            "a source's prefixes read before its flush"
+        );
         if matches!(best.suf_off, 0 | NONE)
             && self.base_lid_prefix_ok(s, e, best.pre_path, best.pre_len)
         {

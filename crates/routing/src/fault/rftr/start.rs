@@ -217,6 +217,7 @@ impl<'f> Rftr<'f> {
             pre_tab: Vec::new(),
             tries: Vec::new(),
             pre_cache: FxHashMap::default(),
+            pending: Pending::new(ns),
             pre_map_pool: Vec::new(),
             suf_cache: FxHashMap::default(),
             suf_pool: Vec::new(),

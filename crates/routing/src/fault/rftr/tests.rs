@@ -271,7 +271,21 @@ fn kept_prefix_tables_equal_fresh_ones() {
         let m1 = r.ncls + 1;
         let mut repaired = 0;
         for &l in links.iter().step_by(5).take(4) {
-            repaired += r.apply(Fault::Link(l)).repaired_pairs;
+            let n = r.apply(Fault::Link(l)).repaired_pairs;
+            repaired += n;
+            // The bookkeeping waits for `settle`, and then leaves every path indexed.
+            assert!(n == 0 || !r.settled(), "{spec}: nothing left for settle");
+            r.settle();
+            assert!(r.settled(), "{spec}: settle left something");
+            for p in 0..r.paths.len() as PathId {
+                for &c in r.paths.hops_of(p) {
+                    assert!(
+                        r.paths.by_chan.get(c.idx()).any(|q| q == p),
+                        "{spec}: path {p} not indexed under channel {}",
+                        c.0
+                    );
+                }
+            }
             for s in 0..f.num_switches() {
                 if r.slot_of[s] == NONE {
                     continue;
