@@ -80,6 +80,7 @@ use settle::Pending;
 mod start;
 mod suffix;
 mod tables;
+mod walks;
 pub use complete::{Completion, Programmed};
 use distances::*;
 use fabric::SwitchIdx;
@@ -285,6 +286,13 @@ pub struct Rftr<'f> {
     pre_cache: FxHashMap<u32, PrefixMap>,
     /// What the last repair left for [`Rftr::settle`] (`settle.rs`).
     pending: Pending,
+    /// Per (end, switch), `walk_suf[e * ns + sw]`: the packed suffix of the switch's
+    /// base-LID walk toward the end, or a marker (`walks.rs`), and the entries the last
+    /// fault forgot, to walk again when it is settled.
+    walk_suf: Vec<u32>,
+    walks_forgotten: Vec<(u32, u32)>,
+    /// The switch-to-switch channels into each switch (shared by clones).
+    in_switch: Arc<walks::InSwitch>,
     /// `pre_cache`'s maps from earlier faults, cleared, for reuse.
     pre_map_pool: Vec<PrefixMap>,
     suf_cache: FxHashMap<(u32, u32), SuffixTable>,
@@ -461,6 +469,7 @@ impl<'f> Rftr<'f> {
             ("selection", cap(&self.sel)),
             ("path SLs", path_sl),
             ("LFTs (two copies)", 2 * cap(&self.by_lid)),
+            ("base-LID walks", cap(&self.walk_suf)),
             (
                 "distances",
                 self.sdist.len()

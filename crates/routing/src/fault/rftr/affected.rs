@@ -91,6 +91,8 @@ impl<'f> Rftr<'f> {
             self.end_sw[e as usize] = NONE;
         }
         report.dropped_pairs = (dropped_ends.len() + cut_ends.len()) as u64;
+        let gone: Vec<u32> = dropped_ends.iter().chain(&cut_ends).copied().collect();
+        self.forget_dead_walks(&dead, &gone);
         // Affected pairs.
         let mut hit: Vec<PathId> = Vec::new();
         for &c in &dead {

@@ -140,7 +140,7 @@ impl<'f> Rftr<'f> {
 
     /// Whether anything is left for [`Rftr::settle`].
     pub fn settled(&self) -> bool {
-        self.pending.sources.is_empty() && self.paths.indexed()
+        self.pending.sources.is_empty() && self.paths.indexed() && self.walks_forgotten.is_empty()
     }
 
     /// Does the bookkeeping the last repair left (see the module docs): every source's
@@ -157,5 +157,6 @@ impl<'f> Rftr<'f> {
         self.pending.commits.clear();
         self.pending.hits.clear();
         self.paths.index_pending();
+        self.settle_walks();
     }
 }

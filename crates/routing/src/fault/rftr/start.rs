@@ -218,6 +218,9 @@ impl<'f> Rftr<'f> {
             tries: Vec::new(),
             pre_cache: FxHashMap::default(),
             pending: Pending::new(ns),
+            walk_suf: Vec::new(),
+            walks_forgotten: Vec::new(),
+            in_switch: Arc::default(),
             pre_map_pool: Vec::new(),
             suf_cache: FxHashMap::default(),
             suf_pool: Vec::new(),
@@ -259,11 +262,13 @@ impl<'f> Rftr<'f> {
         let legal = LegalDistances::new(f, &me.ch_dst_sw, &me.ch_class, &me.pen, me.ncls);
         me.legal = Arc::new(legal);
         me.in_links = Arc::new(InLinks::new(f, &me.ch_dst_sw, &me.ch_class, me.ncls));
+        me.in_switch = Arc::new(walks::InSwitch::new(f, &me.ch_dst_sw, &me.ch_port));
         me.reserve_base_paths()?;
         me.store_base_paths()?;
         me.paths.index_base();
         me.build_tries();
         me.paths.reserve_headroom();
+        me.walk_all();
         me.warm_pools();
         Ok(me)
     }

@@ -108,12 +108,23 @@ impl<'f> Rftr<'f> {
         // The base-LID table of the group's end marks walks that pass a rewritten entry.
         let taints = off == 0 && e == self.group_e;
         let rewritten = |sw: u32| taints && self.rewritten[sw as usize] == self.group;
+        let kept = off == 0;
         for s0 in starts {
             if s0 == t {
                 st.set(t as usize, NO_SUFFIX, false);
                 continue;
             }
             if st.get(s0 as usize) != UNKNOWN {
+                continue;
+            }
+            // A base-LID walk live when the fault came is the same now (`walks.rs`).
+            if let Some(v) = kept.then(|| self.kept_walk(e, s0)).flatten() {
+                debug_assert_eq!(
+                    Some(v),
+                    self.walked_suffix(e, s0),
+                    "a kept walk out of date"
+                );
+                st.set(s0 as usize, v, false);
                 continue;
             }
             st.set(s0 as usize, ON_WALK, false);
@@ -145,6 +156,11 @@ impl<'f> Rftr<'f> {
                     if arrives {
                         tail = Some((0, 0, None));
                     }
+                    stuck = false;
+                    break;
+                }
+                if let Some(v) = kept.then(|| self.kept_walk(e, next)).flatten() {
+                    tail = unpack_suffix(v).map(|(h, tr, cls)| (h, tr, Some(cls)));
                     stuck = false;
                     break;
                 }
