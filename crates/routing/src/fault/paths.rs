@@ -72,15 +72,23 @@ pub struct PathStore {
 pub struct PathIndex {
     start: Vec<u32>,
     ids: Vec<PathId>,
+    /// Beside `ids` (when built with positions): where in the path its key first comes
+    /// (`NO_POS` from 255 hops on), so that a fault's start finds a path's dead hop without
+    /// reading the path.
+    pos: Vec<u8>,
     consecutive: bool,
     extra: Vec<Vec<PathId>>,
 }
+
+/// No position kept (a key 255 hops or more into its path).
+const NO_POS: u8 = u8::MAX;
 
 impl PathIndex {
     fn new(keys: usize) -> Self {
         PathIndex {
             start: vec![0; keys + 1],
             ids: Vec::new(),
+            pos: Vec::new(),
             consecutive: false,
             extra: vec![Vec::new(); keys],
         }
@@ -128,13 +136,15 @@ impl PathIndex {
         }
         let mut at = start[..keys].to_vec();
         let mut ids = vec![0 as PathId; start[keys] as usize];
+        let mut pos = vec![NO_POS; start[keys] as usize];
         last.fill(NONE);
         for p in 0..paths {
-            for c in keys_of(p) {
+            for (i, c) in keys_of(p).iter().enumerate() {
                 let k = c.idx();
                 if last[k] != p {
                     last[k] = p;
                     ids[at[k] as usize] = p;
+                    pos[at[k] as usize] = i.min(NO_POS as usize) as u8;
                     at[k] += 1;
                 }
             }
@@ -142,6 +152,7 @@ impl PathIndex {
         PathIndex {
             start,
             ids,
+            pos,
             consecutive: false,
             extra: lists_with_room(keys),
         }
@@ -163,6 +174,7 @@ impl Clone for PathIndex {
         PathIndex {
             start: self.start.clone(),
             ids: self.ids.clone(),
+            pos: self.pos.clone(),
             consecutive: self.consecutive,
             extra: self.extra.iter().map(|v| roomy(v)).collect(),
         }
@@ -330,6 +342,7 @@ impl PathStore {
         self.by_src = PathIndex {
             start,
             ids: Vec::new(),
+            pos: Vec::new(),
             consecutive: true,
             extra: lists_with_room(ns),
         };
@@ -415,19 +428,62 @@ impl PathStore {
     /// Marks channel `c` dead in every path using it; returns those paths.
     pub fn kill_channel(&mut self, c: ChannelId) -> Vec<PathId> {
         self.index_pending();
-        let ids: Vec<PathId> = self.by_chan.get(c.idx()).collect();
-        for &p in &ids {
-            let (s, e) = (
-                self.start[p as usize] as usize,
-                self.start[p as usize + 1] as usize,
-            );
-            // The first use of `c` is the path's lowest hop it kills.
-            if let Some(i) = self.hops[s..e].iter().position(|&h| h == c) {
-                let lo = &mut self.dead_lo[p as usize];
-                *lo = (*lo).min(i as u32);
-            }
+        let k = c.idx();
+        let ix = &self.by_chan;
+        let (lo, hi) = (ix.start[k] as usize, ix.start[k + 1] as usize);
+        let mut ids: Vec<PathId> = Vec::with_capacity(hi - lo + ix.extra[k].len());
+        // The base paths' rows say where the channel comes; the paths added later are read.
+        for (&p, &at) in ix.ids[lo..hi].iter().zip(&ix.pos[lo..hi]) {
+            ids.push(p);
+            let i = if at == NO_POS {
+                self.first_use(p, c)
+            } else {
+                debug_assert_eq!(self.first_use(p, c), at as u32, "a stale position");
+                at as u32
+            };
+            let d = &mut self.dead_lo[p as usize];
+            *d = (*d).min(i);
+        }
+        for &p in &self.by_chan.extra[k] {
+            ids.push(p);
+            let i = self.first_use(p, c);
+            let d = &mut self.dead_lo[p as usize];
+            *d = (*d).min(i);
         }
         ids
+    }
+
+    /// Where channel `c` first comes in path `p` (`NONE` when it does not).
+    fn first_use(&self, p: PathId, c: ChannelId) -> u32 {
+        // The first use of `c` is the path's lowest hop it kills.
+        self.hops_of(p)
+            .iter()
+            .position(|&h| h == c)
+            .map_or(NONE, |i| i as u32)
+    }
+
+    /// The number of base paths ([`PathStore::index_base`]): ids below it are base paths,
+    /// stored source by source.
+    pub fn base_len(&self) -> u32 {
+        self.base_len
+    }
+
+    /// The source switch of each of `ids` (ascending), into `out` as (source, id): the base
+    /// paths' from their source rows, without a read of each path.
+    pub fn sources_of(&self, ids: &[PathId], out: &mut Vec<(u32, PathId)>) {
+        let rows = &self.by_src.start;
+        let mut s = 0usize;
+        for &p in ids {
+            if p < self.base_len && self.by_src.consecutive {
+                while rows[s + 1] <= p {
+                    s += 1;
+                }
+                debug_assert_eq!(self.src[p as usize] as usize, s);
+                out.push((s as u32, p));
+            } else {
+                out.push((self.src[p as usize], p));
+            }
+        }
     }
 
     /// True when path `p` has no dead hop.
@@ -466,7 +522,11 @@ impl PathStore {
             + cap(&self.has_vl);
         let per_hop = cap(&self.hops) + cap(&self.vl) + self.vl_at.capacity() * 8;
         let index = |i: &PathIndex| {
-            cap(&i.start) + cap(&i.ids) + cap(&i.extra) + i.extra.iter().map(cap).sum::<usize>()
+            cap(&i.start)
+                + cap(&i.ids)
+                + cap(&i.pos)
+                + cap(&i.extra)
+                + i.extra.iter().map(cap).sum::<usize>()
         };
         (
             per_path,

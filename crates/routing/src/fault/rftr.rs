@@ -353,6 +353,9 @@ pub struct Rftr<'f> {
     group: u32,
     /// The end whose pairs are being repaired.
     group_e: u32,
+    /// The selected path of the pair being repaired, as the fault's start read it (only
+    /// that pair's commit changes it): `sel` is read a cache miss apart per pair.
+    cur_prev: u32,
     /// Set when a candidate of the pair being repaired failed only for want of a LID.
     lid_short: bool,
 }
@@ -588,12 +591,13 @@ impl<'f> Rftr<'f> {
                 end += 1;
             }
             self.start_group(e);
-            let mut pending: Vec<u32> = pairs[at..end].iter().map(|p| p.2).collect();
+            let mut pending: Vec<(u32, u32)> = pairs[at..end].iter().map(|p| (p.2, p.3)).collect();
             at = end;
             loop {
                 let mut failed = Vec::new();
                 let before = pending.len();
-                for slot in pending {
+                for (slot, prev) in pending {
+                    self.cur_prev = prev;
                     match self.repair(slot, e) {
                         Some(trans) => {
                             let n_src = self.slot_ends[slot as usize].len() as u64;
@@ -604,11 +608,11 @@ impl<'f> Rftr<'f> {
                             }
                             report.max_transitions = report.max_transitions.max(trans);
                         }
-                        None => failed.push((slot, self.lid_short)),
+                        None => failed.push((slot, prev, self.lid_short)),
                     }
                 }
                 if failed.is_empty() || failed.len() == before {
-                    for (slot, lid_short) in failed {
+                    for (slot, _, lid_short) in failed {
                         let n_src = self.slot_ends[slot as usize].len() as u64;
                         if lid_short {
                             report.no_free_lid_pairs += n_src;
@@ -622,7 +626,10 @@ impl<'f> Rftr<'f> {
                     }
                     break;
                 }
-                pending = failed.into_iter().map(|(slot, _)| slot).collect();
+                pending = failed
+                    .into_iter()
+                    .map(|(slot, prev, _)| (slot, prev))
+                    .collect();
             }
             self.end_group(e, pairs.get(at).map(|p| p.0));
         }

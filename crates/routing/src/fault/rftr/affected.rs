@@ -5,13 +5,13 @@ use super::*;
 
 impl<'f> Rftr<'f> {
     /// Marks the fault's channels dead, drops the pairs of end ports on a failed switch, and
-    /// lists the affected (destination end, dead hop index, source slot), sorted: destination
-    /// by destination, nearest the failure first.
+    /// lists the affected (destination end, dead hop index, source slot, selected path),
+    /// sorted: destination by destination, nearest the failure first.
     pub(super) fn start_fault(
         &mut self,
         fault: Fault,
         report: &mut FaultReport,
-    ) -> Vec<(u32, u32, u32)> {
+    ) -> Vec<(u32, u32, u32, u32)> {
         let f = self.f;
         let ne = f.end_ports.len();
         let mut dead: Vec<ChannelId> = Vec::new();
@@ -92,7 +92,8 @@ impl<'f> Rftr<'f> {
         }
         report.dropped_pairs = (dropped_ends.len() + cut_ends.len()) as u64;
         let gone: Vec<u32> = dropped_ends.iter().chain(&cut_ends).copied().collect();
-        self.forget_dead_walks(&dead, &gone);
+        let mut behind = Vec::new();
+        self.forget_dead_walks(&dead, &gone, &mut behind);
         // Affected pairs.
         let mut hit: Vec<PathId> = Vec::new();
         for &c in &dead {
@@ -104,18 +105,62 @@ impl<'f> Rftr<'f> {
         // Destination by destination; within one, nearest the failure first (hops before the
         // first dead hop of the broken path), so that rewritten dead base-LID entries serve
         // the pairs behind them.
-        let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
-        for &p in &hit {
+        let pairs = self.broken_pairs(&hit, &behind);
+        if let Fault::Link(l) = fault {
+            self.add_twins(l, &pairs);
+        }
+        pairs
+    }
+
+    /// The selected paths among the killed ones `hit` (ascending), as (destination end,
+    /// first dead hop, source slot), sorted. A selected path on the base LID is its source
+    /// switch's base-LID walk (its entries were written as it was committed, and an entry is
+    /// rewritten only where its walk was dead, when every path through it is repaired), so
+    /// those pairs are the (end, switch) `behind` the dead channels whose selected path keeps
+    /// the base LID, and need no read of the killed path; only the killed paths with a
+    /// virtual LID, all added by repairs, are read.
+    fn broken_pairs(&self, hit: &[PathId], behind: &[(u32, u32)]) -> Vec<(u32, u32, u32, u32)> {
+        let ne = self.f.end_ports.len();
+        let mut pairs: Vec<(u32, u32, u32, u32)> = Vec::with_capacity(behind.len());
+        for &(e, x) in behind {
+            let slot = self.slot_of[x as usize];
+            let p = self.sel[slot as usize * ne + e as usize];
+            if p < DROPPED && self.paths.off_sl(p).0 == 0 {
+                debug_assert!(
+                    !self.paths.alive(p),
+                    "a base-LID walk behind a dead channel is alive"
+                );
+                pairs.push((e, self.paths.dead_lo[p as usize], slot, p));
+            }
+        }
+        let first_added = hit.partition_point(|&p| p < self.paths.base_len());
+        for &p in &hit[first_added..] {
+            if self.paths.off[p as usize] == 0 {
+                continue;
+            }
             let s = self.paths.src[p as usize];
             let e = self.paths.dst[p as usize];
             let slot = self.slot_of[s as usize];
             if slot != NONE && self.sel[slot as usize * ne + e as usize] == p {
-                pairs.push((e, self.paths.dead_lo[p as usize], slot));
+                pairs.push((e, self.paths.dead_lo[p as usize], slot, p));
             }
         }
+        // (A walk crossing two dead channels is found behind each.)
         pairs.sort_unstable();
-        if let Fault::Link(l) = fault {
-            self.add_twins(l, &pairs);
+        pairs.dedup();
+        #[cfg(debug_assertions)]
+        {
+            let mut want: Vec<(u32, u32, u32, u32)> = Vec::new();
+            for &p in hit {
+                let s = self.paths.src[p as usize];
+                let e = self.paths.dst[p as usize];
+                let slot = self.slot_of[s as usize];
+                if slot != NONE && self.sel[slot as usize * ne + e as usize] == p {
+                    want.push((e, self.paths.dead_lo[p as usize], slot, p));
+                }
+            }
+            want.sort_unstable();
+            assert_eq!(pairs, want, "the pairs behind the dead channels");
         }
         pairs
     }
@@ -129,9 +174,8 @@ impl<'f> Rftr<'f> {
     /// cable only). The twin takes the same turns between the same switches, so under a turn
     /// rule its VLs are the original's (a rule decides by channel class, and siblings share
     /// theirs: [`TurnRule`]); over fresh VLs the path is checked like any other.
-    pub(super) fn add_twins(&mut self, l: LinkId, pairs: &[(u32, u32, u32)]) {
+    pub(super) fn add_twins(&mut self, l: LinkId, pairs: &[(u32, u32, u32, u32)]) {
         let f = self.f;
-        let ne = f.end_ports.len();
         let fwd = l.forward();
         let (a, b) = (
             f.port(f.channel_src(fwd)).node,
@@ -146,8 +190,7 @@ impl<'f> Rftr<'f> {
             return;
         }
         let (mut hops, mut vls): (Vec<ChannelId>, Vec<u8>) = (Vec::new(), Vec::new());
-        for &(e, _, slot) in pairs {
-            let p = self.sel[slot as usize * ne + e as usize];
+        for &(e, _, slot, p) in pairs {
             let pick = sibs[e as usize % sibs.len()];
             hops.clear();
             hops.extend(self.paths.hops_of(p).iter().map(|&c| {

@@ -591,7 +591,8 @@ impl<'f> Rftr<'f> {
             });
         }
         self.lid_used[e as usize] |= 1u128 << off;
-        let prev = self.sel[slot as usize * ne + e as usize];
+        let prev = self.cur_prev;
+        debug_assert_eq!(prev, self.sel[slot as usize * ne + e as usize]);
         let prev_lid_sl = (prev < DROPPED).then(|| {
             let (o, l) = self.paths.off_sl(prev);
             (o as u32, l)

@@ -585,7 +585,8 @@ impl<'f> Rftr<'f> {
         vls: &mut Vec<u8>,
     ) -> Option<u8> {
         let ne = self.f.end_ports.len();
-        let p = self.sel[slot as usize * ne + e as usize];
+        let p = self.cur_prev;
+        debug_assert_eq!(p, self.sel[slot as usize * ne + e as usize]);
         if p >= DROPPED {
             return None;
         }

@@ -78,11 +78,8 @@ impl<'f> Rftr<'f> {
             "a fault's start before a settle"
         );
         let mut hits = std::mem::take(&mut self.pending.hits);
-        hits.extend(
-            hit.iter()
-                .map(|&p| (self.paths.src[p as usize], p))
-                .filter(|&(s, _)| !self.pre_tab[s as usize].is_empty()),
-        );
+        self.paths.sources_of(hit, &mut hits);
+        hits.retain(|&(s, _)| !self.pre_tab[s as usize].is_empty());
         // Base paths come by source already; only the repaired ones are out of order.
         hits.sort_unstable();
         let mut i = 0;

@@ -246,6 +246,7 @@ impl<'f> Rftr<'f> {
             order_scratch: Vec::new(),
             rewritten: vec![0; ns],
             group_e: NONE,
+            cur_prev: NONE,
             claimed: vec![0; ns],
             group: 0,
             lid_short: false,

@@ -44,7 +44,8 @@ fn candidate_scan_equals_the_sorted_candidate_list() {
             let mut rep = FaultReport::default();
             let pairs = r.start_fault(Fault::Link(l), &mut rep);
             let mut last_e = NONE;
-            for &(e, _, slot) in &pairs {
+            for &(e, _, slot, prev) in &pairs {
+                r.cur_prev = prev;
                 if e != last_e {
                     r.start_group(e);
                     last_e = e;

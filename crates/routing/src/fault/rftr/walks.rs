@@ -171,12 +171,18 @@ impl<'f> Rftr<'f> {
     /// or on a failed switch), listing them for `settle_walks`. The walks crossing channel
     /// u -> v toward a LID are those of the switches whose entries lead into u and of u
     /// itself, when u's entry takes the channel: found backwards from u.
-    pub(super) fn forget_dead_walks(&mut self, dead: &[ChannelId], gone: &[u32]) {
+    ///
+    /// Appends to `behind` the (end, switch with end ports) found so: every pair whose
+    /// selected path keeps the base LID and crossed a dead channel is among them (such a
+    /// path is its switch's base-LID walk: `Rftr::start_fault`).
+    pub(super) fn forget_dead_walks(
+        &mut self,
+        dead: &[ChannelId],
+        gone: &[u32],
+        behind: &mut Vec<(u32, u32)>,
+    ) {
         let f = self.f;
         let (ns, ne) = (f.num_switches(), f.end_ports.len());
-        if self.walk_suf.is_empty() {
-            return;
-        }
         let mut forgot = std::mem::take(&mut self.walks_forgotten);
         let mut queue = std::mem::take(&mut self.bfs_queue);
         for &e in gone {
@@ -212,6 +218,9 @@ impl<'f> Rftr<'f> {
                     if *w != WALK_UNKNOWN {
                         *w = WALK_UNKNOWN;
                         forgot.push((e as u32, y));
+                    }
+                    if self.slot_of[y as usize] != NONE {
+                        behind.push((e as u32, y));
                     }
                     for &(x, px) in self.in_switch.of(y) {
                         if self.stamp[x as usize] != g && col[x as usize] == px {
