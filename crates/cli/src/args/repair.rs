@@ -45,8 +45,9 @@ pub struct RepairArgs {
     pub tie_break: TieBreak,
     /// Most GB RFTR's reachability tables may take: a fabric whose tables would take more
     /// (projected from the first base paths walked, before the memory is filled) is refused
-    /// with the estimate. They hold every (switch with end ports, end port) path, about 12
-    /// bytes per hop and 22 per path: 3.0 GB on a 16x16x8 torus, 1.1 GB on a 24-ary 3-tree.
+    /// with the estimate. They hold every (switch with end ports, end port) path, about 13
+    /// bytes per hop and 22 per path, and 4 bytes per (end port, switch): 3.5 GB on a
+    /// 16x16x8 torus, 1.2 GB on a 24-ary 3-tree.
     /// Default: 70 % of the memory available when the command starts (the rest is for the
     /// check and full reconfiguration beside them; no limit where that is unknown).
     #[arg(long, value_name = "GB")]

@@ -361,7 +361,16 @@ impl<'f> Rftr<'f> {
         let rows = sources * ns * (self.ncls as u64 + 1) * 8;
         let trie_lists = sources * (ns * 8 + 64 * 24);
         let room = 1024 * 22 + 4096 * 4;
-        hops * 12 + paths * 22 + path_sl + rows + trie_lists + room + 2 * self.by_lid.len() as u64
+        // The kept base-LID walks: 4 bytes per (end port, switch).
+        let walks = self.f.end_ports.len() as u64 * ns * 4;
+        hops * 13
+            + paths * 22
+            + path_sl
+            + rows
+            + trie_lists
+            + room
+            + walks
+            + 2 * self.by_lid.len() as u64
     }
 
     /// The base paths of the switches with end ports in `range` to every end port:
