@@ -134,35 +134,32 @@ impl<'f> Rftr<'f> {
             }
         }
         let first_added = hit.partition_point(|&p| p < self.paths.base_len());
-        for &p in &hit[first_added..] {
-            if self.paths.off[p as usize] == 0 {
-                continue;
-            }
-            let s = self.paths.src[p as usize];
-            let e = self.paths.dst[p as usize];
-            let slot = self.slot_of[s as usize];
-            if slot != NONE && self.sel[slot as usize * ne + e as usize] == p {
-                pairs.push((e, self.paths.dead_lo[p as usize], slot, p));
-            }
-        }
+        pairs.extend(
+            hit[first_added..]
+                .iter()
+                .filter(|&&p| self.paths.off[p as usize] != 0)
+                .filter_map(|&p| self.selected_pair(p)),
+        );
         // (A walk crossing two dead channels is found behind each.)
         pairs.sort_unstable();
         pairs.dedup();
         #[cfg(debug_assertions)]
         {
-            let mut want: Vec<(u32, u32, u32, u32)> = Vec::new();
-            for &p in hit {
-                let s = self.paths.src[p as usize];
-                let e = self.paths.dst[p as usize];
-                let slot = self.slot_of[s as usize];
-                if slot != NONE && self.sel[slot as usize * ne + e as usize] == p {
-                    want.push((e, self.paths.dead_lo[p as usize], slot, p));
-                }
-            }
+            let mut want: Vec<_> = hit.iter().filter_map(|&p| self.selected_pair(p)).collect();
             want.sort_unstable();
             assert_eq!(pairs, want, "the pairs behind the dead channels");
         }
         pairs
+    }
+
+    /// Killed path `p` as (destination end, first dead hop, source slot, `p`) when it is
+    /// its pair's selected path, read from the path.
+    fn selected_pair(&self, p: PathId) -> Option<(u32, u32, u32, u32)> {
+        let ne = self.f.end_ports.len();
+        let e = self.paths.dst[p as usize];
+        let slot = self.slot_of[self.paths.src[p as usize] as usize];
+        (slot != NONE && self.sel[slot as usize * ne + e as usize] == p)
+            .then(|| (e, self.paths.dead_lo[p as usize], slot, p))
     }
 
     /// Parallel cables: when failed link `l` has live siblings between the same two
