@@ -5,6 +5,16 @@
 use super::*;
 use fabric::SwitchIdx;
 
+/// What a walk finds at the next switch (`Rftr::walk_twice`).
+pub(super) enum Ahead {
+    /// Not known: the walk goes on through it.
+    Unknown,
+    /// On this walk already: a loop.
+    OnWalk,
+    /// Its packed suffix (or `NO_SUFFIX`), and whether that is tainted.
+    Known(u64, bool),
+}
+
 impl<'f> Rftr<'f> {
     /// Starts repairing pairs toward end `e`, with a lazy base-LID suffix table.
     pub(super) fn start_group(&mut self, e: u32) {
@@ -88,9 +98,7 @@ impl<'f> Rftr<'f> {
 
     /// Fills the unknown entries of the switches `starts` (and of the switches their walks
     /// pass) by following the LFT entries over live channels until the destination's switch,
-    /// a switch already known, a loop, or a hop to nowhere or to an end port. Two passes
-    /// over each walk, so nothing is allocated: the first counts its hops, sums its
-    /// transitions and finds what follows it, the second writes its entries.
+    /// a switch already known, a loop, or a hop to nowhere or to an end port (`walk_twice`).
     pub(super) fn fill_suffixes(
         &self,
         e: u32,
@@ -103,8 +111,6 @@ impl<'f> Rftr<'f> {
         let lid = (f.port(f.end_ports[e as usize]).lid + off as Lid) as usize;
         let t = self.end_sw[e as usize];
         let col: &[u8] = self.by_lid.get(lid * ns..(lid + 1) * ns).unwrap_or(&[]);
-        let entry = |sw: u32| col.get(sw as usize).copied().unwrap_or(NO_PORT);
-        let arrives = entry(t) == self.end_swport[e as usize];
         // The base-LID table of the group's end marks walks that pass a rewritten entry.
         let taints = off == 0 && e == self.group_e;
         let rewritten = |sw: u32| taints && self.rewritten[sw as usize] == self.group;
@@ -127,95 +133,129 @@ impl<'f> Rftr<'f> {
                 st.set(s0 as usize, v, false);
                 continue;
             }
-            st.set(s0 as usize, ON_WALK, false);
-            // Pass 1: hops, transitions between them, and what follows the last one as
-            // (hops, transitions, class of its first channel) from the switch it leads to,
-            // or None when that switch's walk does not arrive.
-            let mut n = 0u32;
-            let mut ill = 0u8;
-            let mut last_cls = None;
-            let mut tail: Option<(u32, u8, Option<u8>)> = None;
-            // Hops before the last rewritten switch of the walk (+1), and whether what
-            // follows it is tainted.
-            let mut rewritten_upto = 0u32;
-            let mut tail_tainted = false;
-            let mut sw = s0;
-            // True while the walk ends at `sw` for want of a hop to a switch.
-            let mut stuck = true;
-            while let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw)) {
-                let cls = self.ch_class[ch.idx()];
-                if let Some(p) = last_cls {
-                    ill += self.pen_class(p, cls);
-                }
-                last_cls = Some(cls);
-                if rewritten(sw) {
-                    rewritten_upto = n + 1;
-                }
-                n += 1;
-                if next == t {
-                    if arrives {
-                        tail = Some((0, 0, None));
-                    }
-                    stuck = false;
-                    break;
-                }
+            let look = |next: u32| {
                 if let Some(v) = kept.then(|| self.kept_walk(e, next)).flatten() {
-                    tail = unpack_suffix(v).map(|(h, tr, cls)| (h, tr, Some(cls)));
-                    stuck = false;
-                    break;
+                    return Ahead::Known(v, false);
                 }
                 match st.get(next as usize) {
-                    UNKNOWN => {
-                        st.set(next as usize, ON_WALK, false);
-                        sw = next;
-                    }
-                    ON_WALK => {
-                        stuck = false;
-                        break;
-                    }
-                    v => {
-                        tail = unpack_suffix(v).map(|(h, tr, cls)| (h, tr, Some(cls)));
-                        tail_tainted = st.tainted(next as usize);
-                        stuck = false;
-                        break;
-                    }
+                    UNKNOWN => Ahead::Unknown,
+                    ON_WALK => Ahead::OnWalk,
+                    v => Ahead::Known(v, st.tainted(next as usize)),
                 }
-            }
-            if stuck {
-                st.set_dead(sw as usize);
-            }
-            // Pass 2: the same hops again, each switch's entry.
-            let total = tail.map(|(h, tr, tc)| {
-                let join = match (last_cls, tc) {
-                    (Some(l), Some(c)) => self.pen_class(l, c),
-                    _ => 0,
-                };
-                (h, tr + ill + join)
-            });
-            let mut run = 0u8;
-            let mut prev = None;
-            let mut sw = s0;
-            for i in 0..n {
-                let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw))
-                else {
-                    debug_assert!(false, "pass 1 walked this hop");
-                    break;
-                };
-                let cls = self.ch_class[ch.idx()];
-                if let Some(p) = prev {
-                    run += self.pen_class(p, cls);
-                }
-                prev = Some(cls);
-                match total {
-                    Some((h, tr)) => st.set(
-                        sw as usize,
-                        Self::pack_suffix(n - i + h, tr - run, cls),
-                        tail_tainted || i < rewritten_upto,
-                    ),
+            };
+            self.walk_twice(
+                e,
+                s0,
+                col,
+                look,
+                |sw| st.set(sw as usize, ON_WALK, false),
+                &rewritten,
+                |sw, v, tainted| match v {
+                    Some(v) => st.set(sw as usize, v, tainted),
                     None => st.set_dead(sw as usize),
-                }
-                sw = next;
+                },
+            );
+        }
+    }
+
+    /// One walk from `s0` toward end `e` over the LFT column `col`, in two passes so that
+    /// nothing is allocated: the first follows the entries until the end's switch, a switch
+    /// whose suffix `look` knows, a loop (a switch `look` finds on this walk) or a hop to
+    /// nowhere, marking each switch it enters (`mark_on`) and counting hops and
+    /// transitions; the second walks the same hops again and `write`s each switch's packed
+    /// suffix (None: the walk does not arrive), tainted when the walk passes a switch
+    /// `rewritten` says was rewritten, or joins a tainted one. Shared by the suffix tables
+    /// and the kept walks (`walks.rs`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn walk_twice(
+        &self,
+        e: u32,
+        s0: u32,
+        col: &[u8],
+        mut look: impl FnMut(u32) -> Ahead,
+        mut mark_on: impl FnMut(u32),
+        rewritten: &impl Fn(u32) -> bool,
+        mut write: impl FnMut(u32, Option<u64>, bool),
+    ) {
+        let t = self.end_sw[e as usize];
+        let entry = |sw: u32| col.get(sw as usize).copied().unwrap_or(NO_PORT);
+        let arrives = entry(t) == self.end_swport[e as usize];
+        mark_on(s0);
+        // Pass 1: hops, transitions between them, and what follows the last one as
+        // (hops, transitions, class of its first channel) from the switch it leads to, or
+        // None when that switch's walk does not arrive.
+        let mut n = 0u32;
+        let mut ill = 0u8;
+        let mut last_cls = None;
+        let mut tail: Option<(u32, u8, Option<u8>)> = None;
+        // Hops before the last rewritten switch of the walk (+1), and whether what follows
+        // it is tainted.
+        let mut rewritten_upto = 0u32;
+        let mut tail_tainted = false;
+        let mut sw = s0;
+        // True while the walk ends at `sw` for want of a hop to a switch.
+        let mut stuck = true;
+        while let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw)) {
+            let cls = self.ch_class[ch.idx()];
+            if let Some(p) = last_cls {
+                ill += self.pen_class(p, cls);
             }
+            last_cls = Some(cls);
+            if rewritten(sw) {
+                rewritten_upto = n + 1;
+            }
+            n += 1;
+            if next == t {
+                if arrives {
+                    tail = Some((0, 0, None));
+                }
+                stuck = false;
+                break;
+            }
+            match look(next) {
+                Ahead::Unknown => {
+                    mark_on(next);
+                    sw = next;
+                }
+                Ahead::OnWalk => {
+                    stuck = false;
+                    break;
+                }
+                Ahead::Known(v, tainted) => {
+                    tail = unpack_suffix(v).map(|(h, tr, cls)| (h, tr, Some(cls)));
+                    tail_tainted = tainted;
+                    stuck = false;
+                    break;
+                }
+            }
+        }
+        if stuck {
+            write(sw, None, false);
+        }
+        // Pass 2: the same hops again, each switch's entry.
+        let total = tail.map(|(h, tr, tc)| {
+            let join = match (last_cls, tc) {
+                (Some(l), Some(c)) => self.pen_class(l, c),
+                _ => 0,
+            };
+            (h, tr + ill + join)
+        });
+        let mut run = 0u8;
+        let mut prev = None;
+        let mut sw = s0;
+        for i in 0..n {
+            let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw)) else {
+                debug_assert!(false, "pass 1 walked this hop");
+                break;
+            };
+            let cls = self.ch_class[ch.idx()];
+            if let Some(p) = prev {
+                run += self.pen_class(p, cls);
+            }
+            prev = Some(cls);
+            let v = total.map(|(h, tr)| Self::pack_suffix(n - i + h, tr - run, cls));
+            write(sw, v, tail_tainted || i < rewritten_upto);
+            sw = next;
         }
     }
 

@@ -14,6 +14,7 @@
 //! a walk that died with an earlier fault may stay marked dead after a repair revived it,
 //! which only costs a walk.
 
+use super::suffix::Ahead;
 use super::*;
 use fabric::SwitchIdx;
 use rayon::prelude::*;
@@ -85,84 +86,38 @@ impl<'f> Rftr<'f> {
     }
 
     /// Fills the entries of column `col` (end `e`) of the switches `starts` that hold no
-    /// live walk, and those of the switches their walks pass, the way `fill_suffixes` walks:
-    /// until the end's switch, a switch with a live entry, a loop, or a hop to nowhere.
+    /// live walk, and those of the switches their walks pass, with the walk the suffix tables
+    /// make (`Rftr::walk_twice`): until the end's switch, a switch with a live entry, a loop,
+    /// or a hop to nowhere. A dead entry is walked again.
     fn fill_walks(&self, e: u32, col: &mut [u32], starts: impl Iterator<Item = u32>) {
         let f = self.f;
         let ns = f.num_switches();
         let lid = f.port(f.end_ports[e as usize]).lid as usize;
         let t = self.end_sw[e as usize];
         let lfts: &[u8] = self.by_lid.get(lid * ns..(lid + 1) * ns).unwrap_or(&[]);
-        let entry = |sw: u32| lfts.get(sw as usize).copied().unwrap_or(NO_PORT);
-        let arrives = entry(t) == self.end_swport[e as usize];
+        let cells = std::cell::Cell::from_mut(col).as_slice_of_cells();
         for s0 in starts {
             if s0 == t {
-                col[t as usize] = WALK_DEAD;
+                cells[t as usize].set(WALK_DEAD);
                 continue;
             }
-            if col[s0 as usize] < WALK_ON {
+            if cells[s0 as usize].get() < WALK_ON {
                 continue;
             }
-            col[s0 as usize] = WALK_ON;
-            let (mut n, mut ill, mut last_cls) = (0u32, 0u8, None);
-            let mut tail: Option<(u32, u8, Option<u8>)> = None;
-            let mut sw = s0;
-            let mut stuck = true;
-            while let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw)) {
-                let cls = self.ch_class[ch.idx()];
-                if let Some(p) = last_cls {
-                    ill += self.pen_class(p, cls);
-                }
-                last_cls = Some(cls);
-                n += 1;
-                stuck = false;
-                if next == t {
-                    if arrives {
-                        tail = Some((0, 0, None));
-                    }
-                    break;
-                }
-                match col[next as usize] {
-                    WALK_ON => break,
-                    WALK_UNKNOWN | WALK_DEAD => {
-                        col[next as usize] = WALK_ON;
-                        sw = next;
-                        stuck = true;
-                    }
-                    w => {
-                        let (h, tr, c) = unpack_suffix(widen(w)).expect("a live entry");
-                        tail = Some((h, tr, Some(c)));
-                        break;
-                    }
-                }
-            }
-            if stuck {
-                col[sw as usize] = WALK_DEAD;
-            }
-            let total = tail.map(|(h, tr, tc)| {
-                let join = match (last_cls, tc) {
-                    (Some(l), Some(c)) => self.pen_class(l, c),
-                    _ => 0,
-                };
-                (h, tr + ill + join)
-            });
-            let (mut run, mut prev, mut sw) = (0u8, None, s0);
-            for i in 0..n {
-                let Hop::Switch { sw: next, ch, .. } = self.plane.hop(sw as usize, entry(sw))
-                else {
-                    debug_assert!(false, "the first pass walked this hop");
-                    break;
-                };
-                let cls = self.ch_class[ch.idx()];
-                if let Some(p) = prev {
-                    run += self.pen_class(p, cls);
-                }
-                prev = Some(cls);
-                col[sw as usize] = total
-                    .and_then(|(h, tr)| narrow(Self::pack_suffix(n - i + h, tr - run, cls)))
-                    .unwrap_or(WALK_DEAD);
-                sw = next;
-            }
+            let look = |next: u32| match cells[next as usize].get() {
+                WALK_ON => Ahead::OnWalk,
+                WALK_UNKNOWN | WALK_DEAD => Ahead::Unknown,
+                w => Ahead::Known(widen(w), false),
+            };
+            self.walk_twice(
+                e,
+                s0,
+                lfts,
+                look,
+                |sw| cells[sw as usize].set(WALK_ON),
+                &|_| false,
+                |sw, v, _| cells[sw as usize].set(v.and_then(narrow).unwrap_or(WALK_DEAD)),
+            );
         }
     }
 
