@@ -113,7 +113,7 @@ impl<'f> Rftr<'f> {
     }
 
     /// The selected paths among the killed ones `hit` (ascending), as (destination end,
-    /// first dead hop, source slot), sorted. A selected path on the base LID is its source
+    /// first dead hop, source slot, path), sorted. A selected path on the base LID is its source
     /// switch's base-LID walk (its entries were written as it was committed, and an entry is
     /// rewritten only where its walk was dead, when every path through it is repaired), so
     /// those pairs are the (end, switch) `behind` the dead channels whose selected path keeps

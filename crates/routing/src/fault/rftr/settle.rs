@@ -83,17 +83,13 @@ impl<'f> Rftr<'f> {
         // Base paths come by source already; only the repaired ones are out of order.
         hits.sort_unstable();
         let mut i = 0;
-        while i < hits.len() {
-            let s = hits[i].0;
-            let mut j = i;
-            while j < hits.len() && hits[j].0 == s {
-                j += 1;
-            }
+        for run in hits.chunk_by(|a, b| a.0 == b.0) {
+            let s = run[0].0;
             if self.pending.clean(s) {
                 self.pending.sources.push(s);
             }
-            self.pending.hit_at[s as usize] = (i as u32, j as u32);
-            i = j;
+            self.pending.hit_at[s as usize] = (i as u32, (i + run.len()) as u32);
+            i += run.len();
         }
         self.pending.hits = hits;
     }

@@ -197,18 +197,12 @@ impl<'f> Rftr<'f> {
         let mut forgot = std::mem::take(&mut self.walks_forgotten);
         forgot.sort_unstable();
         let mut table = std::mem::take(&mut self.walk_suf);
-        let mut i = 0;
-        while i < forgot.len() {
-            let e = forgot[i].0;
-            let mut j = i;
-            while j < forgot.len() && forgot[j].0 == e {
-                j += 1;
-            }
+        for run in forgot.chunk_by(|a, b| a.0 == b.0) {
+            let e = run[0].0;
             if self.end_sw[e as usize] != NONE {
                 let col = &mut table[e as usize * ns..(e as usize + 1) * ns];
-                self.fill_walks(e, col, forgot[i..j].iter().map(|x| x.1));
+                self.fill_walks(e, col, run.iter().map(|x| x.1));
             }
-            i = j;
         }
         self.walk_suf = table;
         forgot.clear();
