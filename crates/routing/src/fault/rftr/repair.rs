@@ -69,17 +69,37 @@ impl<'f> Rftr<'f> {
         // the walk is itself one, so the scan below would choose it too. Most pairs behind a
         // repaired switch end here, without the scan or their source's prefix table. (The
         // fault-free distances bound that walk from below and need no search.)
-        if self.cfg.reuse_dead_base {
+        if self.cfg.reuse_dead_base && self.fresh.is_none() {
+            // The walk itself, not its suffix table entry: most pairs end here, and the
+            // walk's hops are what the commit needs.
+            let t = self.end_sw[e as usize];
+            let lid = self.f.port(self.f.end_ports[e as usize]).lid;
+            hops.clear();
+            let kept = self.walk(s, e, lid, hops)
+                && !hops.is_empty()
+                && !hops.windows(2).any(|w| self.illegal(w[0], w[1]));
+            debug_assert_eq!(
+                kept.then_some(hops.len() as u32),
+                unpack_suffix(self.suffix(e, 0, s)).and_then(|(h, tr, _)| (tr == 0).then_some(h)),
+                "the walk and its suffix table entry disagree"
+            );
+            if kept {
+                let h = hops.len() as u32;
+                if self.static_distance(s, t) == Some(h)
+                    || self.legal_distance(s, t) == Some(h)
+                    || self.no_shorter_legal_walk(s, t, h)
+                {
+                    self.keep_own_walk(slot, s, e, hops, vls);
+                    return Some(0);
+                }
+            }
+        } else if self.cfg.reuse_dead_base {
             if let Some((h, 0, _)) = unpack_suffix(self.suffix(e, 0, s)) {
                 let t = self.end_sw[e as usize];
                 if self.static_distance(s, t) == Some(h)
                     || self.legal_distance(s, t) == Some(h)
                     || self.no_shorter_legal_walk(s, t, h)
                 {
-                    if self.fresh.is_none() {
-                        self.keep_own_walk(slot, s, e, hops, vls);
-                        return Some(0);
-                    }
                     let keep = Cand::base_walk(s, h);
                     if let Some(tr) = self.try_candidate(slot, s, e, &keep, false, hops, vls) {
                         return Some(tr);
@@ -270,7 +290,7 @@ impl<'f> Rftr<'f> {
         })
     }
 
-    /// Commits the pair's own base-LID walk, live again and transition-free (the keep
+    /// Commits the pair's own base-LID walk `hops`, live again and transition-free (the keep
     /// check), as its path on SL 0 (no fresh VLs). What `try_candidate` would check cannot
     /// fail here, and is not checked again: a walk that arrives visits no switch twice (a
     /// walk that did would loop), its VLs are all 0, and it follows the base-LID entries,
@@ -283,11 +303,6 @@ impl<'f> Rftr<'f> {
         hops: &mut Vec<ChannelId>,
         vls: &mut Vec<u8>,
     ) {
-        let f = self.f;
-        let lid = f.port(f.end_ports[e as usize]).lid;
-        hops.clear();
-        let arrived = self.walk(s, e, lid, hops);
-        debug_assert!(arrived, "a kept walk that does not arrive");
         vls.clear();
         vls.resize(hops.len(), 0);
         let mut req = std::mem::take(&mut self.cand_req);

@@ -273,10 +273,15 @@ impl<'f> Rftr<'f> {
     }
 
     /// Hops of the shortest path from switch `a` to switch `b` that obeys the turn rule,
-    /// when kept and finite.
+    /// when kept and finite. Read from `b`'s row of `to`: callers ask for one destination
+    /// switch from many sources, and a row is contiguous where `from`'s column is not.
+    #[inline]
     pub(super) fn legal_distance(&self, a: u32, b: u32) -> Option<u32> {
         let ns = self.f.num_switches();
-        match self.legal_distances()?.from[a as usize * ns + b as usize] {
+        let l = self.legal_distances()?;
+        let d = l.to[b as usize * ns + a as usize];
+        debug_assert_eq!(d, l.from[a as usize * ns + b as usize]);
+        match d {
             FAR => None,
             d => Some(d as u32),
         }
@@ -299,11 +304,17 @@ impl<'f> Rftr<'f> {
         )
     }
 
-    /// Fault-free hops between switches `a` and `b`, when known.
+    /// Fault-free hops between switches `a` and `b`, when known. Read from `b`'s row (the
+    /// links are full duplex, so the matrix is symmetric): callers ask for one destination
+    /// switch from many sources.
     #[inline]
     pub(super) fn static_distance(&self, a: u32, b: u32) -> Option<u32> {
         let ns = self.f.num_switches();
-        match self.sdist.get(a as usize * ns + b as usize) {
+        debug_assert_eq!(
+            self.sdist.get(b as usize * ns + a as usize),
+            self.sdist.get(a as usize * ns + b as usize)
+        );
+        match self.sdist.get(b as usize * ns + a as usize) {
             Some(&d) if d != FAR => Some(d as u32),
             _ => None,
         }

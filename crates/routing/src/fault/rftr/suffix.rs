@@ -78,6 +78,16 @@ impl<'f> Rftr<'f> {
     /// `suffix` with the table of (`e`, `k`) at hand.
     #[inline]
     pub(super) fn suffix_in(&self, st: &SuffixTable, e: u32, k: u32, c: u32) -> u64 {
+        // A base-LID walk live when the fault came is the same through the whole repair
+        // (`walks.rs`), and its entry is read from the kept walks directly: a scan reads
+        // a few dozen switches per destination, each once, and filling the table first
+        // only added a write and a cache line per switch.
+        if k == 0 {
+            if let Some(v) = self.kept_walk(e, c) {
+                debug_assert_eq!(Some(v), self.walked_suffix(e, c), "a stale kept walk");
+                return v;
+            }
+        }
         let v = st.get(c as usize);
         if v != UNKNOWN {
             return v;
