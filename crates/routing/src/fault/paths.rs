@@ -427,11 +427,18 @@ impl PathStore {
 
     /// Marks channel `c` dead in every path using it; returns those paths.
     pub fn kill_channel(&mut self, c: ChannelId) -> Vec<PathId> {
+        let mut ids = Vec::new();
+        self.kill_channel_into(c, &mut ids);
+        ids
+    }
+
+    /// [`PathStore::kill_channel`], appending the paths to `ids`.
+    pub fn kill_channel_into(&mut self, c: ChannelId, ids: &mut Vec<PathId>) {
         self.index_pending();
         let k = c.idx();
         let ix = &self.by_chan;
         let (lo, hi) = (ix.start[k] as usize, ix.start[k + 1] as usize);
-        let mut ids: Vec<PathId> = Vec::with_capacity(hi - lo + ix.extra[k].len());
+        ids.reserve(hi - lo + ix.extra[k].len());
         // The base paths' rows say where the channel comes; the paths added later are read.
         for (&p, &at) in ix.ids[lo..hi].iter().zip(&ix.pos[lo..hi]) {
             ids.push(p);
@@ -450,7 +457,6 @@ impl PathStore {
             let d = &mut self.dead_lo[p as usize];
             *d = (*d).min(i);
         }
-        ids
     }
 
     /// Where channel `c` first comes in path `p` (`NONE` when it does not).

@@ -358,6 +358,21 @@ pub struct Rftr<'f> {
     cur_prev: u32,
     /// Set when a candidate of the pair being repaired failed only for want of a LID.
     lid_short: bool,
+    /// A fault's start's lists, kept from fault to fault (`FaultBufs`).
+    fault_bufs: FaultBufs,
+}
+
+/// The lists a fault's start fills, proportional to the pairs it moves: kept between
+/// faults and mapped when the state is built (`Rftr::warm_pools`), so that a repair
+/// neither allocates them nor faults their pages in.
+#[derive(Clone, Debug, Default)]
+struct FaultBufs {
+    /// (end, switch with end ports) behind a dead channel (`forget_dead_walks`).
+    behind: Vec<(u32, u32)>,
+    /// The paths the fault killed.
+    hit: Vec<PathId>,
+    /// The broken pairs, as `start_fault` gives them.
+    pairs: Vec<(u32, u32, u32, u32)>,
 }
 
 /// What one [`Rftr::apply`] changed, in the order it changed it: every LFT entry written
@@ -473,6 +488,13 @@ impl<'f> Rftr<'f> {
             ("path SLs", path_sl),
             ("LFTs (two copies)", 2 * cap(&self.by_lid)),
             ("base-LID walks", cap(&self.walk_suf)),
+            (
+                "a fault's lists",
+                cap(&self.fault_bufs.behind)
+                    + cap(&self.fault_bufs.hit)
+                    + cap(&self.fault_bufs.pairs)
+                    + cap(&self.walks_forgotten),
+            ),
             (
                 "distances",
                 self.sdist.len()
@@ -633,6 +655,9 @@ impl<'f> Rftr<'f> {
             }
             self.end_group(e, pairs.get(at).map(|p| p.0));
         }
+        let mut pairs = pairs;
+        pairs.clear();
+        self.fault_bufs.pairs = pairs;
         if !report.unsupported.is_empty() {
             let (comp, _) = super::switch_components(self.f, &self.mask);
             let c = |e: u32| comp[self.end_sw[e as usize] as usize];

@@ -92,12 +92,12 @@ impl<'f> Rftr<'f> {
         }
         report.dropped_pairs = (dropped_ends.len() + cut_ends.len()) as u64;
         let gone: Vec<u32> = dropped_ends.iter().chain(&cut_ends).copied().collect();
-        let mut behind = Vec::new();
+        let mut behind = std::mem::take(&mut self.fault_bufs.behind);
         self.forget_dead_walks(&dead, &gone, &mut behind);
         // Affected pairs.
-        let mut hit: Vec<PathId> = Vec::new();
+        let mut hit = std::mem::take(&mut self.fault_bufs.hit);
         for &c in &dead {
-            hit.extend(self.paths.kill_channel(c));
+            self.paths.kill_channel_into(c, &mut hit);
         }
         hit.sort_unstable();
         hit.dedup();
@@ -105,7 +105,12 @@ impl<'f> Rftr<'f> {
         // Destination by destination; within one, nearest the failure first (hops before the
         // first dead hop of the broken path), so that rewritten dead base-LID entries serve
         // the pairs behind them.
-        let pairs = self.broken_pairs(&hit, &behind);
+        let mut pairs = std::mem::take(&mut self.fault_bufs.pairs);
+        self.broken_pairs(&hit, &behind, &mut pairs);
+        behind.clear();
+        hit.clear();
+        self.fault_bufs.behind = behind;
+        self.fault_bufs.hit = hit;
         if let Fault::Link(l) = fault {
             self.add_twins(l, &pairs);
         }
@@ -119,9 +124,14 @@ impl<'f> Rftr<'f> {
     /// those pairs are the (end, switch) `behind` the dead channels whose selected path keeps
     /// the base LID, and need no read of the killed path; only the killed paths with a
     /// virtual LID, all added by repairs, are read.
-    fn broken_pairs(&self, hit: &[PathId], behind: &[(u32, u32)]) -> Vec<(u32, u32, u32, u32)> {
+    fn broken_pairs(
+        &self,
+        hit: &[PathId],
+        behind: &[(u32, u32)],
+        pairs: &mut Vec<(u32, u32, u32, u32)>,
+    ) {
         let ne = self.f.end_ports.len();
-        let mut pairs: Vec<(u32, u32, u32, u32)> = Vec::with_capacity(behind.len());
+        pairs.clear();
         for &(e, x) in behind {
             let slot = self.slot_of[x as usize];
             let p = self.sel[slot as usize * ne + e as usize];
@@ -147,9 +157,8 @@ impl<'f> Rftr<'f> {
         {
             let mut want: Vec<_> = hit.iter().filter_map(|&p| self.selected_pair(p)).collect();
             want.sort_unstable();
-            assert_eq!(pairs, want, "the pairs behind the dead channels");
+            assert_eq!(*pairs, want, "the pairs behind the dead channels");
         }
-        pairs
     }
 
     /// Killed path `p` as (destination end, first dead hop, source slot, `p`) when it is

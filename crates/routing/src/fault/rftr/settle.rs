@@ -44,6 +44,14 @@ impl Pending {
         }
     }
 
+    /// Room for `n` commits and killed paths, mapped (`mapped`).
+    pub(super) fn map(&mut self, n: usize) {
+        if self.commits.is_empty() && self.hits.is_empty() {
+            self.commits = mapped(n, (0, 0, 0));
+            self.hits = mapped(2 * n, (0, 0));
+        }
+    }
+
     /// True when source `s` has nothing pending.
     #[inline]
     pub(super) fn clean(&self, s: u32) -> bool {

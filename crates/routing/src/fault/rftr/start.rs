@@ -250,6 +250,7 @@ impl<'f> Rftr<'f> {
             claimed: vec![0; ns],
             group: 0,
             lid_short: false,
+            fault_bufs: FaultBufs::default(),
         };
         me.sel = vec![NONE; me.slot_switch.len() * ne];
         me.sdist = Arc::new(static_distances(f, &me.ch_dst_sw));
@@ -467,6 +468,17 @@ impl<'f> Rftr<'f> {
     /// faulting fresh pages in. (Prefix tables are kept, not pooled: `pre_tab`.)
     pub(super) fn warm_pools(&mut self) {
         let ns = self.f.num_switches();
+        // The lists of a fault's start and the bookkeeping it leaves, mapped for a fault
+        // that moves 32 (end, switch) pairs per switch (a link of a 16x16x8 torus moves up
+        // to about 18); a larger one grows them.
+        let n = (ns * 32).max(1 << 12);
+        self.fault_bufs = FaultBufs {
+            behind: mapped(n, (0, 0)),
+            hit: mapped(2 * n, 0),
+            pairs: mapped(n, (0, 0, 0, 0)),
+        };
+        self.walks_forgotten = mapped(n, (0, 0));
+        self.pending.map(n);
         let dests = self.f.end_ports.len().min(4 << self.lmc);
         self.suf_pool = (0..dests)
             .map(|_| {

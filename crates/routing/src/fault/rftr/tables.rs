@@ -102,6 +102,14 @@ pub(super) fn written<T: Copy>(n: usize, v: T) -> Vec<T> {
     out
 }
 
+/// An empty vector with room for `n` elements, every page of it written once (see
+/// `written`): a buffer a repair fills without faulting pages in.
+pub(super) fn mapped<T: Copy>(n: usize, v: T) -> Vec<T> {
+    let mut out = written(n, v);
+    out.clear();
+    out
+}
+
 /// Best prefix per input channel of the join switch (the channel determines the switch):
 /// (VL at the join, hops, path, hops taken). A dense array over channels, so building it costs
 /// one array access per stored hop; `touched` lists the channels set. The empty prefix at the
