@@ -360,6 +360,9 @@ pub struct Rftr<'f> {
     lid_short: bool,
     /// A fault's start's lists, kept from fault to fault (`FaultBufs`).
     fault_bufs: FaultBufs,
+    /// Per switch: (`group`, path) when this group committed the switch's own base-LID walk
+    /// toward the group's end as its path (`Rftr::walk_reusing`).
+    own_path: Vec<(u32, PathId)>,
 }
 
 /// The lists a fault's start fills, proportional to the pairs it moves: kept between

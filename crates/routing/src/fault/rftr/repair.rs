@@ -75,9 +75,7 @@ impl<'f> Rftr<'f> {
             let t = self.end_sw[e as usize];
             let lid = self.f.port(self.f.end_ports[e as usize]).lid;
             hops.clear();
-            let kept = self.walk(s, e, lid, hops)
-                && !hops.is_empty()
-                && !hops.windows(2).any(|w| self.illegal(w[0], w[1]));
+            let kept = self.walk_reusing(s, e, lid, hops);
             debug_assert_eq!(
                 kept.then_some(hops.len() as u32),
                 unpack_suffix(self.suffix(e, 0, s)).and_then(|(h, tr, _)| (tr == 0).then_some(h)),
@@ -288,6 +286,40 @@ impl<'f> Rftr<'f> {
             cur = self.ch_dst_sw[c.idx()];
             ok
         })
+    }
+
+    /// Walks switch `s`'s base-LID walk toward end `e` (LID `lid`) into `hops`; true when
+    /// it arrives, has a hop, and takes no illegal turn. Where the first hop leads to a
+    /// switch whose own walk this group committed (`own_path`), the walk is that hop and
+    /// that path: its entries are claimed, so no later pair of the group rewrites them, and
+    /// it arrives without a loop or an illegal turn (it cannot pass `s`, whose entry leads
+    /// back to it). Pairs come nearest the failure first, so most pairs behind a repaired
+    /// switch find the next switch's path committed and copy it instead of walking it.
+    fn walk_reusing(&self, s: u32, e: u32, lid: Lid, hops: &mut Vec<ChannelId>) -> bool {
+        let t = self.end_sw[e as usize];
+        if s != t {
+            if let Hop::Switch { sw: next, ch, .. } = self.plane.hop(s as usize, self.entry(s, lid))
+            {
+                let (g, p) = self.own_path[next as usize];
+                if g == self.group && next != t {
+                    let rest = self.paths.hops_of(p);
+                    hops.push(ch);
+                    hops.extend_from_slice(rest);
+                    let kept = !self.illegal(ch, rest[0]);
+                    debug_assert!(
+                        {
+                            let mut w = Vec::new();
+                            self.walk(s, e, lid, &mut w) && w == *hops
+                        },
+                        "a committed path that is not its switch's walk"
+                    );
+                    return kept;
+                }
+            }
+        }
+        self.walk(s, e, lid, hops)
+            && !hops.is_empty()
+            && !hops.windows(2).any(|w| self.illegal(w[0], w[1]))
     }
 
     /// Commits the pair's own base-LID walk `hops`, live again and transition-free (the keep
@@ -616,6 +648,9 @@ impl<'f> Rftr<'f> {
         // prefix rows stand for those prefixes already.
         let shared = self.shared_with_old(s, prev, prev_lid_sl, off, sl, hops, vls);
         let id = self.paths.push(s, e, off as u8, sl, hops, vls);
+        if off == 0 && sl == 0 && self.fresh.is_none() && !hops.is_empty() {
+            self.own_path[s as usize] = (self.group, id);
+        }
         // Base-LID rewrites change only walks that were dead when the group started (live
         // entries are never rewritten): those dead now, and the live ones that pass a
         // rewritten entry. The table forgets them, for the scans to walk again.

@@ -251,6 +251,7 @@ impl<'f> Rftr<'f> {
             group: 0,
             lid_short: false,
             fault_bufs: FaultBufs::default(),
+            own_path: vec![(0, NONE); ns],
         };
         me.sel = vec![NONE; me.slot_switch.len() * ne];
         me.sdist = Arc::new(static_distances(f, &me.ch_dst_sw));
@@ -471,7 +472,7 @@ impl<'f> Rftr<'f> {
         // The lists of a fault's start and the bookkeeping it leaves, mapped for a fault
         // that moves 32 (end, switch) pairs per switch (a link of a 16x16x8 torus moves up
         // to about 18); a larger one grows them.
-        let n = (ns * 32).max(1 << 12);
+        let n = ns * 32;
         self.fault_bufs = FaultBufs {
             behind: mapped(n, (0, 0)),
             hit: mapped(2 * n, 0),
