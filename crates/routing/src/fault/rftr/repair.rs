@@ -81,23 +81,14 @@ impl<'f> Rftr<'f> {
                 unpack_suffix(self.suffix(e, 0, s)).and_then(|(h, tr, _)| (tr == 0).then_some(h)),
                 "the walk and its suffix table entry disagree"
             );
-            if kept {
-                let h = hops.len() as u32;
-                if self.static_distance(s, t) == Some(h)
-                    || self.legal_distance(s, t) == Some(h)
-                    || self.no_shorter_legal_walk(s, t, h)
-                {
-                    self.keep_own_walk(slot, s, e, hops, vls);
-                    return Some(0);
-                }
+            if kept && self.as_short_as_any(s, t, hops.len() as u32) {
+                self.keep_own_walk(slot, s, e, hops, vls);
+                return Some(0);
             }
         } else if self.cfg.reuse_dead_base {
             if let Some((h, 0, _)) = unpack_suffix(self.suffix(e, 0, s)) {
                 let t = self.end_sw[e as usize];
-                if self.static_distance(s, t) == Some(h)
-                    || self.legal_distance(s, t) == Some(h)
-                    || self.no_shorter_legal_walk(s, t, h)
-                {
+                if self.as_short_as_any(s, t, h) {
                     let keep = Cand::base_walk(s, h);
                     if let Some(tr) = self.try_candidate(slot, s, e, &keep, false, hops, vls) {
                         return Some(tr);
@@ -286,6 +277,15 @@ impl<'f> Rftr<'f> {
             cur = self.ch_dst_sw[c.idx()];
             ok
         })
+    }
+
+    /// True when no transition-free walk from switch `s` to switch `t` over the live links
+    /// is shorter than `h` hops: `h` is a fault-free distance (which bounds every walk from
+    /// below), or the turn rule's search finds none shorter.
+    fn as_short_as_any(&mut self, s: u32, t: u32, h: u32) -> bool {
+        self.static_distance(s, t) == Some(h)
+            || self.legal_distance(s, t) == Some(h)
+            || self.no_shorter_legal_walk(s, t, h)
     }
 
     /// Walks switch `s`'s base-LID walk toward end `e` (LID `lid`) into `hops`; true when
