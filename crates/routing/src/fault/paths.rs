@@ -425,15 +425,9 @@ impl PathStore {
         &self.vl[at..at + len]
     }
 
-    /// Marks channel `c` dead in every path using it; returns those paths.
-    pub fn kill_channel(&mut self, c: ChannelId) -> Vec<PathId> {
-        let mut ids = Vec::new();
-        self.kill_channel_into(c, &mut ids);
-        ids
-    }
-
-    /// [`PathStore::kill_channel`], appending the paths to `ids`.
-    pub fn kill_channel_into(&mut self, c: ChannelId, ids: &mut Vec<PathId>) {
+    /// Marks channel `c` dead in every path using it, appending those paths to `ids` (a
+    /// fault's start keeps that list from fault to fault).
+    pub fn kill_channel(&mut self, c: ChannelId, ids: &mut Vec<PathId>) {
         self.index_pending();
         let k = c.idx();
         let ix = &self.by_chan;
@@ -564,7 +558,9 @@ mod tests {
         s.index_pending();
         assert!(s.indexed());
         assert_eq!(s.by_chan.get(2).collect::<Vec<_>>(), vec![a, b]);
-        assert_eq!(s.kill_channel(ChannelId(2)), vec![a, b]);
+        let mut killed = Vec::new();
+        s.kill_channel(ChannelId(2), &mut killed);
+        assert_eq!(killed, vec![a, b]);
         assert_eq!(s.live_prefix(a), 1);
         assert!(!s.alive(b));
         assert_eq!(s.total_hops(), 4);
@@ -593,10 +589,12 @@ mod tests {
         // a copy keeps both parts of each list
         let t = s.clone();
         assert_eq!(get(&t.by_chan, 1), vec![a, b, d]);
-        assert_eq!(s.kill_channel(ChannelId(3)), vec![a, c]);
+        let mut killed = Vec::new();
+        s.kill_channel(ChannelId(3), &mut killed);
+        assert_eq!(killed, vec![a, c]);
         assert_eq!(s.dead_lo[c as usize], 0);
         // a later fault further along keeps the first dead hop
-        s.kill_channel(ChannelId(5));
+        s.kill_channel(ChannelId(5), &mut killed);
         assert_eq!(s.dead_lo[c as usize], 0);
         assert_eq!(s.live_prefix(d), 0);
     }

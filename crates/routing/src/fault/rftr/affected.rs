@@ -97,7 +97,7 @@ impl<'f> Rftr<'f> {
         // Affected pairs.
         let mut hit = std::mem::take(&mut self.fault_bufs.hit);
         for &c in &dead {
-            self.paths.kill_channel_into(c, &mut hit);
+            self.paths.kill_channel(c, &mut hit);
         }
         hit.sort_unstable();
         hit.dedup();
