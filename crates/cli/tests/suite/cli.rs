@@ -2333,3 +2333,28 @@ fn table_commands_check_before_they_walk() {
     assert!(err.contains("is a directory"), "{err}");
     assert!(o.stdout.is_empty());
 }
+
+/// A test's scratch directory is removed when the test is done with it, and kept when the
+/// test fails (a panic unwinding past it), for a look at what it wrote.
+#[test]
+fn scratch_directories_go_unless_the_test_failed() {
+    let d = tmp("scratch");
+    std::fs::write(d.join("x"), "x").unwrap();
+    let path = d.to_path_buf();
+    drop(d);
+    assert!(!path.exists(), "{} left behind", path.display());
+    let kept = std::thread::spawn(|| {
+        let d = tmp("scratch-failed");
+        let path = d.to_path_buf();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let _held = d;
+            panic!("a failing test");
+        }));
+        assert!(r.is_err());
+        path
+    })
+    .join()
+    .unwrap();
+    assert!(kept.exists(), "a failed test's directory was removed");
+    std::fs::remove_dir_all(&kept).unwrap();
+}

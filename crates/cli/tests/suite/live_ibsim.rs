@@ -35,9 +35,7 @@ fn live(name: &str, spec: &[&str], engine: &str, repair: &str, cuts: usize) {
     if !tools_present() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("fabroute-live-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TmpDir::new(&format!("live-{}-{name}", std::process::id()));
     let netf = dir.join("fabric.net");
     let (ok, text) = if let ["real", dump] = spec {
         // a vendored real dump, as an ibsim net file (speeds ibsim lacks become the nearest)
@@ -579,8 +577,7 @@ fn sm_without_ibsim_is_a_clear_error() {
     if !tools_present() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("fabroute-live-{}-none", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TmpDir::new(&format!("live-{}-none", std::process::id()));
     let t = Instant::now();
     let sock = format!("frnone{}", std::process::id());
     let o = sim_client(bin(), &dir, &sock, "H_0_0_0")

@@ -6,6 +6,7 @@
 //! (`scripts/install-test-deps.sh` installs them; `.ci/run` calls it). Without them the tests
 //! fail, unless `FABROUTE_NO_EXTERNAL_TOOLS=1` asks to skip them (and each says so).
 
+use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -36,11 +37,8 @@ fn tools_present() -> bool {
     have
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fabroute-interop-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(name: &str) -> common::TmpDir {
+    common::TmpDir::new(&format!("interop-{}-{name}", std::process::id()))
 }
 
 /// Generates a fabric with our own generator.
@@ -383,7 +381,8 @@ fn ibdmchk_and_check_accept_what_fault_writes() {
         &["--fail", "link:S_0_3/4", "--fail", "link:S_1_0/3"],
     ];
     for (i, faults) in cases.iter().enumerate() {
-        let out = tmpdir(&format!("fault-{i}")).join("f");
+        let dir = tmpdir(&format!("fault-{i}"));
+        let out = dir.join("f");
         let o = Command::new(bin())
             .arg("fault")
             .arg(&net)

@@ -26,13 +26,51 @@ pub fn example(name: &str) -> String {
 /// A fresh, empty directory for one test (named after the calling test file, the process
 /// and `name`: the suite is one process, so two files may use the same `name`).
 #[track_caller]
-pub fn tmp(name: &str) -> PathBuf {
+pub fn tmp(name: &str) -> TmpDir {
     let file = Path::new(std::panic::Location::caller().file());
     let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("test");
-    let d = std::env::temp_dir().join(format!("fabroute-{stem}-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    TmpDir::new(&format!("{stem}-{}-{name}", std::process::id()))
+}
+
+/// A test's scratch directory, `fabroute-NAME` in the temporary directory: created empty,
+/// and removed when the test is done with it, unless the test failed (a panic unwinding
+/// past it), when it stays for a look at what was written. Derefs to its path.
+pub struct TmpDir(PathBuf);
+
+impl TmpDir {
+    pub fn new(name: &str) -> TmpDir {
+        let d = std::env::temp_dir().join(format!("fabroute-{name}"));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TmpDir(d)
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl std::ops::Deref for TmpDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TmpDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TmpDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
 }
 
 /// Well-formed XML (balanced tags, quoted attributes, known entities), and rendered by
