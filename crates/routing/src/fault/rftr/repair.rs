@@ -75,14 +75,14 @@ impl<'f> Rftr<'f> {
             let t = self.end_sw[e as usize];
             let lid = self.f.port(self.f.end_ports[e as usize]).lid;
             hops.clear();
-            let kept = self.walk_reusing(s, e, lid, hops);
+            let (kept, copied) = self.walk_reusing(s, e, lid, hops);
             debug_assert_eq!(
                 kept.then_some(hops.len() as u32),
                 unpack_suffix(self.suffix(e, 0, s)).and_then(|(h, tr, _)| (tr == 0).then_some(h)),
                 "the walk and its suffix table entry disagree"
             );
             if kept && self.as_short_as_any(s, t, hops.len() as u32) {
-                self.keep_own_walk(slot, s, e, hops, vls);
+                self.keep_own_walk(slot, s, e, hops, vls, copied);
                 return Some(0);
             }
         } else if self.cfg.reuse_dead_base {
@@ -295,7 +295,8 @@ impl<'f> Rftr<'f> {
     /// it arrives without a loop or an illegal turn (it cannot pass `s`, whose entry leads
     /// back to it). Pairs come nearest the failure first, so most pairs behind a repaired
     /// switch find the next switch's path committed and copy it instead of walking it.
-    fn walk_reusing(&self, s: u32, e: u32, lid: Lid, hops: &mut Vec<ChannelId>) -> bool {
+    /// The second value: the walk was copied so.
+    fn walk_reusing(&self, s: u32, e: u32, lid: Lid, hops: &mut Vec<ChannelId>) -> (bool, bool) {
         let t = self.end_sw[e as usize];
         if s != t {
             if let Hop::Switch { sw: next, ch, .. } = self.plane.hop(s as usize, self.entry(s, lid))
@@ -313,20 +314,23 @@ impl<'f> Rftr<'f> {
                         },
                         "a committed path that is not its switch's walk"
                     );
-                    return kept;
+                    return (kept, true);
                 }
             }
         }
-        self.walk(s, e, lid, hops)
+        let kept = self.walk(s, e, lid, hops)
             && !hops.is_empty()
-            && !hops.windows(2).any(|w| self.illegal(w[0], w[1]))
+            && !hops.windows(2).any(|w| self.illegal(w[0], w[1]));
+        (kept, false)
     }
 
     /// Commits the pair's own base-LID walk `hops`, live again and transition-free (the keep
     /// check), as its path on SL 0 (no fresh VLs). What `try_candidate` would check cannot
     /// fail here, and is not checked again: a walk that arrives visits no switch twice (a
     /// walk that did would loop), its VLs are all 0, and it follows the base-LID entries,
-    /// so every entry it needs points its way already (`free_offset` gives 0).
+    /// so every entry it needs points its way already (`free_offset` gives 0). A walk
+    /// `copied` from the path the next switch committed in this group needs only `s`'s own
+    /// entry committed: the rest are that path's, equal and claimed for the group already.
     fn keep_own_walk(
         &mut self,
         slot: u32,
@@ -334,11 +338,25 @@ impl<'f> Rftr<'f> {
         e: u32,
         hops: &mut Vec<ChannelId>,
         vls: &mut Vec<u8>,
+        copied: bool,
     ) {
         vls.clear();
         vls.resize(hops.len(), 0);
         let mut req = std::mem::take(&mut self.cand_req);
-        self.required_ports(s, e, hops, &mut req);
+        if copied {
+            req.clear();
+            req.push((s, self.ch_port[hops[0].idx()]));
+            debug_assert!({
+                let mut all = Vec::new();
+                self.required_ports(s, e, hops, &mut all);
+                let lid = self.f.port(self.f.end_ports[e as usize]).lid;
+                all[1..].iter().all(|&(sw, port)| {
+                    self.claimed[sw as usize] == self.group && self.entry(sw, lid) == port
+                })
+            });
+        } else {
+            self.required_ports(s, e, hops, &mut req);
+        }
         debug_assert_eq!(self.free_offset(e, &req, 0), Some(0));
         let (h, v) = (std::mem::take(hops), std::mem::take(vls));
         self.commit(slot, s, e, 0, 0, &h, &v, &req, &[]);
