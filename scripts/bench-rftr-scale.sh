@@ -43,9 +43,11 @@ random.seed(1)
 print("\n".join(random.sample(cands, min(k, len(cands)))))
 EOF
 )
-  for lmc in 0 2; do
-    for l in "${links[@]}"; do
-      for r in $(seq "${REPS:-1}"); do
+  # Repetitions outermost: a fault's runs are spread over the fabric's whole bench, so a
+  # spell of the machine's slow mode (minutes long) does not decide all of them.
+  for r in $(seq "${REPS:-1}"); do
+    for lmc in 0 2; do
+      for l in "${links[@]}"; do
         d="$out/$fab.lmc$lmc.$(echo "$l" | tr '/' '_')"
         [ "$r" -gt 1 ] && d="$d.r$r"
         # resumable: a fault already measured is kept
@@ -55,7 +57,7 @@ EOF
             --fail "link:$l" --summary-only --json -o "$d" > "$d.json" 2> "$d.log" || rc=$?
         # exit 3: e.g. LMC 2 beyond the unicast LIDs; no row for it (exit 1: not every pair
         # repaired, measured all the same)
-        [ "$rc" = 3 ] && break 2
+        [ "$rc" = 3 ] && break
       done
     done
   done

@@ -1,6 +1,7 @@
 //! Times RFTR's single-fault repair alone on one generated fabric, without the CLI around it:
 //! `cargo run --release -p fabroute-routing --example rftr_scale -- "ktree 24 3" 0 8`
-//! (spec, LMC, faults). Each fault is applied to a fresh clone of the fault-free state.
+//! (spec, LMC, faults). Each fault is applied to a fresh clone of the fault-free state
+//! (`COLD=1`: with the caches filled with other data first).
 use fabric::gen::TopoSpec;
 use fabric::FaultMask;
 use routing::engines::{by_name, RouteOptions};
@@ -58,12 +59,23 @@ fn main() {
             .collect(),
         None => links.iter().copied().step_by(step).take(k).collect(),
     };
+    // COLD=1: the caches are filled with other data before each repair, as after the
+    // start in a `fault` run (the repair reads its state cold, not from the last repetition).
+    let cold = std::env::var("COLD").is_ok_and(|v| v != "0");
+    let mut sweep = if cold {
+        vec![0u64; 1 << 24]
+    } else {
+        Vec::new()
+    };
     for (i, &l) in picked.iter().enumerate() {
         if only.is_some_and(|o| o != i) {
             continue;
         }
         for _ in 0..reps {
             let mut r = start.clone();
+            if cold {
+                evict_caches(&mut sweep);
+            }
             let faults0 = minor_faults();
             let t = Instant::now();
             let rep = r.apply(Fault::Link(l));
@@ -96,4 +108,12 @@ fn minor_faults() -> u64 {
             rest.split_whitespace().nth(7)?.parse().ok()
         })
         .unwrap_or(0)
+}
+
+/// Writes and reads a buffer (128 MB) larger than the last-level cache.
+fn evict_caches(buf: &mut [u64]) {
+    for (i, x) in buf.iter_mut().enumerate() {
+        *x = x.wrapping_add(i as u64);
+    }
+    std::hint::black_box(buf.iter().fold(0u64, |a, &x| a ^ x));
 }
