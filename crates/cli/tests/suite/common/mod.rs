@@ -148,3 +148,10 @@ pub fn check_set_with(dir: &Path, extra: &[&str]) -> Output {
     args.extend_from_slice(extra);
     fr(&args)
 }
+
+/// `fabroute check --json` on a table set `route` or `fault` wrote into `out` (its subnet
+/// file, LFTs, SL2VL and path SLs): the summary and the exit code.
+pub fn check_set(out: &std::path::Path) -> (serde_json::Value, Option<i32>) {
+    let o = check_set_with(out, &["--json"]);
+    (serde_json::from_slice(&o.stdout).unwrap(), o.status.code())
+}
