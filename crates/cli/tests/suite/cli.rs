@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common;
-use common::{example, fr, tmp};
+use common::{example, fr, summary, tmp};
 
 #[test]
 fn info_json_has_the_documented_keys() {
@@ -102,8 +102,7 @@ fn chain_reports_failed_engines_and_unknown_names() {
         d.to_str().unwrap(),
     ]);
     assert!(o.status.success());
-    let s: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.join("summary.json")).unwrap()).unwrap();
+    let s = summary(&d);
     assert_eq!(s["engine_requested"], "ftree,updn");
     let failed: Vec<&str> = s["failed_engines"]
         .as_array()
@@ -434,8 +433,7 @@ fn output_sets_are_whole_and_checked_as_a_set() {
         .filter(|e| e.file_name().to_string_lossy().contains("fabroute-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
-    let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary(&out);
     assert_eq!(summary["lmc"], 1);
     assert_eq!(summary["files"].as_object().unwrap().len(), 4);
     let check = |dir: &Path| {

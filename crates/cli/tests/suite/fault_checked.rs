@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::common;
-use common::{check_set, example, fr, tmp};
+use common::{check_set, example, fr, summary, tmp};
 
 /// What `fault` writes is a whole table set a subnet manager programs: `check` on it (LMC from
 /// its summary, with its SL2VL and path SLs) walks every LID of every LMC range. Virtual LIDs
@@ -26,8 +26,7 @@ fn check_passes_on_what_fault_writes() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let s: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let s = summary(&out);
     assert_eq!(s["lmc"], 2);
     assert_eq!(s["rftr"]["max_virtual_lids_per_destination"], 0);
     // 32 end ports x 3 virtual LIDs each, all mirroring their base LID.

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::common;
-use common::{check_set, example, fr, tmp};
+use common::{check_set, example, fr, summary, tmp};
 
 /// RFTR's tables over `--memory-limit`: refused before they are built, with the estimate
 /// and what to do, exit status 3; within it the same fault repairs.
@@ -88,8 +88,7 @@ fn fault_rejects_bad_specs_and_repairs_good_ones() {
         d.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let s: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.join("summary.json")).unwrap()).unwrap();
+    let s = summary(&d);
     assert_eq!(s["rftr"]["supported"], true);
     assert!(s["rftr"]["affected_pairs"].as_u64().unwrap() > 0);
     let lst = std::fs::read_to_string(d.join("opensm-subnet.lst")).unwrap();

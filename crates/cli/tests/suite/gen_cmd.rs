@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::common;
-use common::{check_set, example, fr, tmp};
+use common::{check_set, example, fr, summary, tmp};
 
 #[test]
 fn gen_convert_and_route_write_what_they_say() {
@@ -43,8 +43,7 @@ fn gen_convert_and_route_write_what_they_say() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let s: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let s = summary(&out);
     for k in [
         "engine_requested",
         "engine_used",
@@ -123,8 +122,7 @@ fn gen_superpod_is_routable() {
             "{engine}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        let sum: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        let sum = summary(&out);
         assert_eq!(sum["engine_used"], engine);
         assert_eq!(sum["unreachable_pairs"], 0, "{engine}");
         assert_eq!(sum["pairs"], 43 * 42, "{engine}");
@@ -180,8 +178,7 @@ fn gen_dragonflyplus_is_routable() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let sum: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let sum = summary(&out);
     assert_eq!(sum["deadlock_free"], true);
     assert_eq!(sum["unreachable_pairs"], 0);
     assert_eq!(sum["pairs"], 64 * 63);
@@ -298,8 +295,7 @@ fn generator_edges_and_option_ranges() {
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("balance pass skipped"));
     // summary.json's pair counts add up in both units (every LID; base LIDs)
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.join("x/summary.json")).unwrap()).unwrap();
+    let v = summary(&d.join("x"));
     let sum = |k: &str| -> u64 {
         v[k].as_array()
             .unwrap()

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common;
-use common::{example, fr, tmp};
+use common::{example, fr, summary, tmp};
 
 fn s(p: &Path) -> String {
     p.display().to_string()
@@ -22,10 +22,6 @@ fn route_torus(engine: &str, out: &Path, extra: &[&str]) -> std::process::Output
     args.extend(extra);
     args.extend(["-o", o.as_str()]);
     fr(&args)
-}
-
-fn summary(dir: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
 }
 
 /// ibdmchk's output on a set with `-M` (multicast included), or `None` when it is not

@@ -3,7 +3,7 @@
 //! `--fail` is a usage error.
 
 use crate::common;
-use common::{example, fr, tmp};
+use common::{example, fr, summary, tmp};
 
 #[test]
 fn convert_to_standard_output() {
@@ -91,8 +91,7 @@ fn a_set_left_by_an_interrupted_commit_is_recovered() {
     };
     let set = d.join("D");
     let engine_of = |p: &std::path::Path| {
-        let v: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(p.join("summary.json")).unwrap()).unwrap();
+        let v = summary(p);
         v["engine_used"].as_str().unwrap().to_string()
     };
     // The old set (updn) aside, the new one (dor) whole in the temporary directory.
@@ -161,8 +160,7 @@ fn short_names_from_descriptions_name_nodes() {
         &out,
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.join("fault/summary.json")).unwrap()).unwrap();
+    let v = summary(&d.join("fault"));
     assert_eq!(v["faults"][0], "switch:IB5");
     let step = &v["rftr"]["steps"][0];
     assert_eq!(
@@ -195,8 +193,7 @@ fn an_hca_cable_fails_and_its_pairs_are_cut_off() {
     assert!(o.status.success(), "{err}");
     assert!(err.contains("link:H_1_1_0/1: 0 pairs affected"), "{err}");
     assert!(err.contains("1 end port(s) cut off"), "{err}");
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let v = summary(&out);
     assert_eq!(v["rftr"]["steps"][0]["dropped_pairs"], 1);
     assert_eq!(v["rftr"]["unrouted_pairs"], 0);
     let c = fr(&["check", &out.display().to_string()]);

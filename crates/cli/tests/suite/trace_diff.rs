@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use crate::common;
-use common::{example, fr, tmp};
+use common::{example, fr, summary, tmp};
 
 fn s(p: &Path) -> String {
     p.display().to_string()
@@ -514,8 +514,7 @@ fn copy_set(from: &Path, to: &Path) {
     for f in ["opensm-subnet.lst", "opensm-lfts.dump"] {
         std::fs::copy(from.join(f), to.join(f)).unwrap();
     }
-    let mut v: Value =
-        serde_json::from_slice(&std::fs::read(from.join("summary.json")).unwrap()).unwrap();
+    let mut v = summary(from);
     v.as_object_mut().unwrap().remove("files");
     std::fs::write(to.join("summary.json"), v.to_string()).unwrap();
 }

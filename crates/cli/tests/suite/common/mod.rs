@@ -155,3 +155,8 @@ pub fn check_set(out: &std::path::Path) -> (serde_json::Value, Option<i32>) {
     let o = check_set_with(out, &["--json"]);
     (serde_json::from_slice(&o.stdout).unwrap(), o.status.code())
 }
+
+/// The `summary.json` a command wrote into `dir`.
+pub fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
