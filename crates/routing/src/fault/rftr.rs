@@ -42,10 +42,11 @@
 //!   considered, so a tie whose feasible prefix is not the stored best one is missed.
 //! - **Repairs stay next to the failure** (`RftrConfig::deviate_late`, on by default).
 //!   Before that tie-break, a transition-free candidate as good as the best that follows the
-//!   pair's own broken path up to the switch before the dead hop (or the one before it),
-//!   leaves it by a hop one of the source's stored paths takes there, and joins the
-//!   base-LID walk is tried: it rewrites the dead entry at that switch, so every other
-//!   source behind it finds its walk live again. The lowest-join-switch rule would often
+//!   pair's own broken path up to the switch before the dead hop (or the one before it;
+//!   the source itself when its own first hop died), leaves it by a hop one of the
+//!   source's stored paths takes there, and joins the base-LID walk is tried: it rewrites
+//!   the dead entry at that switch, so every other source behind it finds its walk live
+//!   again. The lowest-join-switch rule would often
 //!   rewrite each source's own first hop instead: on a 24-ary 3-tree a spine link's repair
 //!   wrote 13,225 LFT entries that way and writes 1,058 now.
 //! - **Parallel cables** (`add_twins`). When a failed cable has live siblings between the
@@ -363,6 +364,11 @@ pub struct Rftr<'f> {
     /// Per switch: (`group`, path) when this group committed the switch's own base-LID walk
     /// toward the group's end as its path (`Rftr::walk_reusing`).
     own_path: Vec<(u32, PathId)>,
+    /// Per switch: (`group`, hops) when the path this group committed for it (`own_path`)
+    /// is as short as any walk obeying the turn rule over the live links (proven by the
+    /// keep check or by the distances): no such walk from that switch is shorter, which
+    /// bounds the walks of its neighbours through it without a search.
+    shortest: Vec<(u32, u32)>,
 }
 
 /// The lists a fault's start fills, proportional to the pairs it moves: kept between
@@ -505,7 +511,7 @@ impl<'f> Rftr<'f> {
                         .legal
                         .as_ref()
                         .as_ref()
-                        .map_or(0, |l| l.from.len() + l.to.len()),
+                        .map_or(0, |l| l.from.len() + l.to.len() + l.states.len()),
             ),
         ];
         v.sort_by_key(|&(_, b)| std::cmp::Reverse(b));

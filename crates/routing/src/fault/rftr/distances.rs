@@ -12,6 +12,9 @@ use fabric::{ChannelId, Fabric};
 pub(super) const FAR: u8 = 0x7F;
 /// Above this many switches the distance matrix (one byte per pair) is not kept.
 pub(super) const SDIST_MAX_SWITCHES: usize = 8192;
+/// Most entries (bytes) of `LegalDistances::states`: 64 MB, a 4,096-switch fabric under a
+/// two-class rule.
+pub(super) const STATES_MAX: usize = 1 << 26;
 
 /// Hops between every two switches over the fault-free fabric's inter-switch links, by one
 /// breadth-first search per switch (empty above `SDIST_MAX_SWITCHES`).
@@ -116,6 +119,12 @@ impl TurnSearch<'_> {
 pub(super) struct LegalDistances {
     pub from: Vec<u8>,
     pub to: Vec<u8>,
+    /// Per (destination switch t, switch v, class k), `states[(t * ns + v) * ncls + k]`:
+    /// the hops from `v`, entered by a channel of class `k`, to `t` (`FAR` as above). A walk
+    /// entering `v` so may go on only by turns the rule allows, so this bounds what follows
+    /// a given hop more closely than `from`, which lets every first hop be taken. Empty
+    /// above `STATES_MAX` entries.
+    pub states: Vec<u8>,
     /// The largest finite entry (0 when there is none).
     pub top: u8,
 }
@@ -130,6 +139,7 @@ impl LegalDistances {
         ch_class: &[u8],
         pen: &[u8],
         ncls: usize,
+        links: &InLinks,
     ) -> Option<LegalDistances> {
         use rayon::prelude::*;
         let ns = f.num_switches();
@@ -165,13 +175,34 @@ impl LegalDistances {
                 to[c * ns + s] = d;
             }
         }
+        // One backward search per destination switch, over every link.
+        let mut states = Vec::new();
+        if ns * ns * ncls <= STATES_MAX {
+            let none_dead = vec![false; ch_class.len()];
+            states = written(ns * ns * ncls, FAR);
+            states.par_chunks_mut(ns * ncls).enumerate().for_each_init(
+                BackSearch::default,
+                |search, (t, row)| {
+                    search.reset(t as u32, ns * ncls, ncls);
+                    search.advance(u32::MAX - 1, links, &none_dead, pen, ncls);
+                    for (d, &h) in row.iter_mut().zip(&search.d) {
+                        *d = h.min(FAR as u32) as u8;
+                    }
+                },
+            );
+        }
         let top = from
             .iter()
             .copied()
             .filter(|&d| d != FAR)
             .max()
             .unwrap_or(0);
-        Some(LegalDistances { from, to, top })
+        Some(LegalDistances {
+            from,
+            to,
+            states,
+            top,
+        })
     }
 }
 

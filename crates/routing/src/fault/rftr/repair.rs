@@ -82,6 +82,7 @@ impl<'f> Rftr<'f> {
                 "the walk and its suffix table entry disagree"
             );
             if kept && self.as_short_as_any(s, t, hops.len() as u32) {
+                self.shortest[s as usize] = (self.group, hops.len() as u32);
                 self.keep_own_walk(slot, s, e, hops, vls, copied);
                 return Some(0);
             }
@@ -96,7 +97,6 @@ impl<'f> Rftr<'f> {
                 }
             }
         }
-        self.prepare(s, e);
         // The near-failure tie-break at the least length first: a transition-free candidate
         // as short as the fault-free distance and the turn rule's distance is the best there
         // is (the two bound every transition-free candidate from below, and every candidate
@@ -131,11 +131,15 @@ impl<'f> Rftr<'f> {
                 self.early_deviation.tried += 1;
                 if let Some(tr) = self.late_deviation(slot, s, e, d0, hops, vls) {
                     self.early_deviation.found += 1;
+                    // As short as the distances allow: no walk is shorter.
+                    self.shortest[s as usize] = (self.group, d0);
                     return Some(tr);
                 }
             }
         }
-        // Otherwise the best candidate, found by one scan, usually works.
+        // Otherwise the best candidate, found by one scan, usually works. (The deviation
+        // reads only the source's indexed trie nodes; the scan reads its prefix rows.)
+        self.prepare(s, e);
         let mut best = self.scan_best(s, e, want)?;
         if best.trans > 0 {
             self.learn_legal_reach(s);
@@ -156,6 +160,9 @@ impl<'f> Rftr<'f> {
             && tried_late != Some(best.hops)
         {
             if let Some(tr) = self.late_deviation(slot, s, e, best.hops, hops, vls) {
+                if self.no_shorter_past_neighbours(s, t, best.hops) {
+                    self.shortest[s as usize] = (self.group, best.hops);
+                }
                 return Some(tr);
             }
         }
@@ -281,11 +288,89 @@ impl<'f> Rftr<'f> {
 
     /// True when no transition-free walk from switch `s` to switch `t` over the live links
     /// is shorter than `h` hops: `h` is a fault-free distance (which bounds every walk from
-    /// below), or the turn rule's search finds none shorter.
+    /// below), the bounds past the neighbours say so, or, unless a neighbour shows a
+    /// shorter walk, the turn rule's search finds none shorter. (On a 16x16x8 torus the
+    /// neighbours settle all but a handful of the thousands of questions a fault asks, and
+    /// the searches, a fifth of a repair before, are rare.)
     fn as_short_as_any(&mut self, s: u32, t: u32, h: u32) -> bool {
-        self.static_distance(s, t) == Some(h)
+        let known = if self.static_distance(s, t) == Some(h)
             || self.legal_distance(s, t) == Some(h)
-            || self.no_shorter_legal_walk(s, t, h)
+            || self.no_shorter_past_neighbours(s, t, h)
+        {
+            Some(true)
+        } else if self.shorter_past_neighbour(s, t, h) {
+            Some(false)
+        } else {
+            None
+        };
+        match known {
+            Some(k) => {
+                debug_assert_eq!(
+                    k,
+                    self.no_shorter_legal_walk(s, t, h),
+                    "a bound that the search contradicts"
+                );
+                k
+            }
+            None => self.no_shorter_legal_walk(s, t, h),
+        }
+    }
+
+    /// True when no walk obeying the turn rule over the live links leads from switch `s`
+    /// to `t` in fewer than `h` hops, known without a search: every live first hop leads to
+    /// a switch `y` from which no walk, entered so, reaches `t` in fewer than `h - 1`. Two
+    /// bounds say so: the fault-free distance from `y` entered by that hop's class (under
+    /// any faults a walk is no shorter), and, where this group committed a path for `y`
+    /// that no walk from `y` is shorter than (`shortest`), that path's hops. Pairs come
+    /// nearest the failure first, so the switches a source's walk passes usually carry the
+    /// second bound already.
+    fn no_shorter_past_neighbours(&self, s: u32, t: u32, h: u32) -> bool {
+        let g = self.group;
+        let (ns, m) = (self.f.num_switches(), self.ncls);
+        let Some(row) = self
+            .legal_distances()
+            .and_then(|l| l.states.get(t as usize * ns * m..(t as usize + 1) * ns * m))
+        else {
+            return false;
+        };
+        // (`FAR` stands for 127 hops or more: a bound all the same.)
+        self.f.switch_links(SwitchIdx(s)).iter().all(|&c| {
+            let y = self.ch_dst_sw[c.idx()];
+            y == NONE
+                || self.ch_dead[c.idx()]
+                || row[y as usize * m + self.ch_class[c.idx()] as usize] as u32 + 1 >= h
+                || matches!(self.shortest[y as usize], (gy, l) if gy == g && l + 1 >= h)
+        })
+    }
+
+    /// True when a walk obeying the turn rule over the live links leads from switch `s` to
+    /// `t` in fewer than `h` hops, seen without a search: a live first hop to `t`, or to a
+    /// switch whose kept base-LID walk toward the group's end (live, unchanged by this
+    /// repair: `kept_walk`) or whose path committed in this group (`own_path`, on SL 0:
+    /// no transition) obeys the rule, may follow that hop, and is short enough.
+    fn shorter_past_neighbour(&self, s: u32, t: u32, h: u32) -> bool {
+        let e = self.group_e;
+        let g = self.group;
+        self.f.switch_links(SwitchIdx(s)).iter().any(|&c| {
+            let y = self.ch_dst_sw[c.idx()];
+            if y == NONE || self.ch_dead[c.idx()] {
+                return false;
+            }
+            if y == t {
+                return h > 1;
+            }
+            let k = self.ch_class[c.idx()];
+            let (gy, p) = self.own_path[y as usize];
+            if gy == g {
+                let rest = self.paths.hops_of(p);
+                return rest.len() as u32 + 1 < h
+                    && self.pen_class(k, self.ch_class[rest[0].idx()]) == 0;
+            }
+            matches!(
+                self.kept_walk(e, y).and_then(unpack_suffix),
+                Some((hy, 0, cls)) if hy + 1 < h && self.pen_class(k, cls) == 0
+            )
+        })
     }
 
     /// Walks switch `s`'s base-LID walk toward end `e` (LID `lid`) into `hops`; true when

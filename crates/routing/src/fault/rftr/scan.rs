@@ -608,12 +608,15 @@ impl<'f> Rftr<'f> {
         own.extend_from_slice(&self.paths.hops_of(p)[..live]);
         let t = self.end_sw[e as usize];
         let mut done = None;
-        for k in (live.saturating_sub(1).max(1)..=live).rev() {
+        for k in (live.saturating_sub(1)..=live).rev() {
             let k32 = k as u32;
             if k32 + 1 > hops {
                 continue;
             }
-            let x = self.ch_dst_sw[own[k - 1].idx()] as usize;
+            let x = match k {
+                0 => s as usize,
+                _ => self.ch_dst_sw[own[k - 1].idx()] as usize,
+            };
             // Every path deviating at `x` after `k` hops is at least `k` plus the fault-free
             // distance from `x` to `t` long (the next switch is one hop nearer at best).
             if self
@@ -623,12 +626,18 @@ impl<'f> Rftr<'f> {
                 continue;
             }
             let tr = &self.tries[s as usize];
-            let Some(&n) = tr.indexed_ending_at(x).iter().find(|&&n| {
-                let m = tr.nodes[n as usize].minpath;
-                tr.nodes[n as usize].depth as u32 == k32
-                    && self.paths.hops_of(m).get(..k) == Some(&own[..k])
-            }) else {
-                continue;
+            // The node of the first `k` hops (none at the source: the trie's first hops).
+            let n = if k == 0 {
+                NONE
+            } else {
+                let Some(&n) = tr.indexed_ending_at(x).iter().find(|&&n| {
+                    let m = tr.nodes[n as usize].minpath;
+                    tr.nodes[n as usize].depth as u32 == k32
+                        && self.paths.hops_of(m).get(..k) == Some(&own[..k])
+                }) else {
+                    continue;
+                };
+                n
             };
             cands.clear();
             for m in tr.children(n) {

@@ -252,6 +252,7 @@ impl<'f> Rftr<'f> {
             lid_short: false,
             fault_bufs: FaultBufs::default(),
             own_path: vec![(0, NONE); ns],
+            shortest: vec![(0, 0); ns],
         };
         me.sel = vec![NONE; me.slot_switch.len() * ne];
         me.sdist = Arc::new(static_distances(f, &me.ch_dst_sw));
@@ -262,9 +263,16 @@ impl<'f> Rftr<'f> {
             .filter(|&d| d != FAR)
             .max()
             .unwrap_or(0);
-        let legal = LegalDistances::new(f, &me.ch_dst_sw, &me.ch_class, &me.pen, me.ncls);
-        me.legal = Arc::new(legal);
         me.in_links = Arc::new(InLinks::new(f, &me.ch_dst_sw, &me.ch_class, me.ncls));
+        let legal = LegalDistances::new(
+            f,
+            &me.ch_dst_sw,
+            &me.ch_class,
+            &me.pen,
+            me.ncls,
+            &me.in_links,
+        );
+        me.legal = Arc::new(legal);
         me.in_switch = Arc::new(walks::InSwitch::new(f, &me.ch_dst_sw, &me.ch_port));
         me.reserve_base_paths()?;
         me.store_base_paths()?;

@@ -271,10 +271,13 @@ impl PrefixTrie {
         self.subtree_end = end;
     }
 
-    /// The children of indexed node `n`, in index order.
+    /// The children of indexed node `n`, in index order; `NONE`: the first hops (the
+    /// indexed nodes without a parent).
     pub(super) fn children(&self, n: u32) -> impl Iterator<Item = u32> + '_ {
-        let end = self.subtree_end[n as usize];
-        let mut m = n + 1;
+        let (mut m, end) = match n {
+            NONE => (0, self.indexed),
+            _ => (n + 1, self.subtree_end[n as usize]),
+        };
         std::iter::from_fn(move || {
             (m < end).then(|| {
                 let c = m;
