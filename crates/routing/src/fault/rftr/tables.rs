@@ -8,7 +8,7 @@ use crate::tables::Routing;
 use fabric::SwitchIdx;
 use fabric::{ChannelId, NO_PORT};
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8};
 
 /// Bit `i` set when `lo <= a[i] + b[i] <= lo + span` (at most 64 entries, each at most
 /// `FAR`, so the sum fits a byte; below `lo` it wraps above `lo + span`).
@@ -368,9 +368,18 @@ impl PrefixTrie {
 /// Entries that a rewrite of the LFT entries may change carry the table's epoch, and
 /// `bump` starts a new one: a dead entry (`set_dead`), and a live one whose walk passes a
 /// rewritten entry (`set` with `tainted`). An entry of an older epoch reads as `UNKNOWN`.
+///
+/// `reset` makes every entry `UNKNOWN` by starting a new generation: an entry set in an
+/// older one reads as `UNKNOWN`. A repair resets a table per destination it moves, and
+/// clearing all of it each time (16 KB on a 2,048-switch torus, thousands of times per
+/// fault) cost more than the few dozen entries it then reads.
 #[derive(Debug, Default)]
 pub(super) struct SuffixTable {
     packed: Vec<AtomicU64>,
+    /// Per entry, the generation it was set in; `generation` is the current one (from 1;
+    /// after 255 every entry is cleared and the count starts over).
+    set_in: Vec<AtomicU8>,
+    generation: u8,
     /// Set when no entry is `UNKNOWN` (`Rftr::complete_suffixes`), cleared by `bump`.
     full: AtomicBool,
     epoch: AtomicU32,
@@ -391,6 +400,12 @@ impl Clone for SuffixTable {
                 .iter()
                 .map(|v| AtomicU64::new(v.load(Relaxed)))
                 .collect(),
+            set_in: self
+                .set_in
+                .iter()
+                .map(|v| AtomicU8::new(v.load(Relaxed)))
+                .collect(),
+            generation: self.generation,
             full: AtomicBool::new(self.full.load(Relaxed)),
             epoch: AtomicU32::new(self.epoch.load(Relaxed)),
         }
@@ -400,9 +415,16 @@ impl Clone for SuffixTable {
 impl SuffixTable {
     /// Every entry of `n` switches `UNKNOWN`, reusing the buffer.
     pub(super) fn reset(&mut self, n: usize) {
-        self.packed.truncate(n.min(self.packed.len()));
-        self.packed.iter_mut().for_each(|v| *v.get_mut() = UNKNOWN);
-        self.packed.resize_with(n, || AtomicU64::new(UNKNOWN));
+        if self.packed.len() == n && self.generation != 0 && self.generation < u8::MAX {
+            self.generation += 1;
+        } else {
+            self.packed.truncate(n.min(self.packed.len()));
+            self.packed.iter_mut().for_each(|v| *v.get_mut() = UNKNOWN);
+            self.packed.resize_with(n, || AtomicU64::new(UNKNOWN));
+            self.set_in.clear();
+            self.set_in.resize_with(n, || AtomicU8::new(0));
+            self.generation = 1;
+        }
         *self.full.get_mut() = false;
         *self.epoch.get_mut() = 0;
     }
@@ -421,6 +443,9 @@ impl SuffixTable {
     /// The packed suffix of `sw`, `NO_SUFFIX`, or a sentinel (`UNKNOWN`, `ON_WALK`).
     #[inline]
     pub(super) fn get(&self, sw: usize) -> u64 {
+        if self.set_in[sw].load(Relaxed) != self.generation {
+            return UNKNOWN;
+        }
         let v = self.packed[sw].load(Relaxed);
         // A live entry set untainted, the common case: top byte and taint bit clear.
         if v & (0xFF << 56 | TAINT) == 0 || v >= ON_WALK {
@@ -444,7 +469,7 @@ impl SuffixTable {
     #[inline]
     pub(super) fn tainted(&self, sw: usize) -> bool {
         let v = self.packed[sw].load(Relaxed);
-        v & TAINT != 0 && v < DEAD
+        self.set_in[sw].load(Relaxed) == self.generation && v & TAINT != 0 && v < DEAD
     }
     /// Sets a packed suffix, a sentinel (`NO_SUFFIX` stays across epochs), or with
     /// `tainted` a live entry of this epoch only.
@@ -455,12 +480,14 @@ impl SuffixTable {
         } else {
             v
         };
-        self.packed[sw].store(v, Relaxed)
+        self.packed[sw].store(v, Relaxed);
+        self.set_in[sw].store(self.generation, Relaxed);
     }
     /// A dead entry of this epoch.
     #[inline]
     pub(super) fn set_dead(&self, sw: usize) {
-        self.packed[sw].store(DEAD | self.epoch.load(Relaxed) as u64, Relaxed)
+        self.packed[sw].store(DEAD | self.epoch.load(Relaxed) as u64, Relaxed);
+        self.set_in[sw].store(self.generation, Relaxed);
     }
     pub(super) fn len(&self) -> usize {
         self.packed.len()
@@ -492,6 +519,41 @@ pub(super) const HI: u64 = 0xFFFF_FFFF_0000_0000;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// After a reset every entry reads as unknown, whatever it held (a packed suffix, none,
+    /// dead, tainted), through more resets than the generations count before they start
+    /// over, and entries set after it read back as set.
+    #[test]
+    fn a_reset_forgets_every_entry() {
+        let mut t = SuffixTable::default();
+        t.reset(8);
+        let live = crate::fault::rftr::Rftr::pack_suffix(5, 0, 1);
+        for round in 0..600u32 {
+            for sw in 0..8 {
+                assert_eq!(t.get(sw), UNKNOWN, "round {round}, switch {sw}");
+                assert!(!t.tainted(sw));
+            }
+            t.set(0, live, false);
+            t.set(1, NO_SUFFIX, false);
+            t.set_dead(2);
+            t.set(3, live, true);
+            t.set((round % 4 + 4) as usize, live, false);
+            assert_eq!(t.get(0), live);
+            assert_eq!(t.get(1), NO_SUFFIX);
+            assert_eq!(t.get(2), NO_SUFFIX, "a dead entry of this epoch");
+            assert_eq!(t.get(3), live);
+            assert!(t.tainted(3));
+            t.bump();
+            assert_eq!(t.get(2), UNKNOWN, "a dead entry of an older epoch");
+            assert_eq!(t.get(3), UNKNOWN, "a tainted entry of an older epoch");
+            assert_eq!(t.get(0), live, "an untainted entry outlives a bump");
+            // Another size now and then clears the buffer instead.
+            t.reset(if round % 97 == 96 { 9 } else { 8 });
+            if round % 97 == 96 {
+                t.reset(8);
+            }
+        }
+    }
 
     /// The mask equals the definition on every length up to 64, with sums below, at, inside
     /// and above the range and entries at `FAR`; `within` visits its members ascending.
