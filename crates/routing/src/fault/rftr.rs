@@ -64,14 +64,16 @@
 //!   switches the faults left in different components: no routing could join them.
 //!
 //! Files: this one holds the state, `apply` and the queries; `start.rs` takes the base in,
-//! `affected.rs` finds the pairs a fault breaks, `repair.rs` repairs one pair, `scan.rs`
-//! finds its candidates, `prefix.rs` and `suffix.rs` keep the two halves of a join,
-//! `tables.rs` holds the flat tables, `complete/` the tables for whole-fabric checkers, and
-//! `settle.rs` the bookkeeping a repair leaves for after its delta ([`Rftr::settle`]).
+//! `affected.rs` finds the pairs a fault breaks, `repair.rs` repairs one pair (`keep.rs`:
+//! the check that lets a pair keep its live walk), `scan.rs` finds its candidates,
+//! `prefix.rs` and `suffix.rs` keep the two halves of a join, `tables.rs` holds the flat
+//! tables, `complete/` the tables for whole-fabric checkers, and `settle.rs` the
+//! bookkeeping a repair leaves for after its delta ([`Rftr::settle`]).
 
 mod affected;
 mod complete;
 mod distances;
+mod keep;
 mod prefix;
 mod repair;
 mod scan;
