@@ -10,20 +10,16 @@ use fabric::SwitchIdx;
 impl<'f> Rftr<'f> {
     /// True when no transition-free walk from switch `s` to switch `t` over the live links
     /// is shorter than `h` hops: `h` is a fault-free distance (which bounds every walk from
-    /// below), the bounds past the neighbours say so, or, unless a neighbour shows a
-    /// shorter walk, the turn rule's search finds none shorter. (On a 16x16x8 torus the
-    /// neighbours settle all but a handful of the thousands of questions a fault asks, and
-    /// the searches, a fifth of a repair before, are rare.)
+    /// below), the neighbours settle it (`neighbours_settle`), or the turn rule's search
+    /// finds none shorter. (On a 16x16x8 torus the neighbours settle all but a handful of
+    /// the thousands of questions a fault asks, and the searches, a fifth of a repair
+    /// before, are rare.)
     pub(super) fn as_short_as_any(&mut self, s: u32, t: u32, h: u32) -> bool {
-        let known = if self.static_distance(s, t) == Some(h)
-            || self.legal_distance(s, t) == Some(h)
-            || self.no_shorter_past_neighbours(s, t, h)
+        let known = if self.static_distance(s, t) == Some(h) || self.legal_distance(s, t) == Some(h)
         {
             Some(true)
-        } else if self.shorter_past_neighbour(s, t, h) {
-            Some(false)
         } else {
-            None
+            self.neighbours_settle(s, t, h)
         };
         match known {
             Some(k) => {
@@ -38,61 +34,61 @@ impl<'f> Rftr<'f> {
         }
     }
 
-    /// True when no walk obeying the turn rule over the live links leads from switch `s`
-    /// to `t` in fewer than `h` hops, known without a search: every live first hop leads to
-    /// a switch `y` from which no walk, entered so, reaches `t` in fewer than `h - 1`. Two
-    /// bounds say so: the fault-free distance from `y` entered by that hop's class (under
-    /// any faults a walk is no shorter), and, where this group committed a path for `y`
-    /// that no walk from `y` is shorter than (`shortest`), that path's hops. Pairs come
-    /// nearest the failure first, so the switches a source's walk passes usually carry the
-    /// second bound already.
-    pub(super) fn no_shorter_past_neighbours(&self, s: u32, t: u32, h: u32) -> bool {
-        let g = self.group;
+    /// What the neighbours of switch `s` tell, without a search, about walks that obey the
+    /// turn rule over the live links from `s` to `t` in fewer than `h` hops: `Some(true)`
+    /// when there is none, `Some(false)` when there is one, `None` when they cannot tell.
+    ///
+    /// Per live first hop, into switch `y`, two lower bounds on the walks that go on from
+    /// `y` entered so: the fault-free distance of that state (under any faults a walk is no
+    /// shorter), and the hops of a path this group committed for `y` that no walk from `y`
+    /// is shorter than (`shortest`; pairs come nearest the failure first, so the switches a
+    /// source's walk passes usually carry it already). Where neither reaches `h - 1`, a
+    /// walk from `y` may show a shorter one: `y` is `t`, or `y`'s path committed in this
+    /// group (`own_path`, on SL 0: no transition) or its kept base-LID walk (live and
+    /// unchanged by this repair: `kept_walk`) may follow the hop and is short enough.
+    pub(super) fn neighbours_settle(&self, s: u32, t: u32, h: u32) -> Option<bool> {
+        let (e, g) = (self.group_e, self.group);
         let (ns, m) = (self.f.num_switches(), self.ncls);
-        let Some(row) = self
+        let row = self
             .legal_distances()
-            .and_then(|l| l.states.get(t as usize * ns * m..(t as usize + 1) * ns * m))
-        else {
-            return false;
-        };
-        // (`FAR` stands for 127 hops or more: a bound all the same.)
-        self.f.switch_links(SwitchIdx(s)).iter().all(|&c| {
-            let y = self.ch_dst_sw[c.idx()];
-            y == NONE
-                || self.ch_dead[c.idx()]
-                || row[y as usize * m + self.ch_class[c.idx()] as usize] as u32 + 1 >= h
-                || matches!(self.shortest[y as usize], (gy, l) if gy == g && l + 1 >= h)
-        })
-    }
-
-    /// True when a walk obeying the turn rule over the live links leads from switch `s` to
-    /// `t` in fewer than `h` hops, seen without a search: a live first hop to `t`, or to a
-    /// switch whose kept base-LID walk toward the group's end (live, unchanged by this
-    /// repair: `kept_walk`) or whose path committed in this group (`own_path`, on SL 0:
-    /// no transition) obeys the rule, may follow that hop, and is short enough.
-    fn shorter_past_neighbour(&self, s: u32, t: u32, h: u32) -> bool {
-        let e = self.group_e;
-        let g = self.group;
-        self.f.switch_links(SwitchIdx(s)).iter().any(|&c| {
+            .and_then(|l| l.states.get(t as usize * ns * m..(t as usize + 1) * ns * m));
+        let mut bounded = true;
+        for &c in self.f.switch_links(SwitchIdx(s)) {
             let y = self.ch_dst_sw[c.idx()];
             if y == NONE || self.ch_dead[c.idx()] {
-                return false;
-            }
-            if y == t {
-                return h > 1;
+                continue;
             }
             let k = self.ch_class[c.idx()];
-            let (gy, p) = self.own_path[y as usize];
-            if gy == g {
-                let rest = self.paths.hops_of(p);
-                return rest.len() as u32 + 1 < h
-                    && self.pen_class(k, self.ch_class[rest[0].idx()]) == 0;
+            // (`FAR` stands for 127 hops or more: a bound all the same.)
+            let fault_free = row.map_or(0, |r| r[y as usize * m + k as usize] as u32);
+            let proven = match self.shortest[y as usize] {
+                (gy, l) if gy == g => l,
+                _ => 0,
+            };
+            if fault_free.max(proven) + 1 >= h {
+                continue;
             }
-            matches!(
-                self.kept_walk(e, y).and_then(unpack_suffix),
-                Some((hy, 0, cls)) if hy + 1 < h && self.pen_class(k, cls) == 0
-            )
-        })
+            let shorter = if y == t {
+                Some(0)
+            } else {
+                match self.own_path[y as usize] {
+                    (gy, p) if gy == g => {
+                        let rest = self.paths.hops_of(p);
+                        (self.pen_class(k, self.ch_class[rest[0].idx()]) == 0)
+                            .then_some(rest.len() as u32)
+                    }
+                    _ => match self.kept_walk(e, y).and_then(unpack_suffix) {
+                        Some((hy, 0, cls)) if self.pen_class(k, cls) == 0 => Some(hy),
+                        _ => None,
+                    },
+                }
+            };
+            if shorter.is_some_and(|w| w + 1 < h) {
+                return Some(false);
+            }
+            bounded = false;
+        }
+        bounded.then_some(true)
     }
 
     /// Walks switch `s`'s base-LID walk toward end `e` (LID `lid`) into `hops`; true when

@@ -160,7 +160,7 @@ impl<'f> Rftr<'f> {
             && tried_late != Some(best.hops)
         {
             if let Some(tr) = self.late_deviation(slot, s, e, best.hops, hops, vls) {
-                if self.no_shorter_past_neighbours(s, t, best.hops) {
+                if self.neighbours_settle(s, t, best.hops) == Some(true) {
                     self.shortest[s as usize] = (self.group, best.hops);
                 }
                 return Some(tr);
